@@ -1,0 +1,1 @@
+"""Typed records shared by every process: keys, events, notices, requests, outcomes."""

@@ -1,0 +1,47 @@
+# The project's commands. Every target runs from a fresh clone: `make venv` is implied.
+PY      := .venv/bin/python
+VENV    := .venv/.installed
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: venv lint test test-unit test-integration test-e2e bench demo sandbox clean
+
+venv: $(VENV)
+$(VENV): pyproject.toml constraints.txt
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	touch $(VENV)
+
+lint: $(VENV)
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/mypy
+	.venv/bin/lint-imports
+
+# The three tiers in one pytest run (unit: pure; integration: real Redis, git, the sandbox's API;
+# e2e: processes started as a user starts them). A private Redis is started unless
+# GITOPS_REVERSER_REDIS_URL is set.
+test: $(VENV)
+	scripts/with-redis .venv/bin/pytest -q tests
+
+test-unit: $(VENV)
+	.venv/bin/pytest -q tests/unit
+
+test-integration: $(VENV)
+	scripts/with-redis .venv/bin/pytest -q tests/integration
+
+test-e2e: $(VENV)
+	scripts/with-redis .venv/bin/pytest -q tests/e2e
+
+bench: $(VENV)
+	scripts/with-redis $(PY) -m bench
+
+# The sandbox alone, in the foreground: a Kubernetes API double and a Git host (Ctrl-C stops it).
+sandbox: $(VENV)
+	$(PY) -m sandbox up --dir .sandbox
+
+demo: $(VENV)
+	scripts/with-redis $(PY) -m sandbox demo --dir .demo
+
+clean:
+	rm -rf .venv .demo .sandbox .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,110 @@
+"""``python -m sandbox up``: the local stand-ins for a cluster, in the foreground.
+
+Starts the Kubernetes API server double (with the project's CRDs and the real Flux and Argo CD
+CRDs) and the Git host, writes ``DIR/kubeconfig`` (context ``sandbox``) and ``DIR/sandbox.json``
+(URLs, ports, repositories), and stops cleanly on Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from sandbox.githost import GitHost
+from sandbox.kube.server import KubeApiServer
+from sandbox.paths import all_crd_files
+
+#: The repository a new user clones first.
+DEFAULT_REPO = "demo"
+
+
+@dataclass(slots=True)
+class Sandbox:
+    """A running API server double and Git host, and where their files are."""
+
+    directory: Path
+    kube: KubeApiServer
+    githost: GitHost
+    repos: list[str]
+
+    def describe(self) -> dict[str, object]:
+        """What ``sandbox.json`` holds: enough for a test or a person to reach everything."""
+        return {
+            "kube": {"url": self.kube.url, "port": self.kube.port},
+            "git": {"url": self.githost.url, "port": self.githost.port},
+            "kubeconfig": str(self.directory / "kubeconfig"),
+            "repositories": {name: self.githost.repo_url(name) for name in self.repos},
+        }
+
+    def stop(self) -> None:
+        """Stop both servers; the files in ``directory`` stay for inspection."""
+        self.githost.stop()
+        self.kube.stop()
+
+
+def start(directory: Path, kube_port: int = 0, git_port: int = 0,
+          repos: tuple[str, ...] = (DEFAULT_REPO,)) -> Sandbox:
+    """Start the stand-ins and write ``kubeconfig`` and ``sandbox.json`` into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    kube = KubeApiServer(all_crd_files())
+    kube.start(port=kube_port)
+    githost = GitHost(directory / "git")
+    githost.start(port=git_port)
+    for name in repos:
+        githost.create_repo(name, files={"README.md": b"Managed by gitops-reverser.\n"})
+    kube.write_kubeconfig(directory / "kubeconfig", context="sandbox")
+    running = Sandbox(directory, kube, githost, list(repos))
+    (directory / "sandbox.json").write_text(json.dumps(running.describe(), indent=2) + "\n")
+    return running
+
+
+def _wait_for_signal() -> None:
+    stop = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    stop.wait()
+
+
+def up(args: argparse.Namespace) -> int:
+    """Run the sandbox until a signal arrives."""
+    running = start(Path(args.dir), args.kube_port, args.git_port, tuple(args.repo or [DEFAULT_REPO]))
+    kubeconfig = args.dir + "/kubeconfig"
+    print(f"Kubernetes API: {running.kube.url}   kubectl --kubeconfig {kubeconfig} get ns", flush=True)
+    print(f"Git host:       {running.githost.url}   git clone "
+          f"{running.githost.repo_url(running.repos[0])}", flush=True)
+    print(f"Details:        {args.dir}/sandbox.json  (Ctrl-C stops)", flush=True)
+    try:
+        _wait_for_signal()
+    finally:
+        running.stop()
+    print("sandbox stopped", flush=True)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m sandbox``."""
+    top = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("up", help="start the API double and the Git host in the foreground")
+    run.add_argument("--dir", required=True, help="where kubeconfig, sandbox.json and repos go")
+    run.add_argument("--kube-port", type=int, default=0, help="0 = a free port")
+    run.add_argument("--git-port", type=int, default=0, help="0 = a free port")
+    run.add_argument("--repo", action="append", help=f"a repository to create (default {DEFAULT_REPO})")
+    run.set_defaults(func=up)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m sandbox``."""
+    args = parser().parse_args(argv)
+    result: int = args.func(args)
+    return result

@@ -1,0 +1,57 @@
+"""Prometheus metrics that add up across processes, including gunicorn's workers.
+
+Under gunicorn each worker is its own process, so a plain registry would expose one worker's
+numbers per scrape. When ``PROMETHEUS_MULTIPROC_DIR`` is set (it must be set in the shell that
+starts the process, and wiped before each start), metrics are written to files there and a
+scrape collects all of them; otherwise the process's own registry is served.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    generate_latest,
+    multiprocess,
+    values,
+)
+from prometheus_client.exposition import start_http_server
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+def multiprocess_enabled() -> bool:
+    """True when the client library writes metric values to files (multiprocess mode)."""
+    return values.ValueClass.__name__ != "MutexValue"
+
+
+def exposition() -> bytes:
+    """The text exposition of every metric of this process, or of all processes in the dir."""
+    if multiprocess_enabled():
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)
+
+
+def wipe_multiprocess_dir(directory: Path) -> None:
+    """Empty the multiprocess directory before a server starts, as the client docs require."""
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+
+
+def mark_worker_dead(pid: int) -> None:
+    """Forget a dead worker's live gauges (its counters must stay, so totals stay right)."""
+    if multiprocess_enabled():
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
+
+
+def serve(port: int) -> None:
+    """Serve ``/metrics`` for a process that has no HTTP server of its own (0 = do not serve)."""
+    if port:
+        start_http_server(port)

@@ -1,0 +1,123 @@
+"""One frozen Settings object, built once from ``GITOPS_REVERSER_*`` environment variables.
+
+Every process reads its configuration here and nowhere else (no ``os.environ`` outside this
+module), and an invalid value stops the process at start-up with a message that names the
+variable, instead of failing later in the middle of a window or a push.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from shared.model.duration import DurationError, parse_duration
+
+PREFIX = "GITOPS_REVERSER_"
+T = TypeVar("T")
+
+#: Flux's notification-controller caps a webhook body at 3 MiB; we follow the same default.
+DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024
+
+
+class SettingsError(ValueError):
+    """A ``GITOPS_REVERSER_*`` variable holds a value the process cannot run with."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What every process may be configured with. Each field's doc says why it has its default."""
+
+    #: Where all state lives; the Debian package's default port.
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    #: Prefix of every Redis key; versioned so a layout change never reads old keys.
+    key_prefix: str = "gr:v1"
+    #: ``DEBUG``, ``INFO``, ``WARNING`` or ``ERROR``.
+    log_level: str = "INFO"
+    #: A kubeconfig to use instead of the in-cluster service account (empty = in-cluster).
+    kubeconfig: str = ""
+    #: How often an idle branch reads its remote tip when no webhook arrives (Q7).
+    steady_tick: timedelta = timedelta(seconds=60)
+    #: How long a branch lease lasts without renewal; a dead owner's branches move after it (Q1).
+    lease_period: timedelta = timedelta(seconds=15)
+    #: Largest webhook body the receiver reads (R3), also for chunked bodies.
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    #: How long a Secret read by the receiver is cached (R5).
+    secret_cache: timedelta = timedelta(seconds=10)
+    #: gunicorn workers and threads for the receiver.
+    receiver_workers: int = 2
+    receiver_threads: int = 4
+    #: Port of the ``/metrics`` and health endpoint of the non-HTTP processes (0 = off).
+    metrics_port: int = 0
+    #: rq queue that carries apply attempts (D1).
+    apply_queue: str = "apply-attempts"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build Settings from ``environ`` (default: the process environment)."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for field in fields(cls):
+            name = PREFIX + field.name.upper()
+            if name in env:
+                values[field.name] = _convert(name, env[name], _PARSERS[field.name])
+        unknown = sorted(k for k in env if k.startswith(PREFIX) and k not in _KNOWN)
+        if unknown:
+            raise SettingsError(f"unknown setting(s): {', '.join(unknown)}")
+        settings = cls(**values)
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        """Refuse combinations no process can run with."""
+        if self.log_level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+            raise SettingsError(f"{PREFIX}LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR")
+        if not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise SettingsError(f"{PREFIX}REDIS_URL must be a redis://, rediss:// or unix:// URL")
+        for name in ("max_body_bytes", "receiver_workers", "receiver_threads"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"{PREFIX}{name.upper()} must be positive")
+        if self.steady_tick <= timedelta(0) or self.lease_period <= timedelta(0):
+            raise SettingsError("durations must be positive")
+
+
+def _positive_or_zero_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError("must not be negative")
+    return value
+
+
+def _duration(text: str) -> timedelta:
+    try:
+        return parse_duration(text)
+    except DurationError as err:
+        raise ValueError(str(err)) from err
+
+
+def _convert(name: str, raw: str, parser: Callable[[str], T]) -> T:
+    try:
+        return parser(raw)
+    except ValueError as err:
+        raise SettingsError(f"{name}={raw!r}: {err}") from err
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "redis_url": str,
+    "key_prefix": str,
+    "log_level": str.upper,
+    "kubeconfig": str,
+    "steady_tick": _duration,
+    "lease_period": _duration,
+    "max_body_bytes": _positive_or_zero_int,
+    "secret_cache": _duration,
+    "receiver_workers": _positive_or_zero_int,
+    "receiver_threads": _positive_or_zero_int,
+    "metrics_port": _positive_or_zero_int,
+    "apply_queue": str,
+}
+#: Variables of the test tooling that share the prefix but configure no process.
+_TOOLING = frozenset({PREFIX + "SHARED_DIR"})
+_KNOWN = frozenset(PREFIX + name.upper() for name in _PARSERS) | _TOOLING
