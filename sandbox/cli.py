@@ -47,8 +47,9 @@ class Sandbox:
         self.kube.stop()
 
 
-def start(directory: Path, kube_port: int = 0, git_port: int = 0,
-          repos: tuple[str, ...] = (DEFAULT_REPO,)) -> Sandbox:
+def start(
+    directory: Path, kube_port: int = 0, git_port: int = 0, repos: tuple[str, ...] = (DEFAULT_REPO,)
+) -> Sandbox:
     """Start the stand-ins and write ``kubeconfig`` and ``sandbox.json`` into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     kube = KubeApiServer(all_crd_files())
@@ -76,11 +77,18 @@ def _wait_for_signal() -> None:
 
 def up(args: argparse.Namespace) -> int:
     """Run the sandbox until a signal arrives."""
-    running = start(Path(args.dir), args.kube_port, args.git_port, tuple(args.repo or [DEFAULT_REPO]))
+    running = start(
+        Path(args.dir), args.kube_port, args.git_port, tuple(args.repo or [DEFAULT_REPO])
+    )
     kubeconfig = args.dir + "/kubeconfig"
-    print(f"Kubernetes API: {running.kube.url}   kubectl --kubeconfig {kubeconfig} get ns", flush=True)
-    print(f"Git host:       {running.githost.url}   git clone "
-          f"{running.githost.repo_url(running.repos[0])}", flush=True)
+    print(
+        f"Kubernetes API: {running.kube.url}   kubectl --kubeconfig {kubeconfig} get ns", flush=True
+    )
+    print(
+        f"Git host:       {running.githost.url}   git clone "
+        f"{running.githost.repo_url(running.repos[0])}",
+        flush=True,
+    )
     print(f"Details:        {args.dir}/sandbox.json  (Ctrl-C stops)", flush=True)
     try:
         _wait_for_signal()
@@ -98,7 +106,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--dir", required=True, help="where kubeconfig, sandbox.json and repos go")
     run.add_argument("--kube-port", type=int, default=0, help="0 = a free port")
     run.add_argument("--git-port", type=int, default=0, help="0 = a free port")
-    run.add_argument("--repo", action="append", help=f"a repository to create (default {DEFAULT_REPO})")
+    run.add_argument(
+        "--repo", action="append", help=f"a repository to create (default {DEFAULT_REPO})"
+    )
     run.set_defaults(func=up)
     return top
 

@@ -26,7 +26,8 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 def multiprocess_enabled() -> bool:
     """True when the client library writes metric values to files (multiprocess mode)."""
-    return values.ValueClass.__name__ != "MutexValue"
+    name: str = values.ValueClass.__name__
+    return name != "MutexValue"
 
 
 def exposition() -> bytes:

@@ -1,0 +1,1 @@
+"""The only code that runs git: ref advertisements, a working copy per branch, CAS pushes."""

@@ -1,0 +1,19 @@
+"""git failures, classified once at the adapter boundary.
+
+``GitPermanent`` will not heal by retrying (bad credentials, no such repository);
+``GitTemporary`` may (network, a remote that is restarting).
+"""
+
+from __future__ import annotations
+
+
+class GitError(Exception):
+    """Base of every error the git adapter raises."""
+
+
+class GitPermanent(GitError):
+    """Retrying will not help: report it and stall."""
+
+
+class GitTemporary(GitError):
+    """Retrying later may help: back off and try again."""

@@ -1,0 +1,162 @@
+"""A working copy of one branch: fetch, reset, write files, commit, compare-and-swap push.
+
+Pushes are never forced (M7): ``--force-with-lease=<ref>:<expected>`` makes the push a
+compare-and-swap against the tip we built on, and the result is read from ``--porcelain``
+output, because GitPython cannot report the outcome of a push whose source is a raw sha.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from shared.git.errors import GitPermanent, GitTemporary
+from shared.git.remote import NO_PROMPT, branch_ref
+
+#: git's status flags in ``push --porcelain`` output that mean the ref moved as asked.
+_PUSHED_FLAGS = {" ", "*", "="}
+
+
+@dataclass(frozen=True, slots=True)
+class Committer:
+    """Who commits: the GitProvider's ``spec.commit.committer``."""
+
+    name: str = "GitOps Reverser"
+    email: str = "noreply@gitopsreverser.io"
+
+
+@dataclass(frozen=True, slots=True)
+class PushResult:
+    """What git said about one CAS push."""
+
+    pushed: bool
+    summary: str  # git's own words, e.g. "[rejected] (stale info)"
+
+
+class Workspace:
+    """A clone of ``url`` kept in ``directory``, working on one ``branch``."""
+
+    def __init__(
+        self, directory: Path, url: str, branch: str, env: Mapping[str, str] | None = None
+    ) -> None:
+        self.directory = directory
+        self.url = url
+        self.branch = branch
+        self.ref = branch_ref(branch)
+        self._env = {**NO_PROMPT, **(env or {})}
+        self._repo = self._open()
+
+    def _open(self) -> git.Repo:
+        if (self.directory / ".git").is_dir():
+            repo = git.Repo(self.directory)
+        else:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            repo = git.Repo.init(self.directory)
+            repo.create_remote("origin", self.url)
+        repo.git.update_environment(**self._env)
+        return repo
+
+    def fetch(self) -> str | None:
+        """Fetch the branch; returns the remote tip, or None when the branch does not exist."""
+        remote_ref = f"refs/remotes/origin/{self.branch}"
+        try:
+            self._repo.git.fetch("--prune", "origin", f"+{self.ref}:{remote_ref}")
+        except git.GitCommandError as err:
+            if "couldn't find remote ref" in str(err.stderr):
+                return None
+            raise GitTemporary(f"fetch of {self.url} failed: {err.stderr}") from err
+        return str(self._repo.git.rev_parse(remote_ref))
+
+    def reset(self, tip: str | None) -> None:
+        """Make the work tree exactly ``tip`` (or an empty tree when the branch is new)."""
+        if tip is None:
+            self._repo.git.checkout("--orphan", f"gr-{self.branch}")
+            self._repo.git.rm("-r", "-q", "--cached", "--ignore-unmatch", ".")
+            self._clean_tree()
+            return
+        self._repo.git.checkout("-q", "-B", f"gr-{self.branch}", tip)
+        self._repo.git.reset("-q", "--hard", tip)
+        self._repo.git.clean("-q", "-f", "-d", "-x")
+
+    def _clean_tree(self) -> None:
+        for child in self.directory.iterdir():
+            if child.name == ".git":
+                continue
+            if child.is_dir():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+
+    def read(self, path: str) -> bytes | None:
+        """A file's bytes in the work tree, or None."""
+        target = self._inside(path)
+        return target.read_bytes() if target.is_file() else None
+
+    def write(self, path: str, data: bytes) -> None:
+        """Write a file (creating folders)."""
+        target = self._inside(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def delete(self, path: str) -> None:
+        """Remove a file if present."""
+        self._inside(path).unlink(missing_ok=True)
+
+    def files(self, folder: str) -> list[str]:
+        """Repo-relative paths of the files under ``folder``."""
+        root = self._inside(folder)
+        if not root.is_dir():
+            return []
+        found = (p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
+        return sorted(str(p.relative_to(self.directory)) for p in found)
+
+    def _inside(self, path: str) -> Path:
+        target = (self.directory / path).resolve()
+        if not target.is_relative_to(self.directory.resolve()) or ".git" in Path(path).parts:
+            raise GitPermanent(f"path {path!r} leaves the work tree")
+        return target
+
+    def commit(self, message: str, committer: Committer) -> str | None:
+        """Commit everything in the work tree; None when nothing changed."""
+        self._repo.git.add("-A")
+        if not self._repo.git.status("--porcelain"):
+            return None
+        who = {
+            "GIT_AUTHOR_NAME": committer.name,
+            "GIT_AUTHOR_EMAIL": committer.email,
+            "GIT_COMMITTER_NAME": committer.name,
+            "GIT_COMMITTER_EMAIL": committer.email,
+        }
+        self._repo.git.commit("-q", "--no-verify", "-m", message, env=who)
+        return self.head()
+
+    def head(self) -> str:
+        """The sha of the work tree's HEAD."""
+        return str(self._repo.git.rev_parse("HEAD"))
+
+    def push(self, expected: str | None) -> PushResult:
+        """Push HEAD to the branch only if the remote still points at ``expected``."""
+        lease = f"--force-with-lease={self.ref}:{expected or ''}"
+        status, out, err = self._repo.git.push(
+            "--porcelain",
+            lease,
+            "origin",
+            f"HEAD:{self.ref}",
+            with_extended_output=True,
+            with_exceptions=False,
+        )
+        return _parse_push(self.ref, status, out, err)
+
+
+def _parse_push(ref: str, status: int, out: str, err: str) -> PushResult:
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[1].endswith(f":{ref}"):
+            return PushResult(pushed=parts[0] in _PUSHED_FLAGS, summary=parts[2])
+    if status == 0:
+        return PushResult(pushed=True, summary=out.strip())
+    raise GitTemporary(f"push failed: {err.strip() or out.strip()}")

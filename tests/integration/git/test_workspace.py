@@ -1,0 +1,107 @@
+"""The git adapter against real bare repositories: exact tips, commits, CAS pushes (M7).
+
+Facts: ../shared/facts/webhooks-git-libs.md §2.1 (ls-remote tail matching) and §2.2 (CAS push
+results: a stale lease is "[rejected] (stale info)", never forced).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from shared.git.errors import GitPermanent
+from shared.git.remote import ls_remote, parse_advertisement
+from shared.git.workspace import Committer, Workspace
+
+pytestmark = pytest.mark.integration
+
+
+def _git(*args: str, cwd: Path | None = None) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def bare(tmp_path: Path) -> Path:
+    path = tmp_path / "remote.git"
+    _git("init", "-q", "--bare", "-b", "main", str(path))
+    return path
+
+
+def _workspace(tmp_path: Path, bare: Path, name: str = "ws") -> Workspace:
+    return Workspace(tmp_path / name, str(bare), "main")
+
+
+def test_first_commit_on_an_empty_remote(tmp_path: Path, bare: Path) -> None:
+    ws = _workspace(tmp_path, bare)
+    assert ws.fetch() is None
+    ws.reset(None)
+    ws.write("apps/cm.yaml", b"a: 1\n")
+    sha = ws.commit("first", Committer())
+    assert sha is not None
+    assert ws.push(expected=None).pushed
+    assert ls_remote(str(bare), "main") == sha
+    author = _git("log", "-1", "--format=%an <%ae>|%cn", "main", cwd=bare)
+    assert author == "GitOps Reverser <noreply@gitopsreverser.io>|GitOps Reverser"
+
+
+def test_nothing_changed_makes_no_commit(tmp_path: Path, bare: Path) -> None:
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("a.yaml", b"x\n")
+    first = ws.commit("one", Committer())
+    ws.push(None)
+    ws.reset(ws.fetch())
+    ws.write("a.yaml", b"x\n")
+    assert ws.commit("two", Committer()) is None
+    assert ws.head() == first
+
+
+def test_stale_lease_is_rejected_and_a_replay_keeps_both_changes(
+    tmp_path: Path, bare: Path
+) -> None:
+    ours, theirs = _workspace(tmp_path, bare, "ours"), _workspace(tmp_path, bare, "theirs")
+    ours.reset(None)
+    ours.write("base.yaml", b"base\n")
+    base = ours.commit("base", Committer())
+    assert ours.push(None).pushed
+    theirs.reset(theirs.fetch())
+    theirs.write("theirs.yaml", b"t\n")
+    theirs.commit("foreign", Committer("Someone", "s@example.com"))
+    assert theirs.push(base).pushed
+    ours.write("ours.yaml", b"o\n")
+    ours.commit("ours", Committer())
+    rejected = ours.push(base)
+    assert not rejected.pushed
+    assert "stale info" in rejected.summary or "fetch first" in rejected.summary
+    tip = ours.fetch()
+    ours.reset(tip)
+    ours.write("ours.yaml", b"o\n")
+    ours.commit("ours, replayed", Committer())
+    assert ours.push(tip).pushed
+    files = _git("ls-tree", "-r", "--name-only", "main", cwd=bare).split()
+    assert files == ["base.yaml", "ours.yaml", "theirs.yaml"]
+
+
+def test_ls_remote_matches_the_exact_ref_only() -> None:
+    output = "aaa\trefs/remotes/origin/refs/heads/main\nbbb\trefs/heads/main\n"
+    assert parse_advertisement(output)["refs/heads/main"] == "bbb"
+
+
+def test_ls_remote_of_a_missing_branch_is_none(tmp_path: Path, bare: Path) -> None:
+    assert ls_remote(str(bare), "nope") is None
+
+
+def test_ls_remote_of_a_missing_repository_is_permanent(tmp_path: Path) -> None:
+    with pytest.raises(GitPermanent):
+        ls_remote(str(tmp_path / "absent.git"), "main")
+
+
+def test_paths_cannot_leave_the_work_tree(tmp_path: Path, bare: Path) -> None:
+    ws = _workspace(tmp_path, bare)
+    with pytest.raises(GitPermanent):
+        ws.write("../escape.yaml", b"x")
+    with pytest.raises(GitPermanent):
+        ws.write(".git/config", b"x")
