@@ -1,0 +1,99 @@
+"""Object events: what the watcher hands a branch, one per API change (M1-M2).
+
+An event carries the sanitised object (so the branch worker never reads the API), its
+identity and uid, the operation, and the latest ``managedFields`` entries (manager, operation,
+time), which the apply window needs (W1). Events travel as flat string fields in a Redis
+stream; ``to_fields``/``from_fields`` are the only codec.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from shared.model.ids import GitTargetUid, ObjectId
+
+Operation = Literal["CREATE", "UPDATE", "DELETE"]
+OPERATIONS: tuple[Operation, ...] = ("CREATE", "UPDATE", "DELETE")
+
+
+@dataclass(frozen=True, slots=True)
+class ManagerEntry:
+    """One ``managedFields`` entry, reduced to what the apply window reads."""
+
+    manager: str
+    operation: str
+    time: str
+
+
+@dataclass(frozen=True, slots=True)
+class GitTargetRef:
+    """The GitTarget an event belongs to, by incarnation (uid) and by name."""
+
+    uid: GitTargetUid
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectEvent:
+    """One API-side change of one object, for one GitTarget."""
+
+    target: GitTargetRef
+    operation: Operation
+    object_id: ObjectId
+    uid: str
+    resource_version: str
+    body: dict[str, Any] | None  # sanitised object; None for a DELETE
+    managers: tuple[ManagerEntry, ...]
+    observed_at: float
+
+    def to_fields(self) -> dict[str, str]:
+        """Flat string fields for a Redis stream entry."""
+        oid = self.object_id
+        return {
+            "target": json.dumps([self.target.uid, self.target.namespace, self.target.name]),
+            "op": self.operation,
+            "id": json.dumps(
+                [oid.group, oid.version, oid.resource, oid.kind, oid.namespace, oid.name]
+            ),
+            "uid": self.uid,
+            "rv": self.resource_version,
+            "body": json.dumps(self.body, sort_keys=True),
+            "managers": json.dumps([[m.manager, m.operation, m.time] for m in self.managers]),
+            "at": repr(self.observed_at),
+        }
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, str]) -> ObjectEvent:
+        """The inverse of ``to_fields``; raises ValueError on a malformed entry."""
+        try:
+            uid, namespace, name = json.loads(fields["target"])
+            operation = fields["op"]
+            if operation not in OPERATIONS:
+                raise ValueError(f"unknown operation {operation!r}")
+            return cls(
+                target=GitTargetRef(GitTargetUid(uid), namespace, name),
+                operation=operation,
+                object_id=ObjectId(*json.loads(fields["id"])),
+                uid=fields["uid"],
+                resource_version=fields["rv"],
+                body=json.loads(fields["body"]),
+                managers=tuple(ManagerEntry(*m) for m in json.loads(fields["managers"])),
+                observed_at=float(fields["at"]),
+            )
+        except (KeyError, TypeError, json.JSONDecodeError) as err:
+            raise ValueError(f"malformed object event: {err}") from err
+
+
+def latest_managers(managed_fields: list[dict[str, Any]] | None) -> tuple[ManagerEntry, ...]:
+    """The entries that share the newest ``time`` (ties matter to W2), newest first."""
+    entries = [
+        ManagerEntry(str(e.get("manager", "")), str(e.get("operation", "")), str(e.get("time", "")))
+        for e in managed_fields or []
+    ]
+    if not entries:
+        return ()
+    newest = max(e.time for e in entries)
+    return tuple(e for e in entries if e.time == newest)

@@ -1,0 +1,86 @@
+"""Every Redis key the product uses, built here and nowhere else.
+
+One prefix (``Settings.key_prefix``, versioned: ``gr:v1``) keeps our keys apart from rq's and
+from anyone else's, and lets a future layout change ignore old keys. The key families, and why
+each does or does not expire:
+
+- ``branches``: set of branch keys with work (no TTL: the branch list).
+- ``branch:{bk}:events|notices|outcomes``: streams (bounded by MAXLEN where they are hints;
+  events are trimmed only after acknowledgement, since an unacknowledged event is an API edit).
+- ``branch:{bk}:state``: hash of the branch's published state (no TTL: live state).
+- ``branch:{bk}:lease`` (PX = lease period) and ``branch:{bk}:fence`` (monotonic counter).
+- ``branch:{bk}:meta``: hash of the branch's URL, branch name and GitProvider (no TTL).
+- ``applier:{ak}``: obligations (no TTL: dropped when empty).
+- ``ledger:{uid}``: status.applier per GitTarget incarnation (deleted with the GitTarget).
+- ``receiver:delivery:{provider}:{id}``: replay guard (TTL: a day, longer than any host retries).
+- ``watch:{uid}:{group/resource}:{namespace}:rv``: resume cursors (deleted with the GitTarget).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.model.ids import ApplierKey, BranchKey, GitTargetUid
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Key builders under one prefix."""
+
+    prefix: str = "gr:v1"
+
+    def _k(self, *parts: str) -> str:
+        return ":".join((self.prefix, *parts))
+
+    @property
+    def branches(self) -> str:
+        """Set of every branch key that has (or had) work."""
+        return self._k("branches")
+
+    def branch_events(self, bk: BranchKey) -> str:
+        """Stream of object events for a branch (M1, M8)."""
+        return self._k("branch", bk, "events")
+
+    def branch_notices(self, bk: BranchKey) -> str:
+        """Stream of push notices for a branch (R4)."""
+        return self._k("branch", bk, "notices")
+
+    def branch_outcomes(self, bk: BranchKey) -> str:
+        """Stream of apply-request outcomes for a branch (A4)."""
+        return self._k("branch", bk, "outcomes")
+
+    def branch_state(self, bk: BranchKey) -> str:
+        """Hash of the branch's published state (Q3)."""
+        return self._k("branch", bk, "state")
+
+    def branch_meta(self, bk: BranchKey) -> str:
+        """Hash: repository URL, branch name, the GitProvider that writes it."""
+        return self._k("branch", bk, "meta")
+
+    def branch_lease(self, bk: BranchKey) -> str:
+        """The owner's lease (Q1)."""
+        return self._k("branch", bk, "lease")
+
+    def branch_fence(self, bk: BranchKey) -> str:
+        """Counter that issues fencing tokens (Q1)."""
+        return self._k("branch", bk, "fence")
+
+    def applier(self, ak: ApplierKey) -> str:
+        """What an applier is owed, the attempt out, and its backoff (A1-A5)."""
+        return self._k("applier", ak)
+
+    def ledger(self, uid: GitTargetUid) -> str:
+        """status.applier of one GitTarget incarnation (S3)."""
+        return self._k("ledger", uid)
+
+    def delivery(self, provider: str, delivery_id: str) -> str:
+        """A seen webhook delivery id (R4)."""
+        return self._k("receiver", "delivery", provider, delivery_id)
+
+    def watch_cursor(self, uid: GitTargetUid, group_resource: str, namespace: str) -> str:
+        """Resume cursor of one watch (M1)."""
+        return self._k("watch", uid, group_resource, namespace or "_cluster", "rv")
+
+    def watch_cursors(self, uid: GitTargetUid) -> str:
+        """Pattern matching every cursor of one GitTarget incarnation (for cleanup)."""
+        return self._k("watch", uid, "*")
