@@ -18,7 +18,7 @@ def test_malformed_entries_raise_value_error(broken: dict[str, str]) -> None:
     fields = {**_event("a").to_fields(), **broken}
     if not broken:
         fields.pop("uid")
-    with pytest.raises(ValueError, match="malformed object event|unknown operation"):
+    with pytest.raises(ValueError, match=r"malformed object event|unknown operation"):
         ObjectEvent.from_fields(fields)
 
 
