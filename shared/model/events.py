@@ -48,6 +48,9 @@ class ObjectEvent:
     body: dict[str, Any] | None  # sanitised object; None for a DELETE
     managers: tuple[ManagerEntry, ...]
     observed_at: float
+    #: A sensitive kind (a Secret): body holds only apiVersion, kind and metadata, never data,
+    #: and the branch worker refuses it (M10).
+    sensitive: bool = False
 
     def to_fields(self) -> dict[str, str]:
         """Flat string fields for a Redis stream entry."""
@@ -63,6 +66,7 @@ class ObjectEvent:
             "body": json.dumps(self.body, sort_keys=True),
             "managers": json.dumps([[m.manager, m.operation, m.time] for m in self.managers]),
             "at": repr(self.observed_at),
+            "sensitive": "1" if self.sensitive else "",
         }
 
     @classmethod
@@ -82,6 +86,7 @@ class ObjectEvent:
                 body=json.loads(fields["body"]),
                 managers=tuple(ManagerEntry(*m) for m in json.loads(fields["managers"])),
                 observed_at=float(fields["at"]),
+                sensitive=bool(fields.get("sensitive")),
             )
         except (KeyError, TypeError, json.JSONDecodeError) as err:
             raise ValueError(f"malformed object event: {err}") from err

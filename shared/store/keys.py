@@ -10,6 +10,8 @@ each does or does not expire:
 - ``branch:{bk}:state``: hash of the branch's published state (no TTL: live state).
 - ``branch:{bk}:lease`` (PX = lease period) and ``branch:{bk}:fence`` (monotonic counter).
 - ``branch:{bk}:meta``: hash of the branch's URL, branch name and GitProvider (no TTL).
+- ``target:{uid}``: a GitTarget's published config and refusal state (deleted with it);
+  ``branch:{bk}:targets``: the uids writing to a branch.
 - ``applier:{ak}``: obligations (no TTL: dropped when empty).
 - ``ledger:{uid}``: status.applier per GitTarget incarnation (deleted with the GitTarget).
 - ``receiver:delivery:{provider}:{id}``: replay guard (TTL: a day, longer than any host retries).
@@ -64,6 +66,14 @@ class Keys:
     def branch_fence(self, bk: BranchKey) -> str:
         """Counter that issues fencing tokens (Q1)."""
         return self._k("branch", bk, "fence")
+
+    def target(self, uid: GitTargetUid) -> str:
+        """A GitTarget incarnation's published config and refusal state."""
+        return self._k("target", uid)
+
+    def branch_targets(self, bk: BranchKey) -> str:
+        """Set of GitTarget uids that write to a branch."""
+        return self._k("branch", bk, "targets")
 
     def applier(self, ak: ApplierKey) -> str:
         """What an applier is owed, the attempt out, and its backoff (A1-A5)."""

@@ -93,3 +93,28 @@ def test_an_expired_lease_can_be_taken_over(store: StoreUnderTest) -> None:
     store.client.delete(store.keys.branch_lease(BK))  # what expiry does, without waiting for it
     taker = leases.acquire(BK, "alive")
     assert taker is not None and taker.token == dead.token + 1
+
+
+def test_branch_and_target_config_round_trip_and_forget(store: StoreUnderTest) -> None:
+    from shared.model.config import BranchConfig, TargetConfig
+    from shared.store.config import ConfigStore
+
+    configs = ConfigStore(store.client, store.keys)
+    branch = BranchConfig("http://git.local/r.git", "main", "team", "gp", commit_window_s=0.0)
+    bk = configs.publish_branch(branch)
+    assert configs.branch(bk) == branch
+    target = TargetConfig(GitTargetUid("t-1"), "team", "gt", "http://git.local/r", "main", "apps")
+    configs.publish_target(target)
+    assert configs.target(GitTargetUid("t-1")) == target
+    assert store.client.smembers(store.keys.branch_targets(bk)) == {"t-1"}
+    configs.set_refusal(target.uid, "SecretRefused", "Secret team/s is never written")
+    assert configs.refusal(target.uid) == {
+        "reason": "SecretRefused",
+        "message": "Secret team/s is never written",
+    }
+    store.client.set(store.keys.watch_cursor(target.uid, "/configmaps", "team"), "42")
+    configs.forget_target(target)
+    assert configs.target(target.uid) is None
+    assert configs.refusal(target.uid) is None
+    assert store.client.get(store.keys.watch_cursor(target.uid, "/configmaps", "team")) is None
+    assert store.client.smembers(store.keys.branch_targets(bk)) == set()

@@ -1,0 +1,69 @@
+"""Branch and GitTarget settings as the watcher publishes them for the branch workers."""
+
+from __future__ import annotations
+
+import json
+
+import redis
+
+from shared.model.config import BranchConfig, TargetConfig
+from shared.model.ids import BranchKey, GitTargetUid
+from shared.store.keys import Keys
+
+
+class ConfigStore:
+    """Publish (watcher) and read (branch worker) branch and GitTarget settings."""
+
+    def __init__(self, client: redis.Redis, keys: Keys) -> None:
+        self._r = client
+        self._keys = keys
+
+    def publish_branch(self, config: BranchConfig) -> BranchKey:
+        """Record a branch's settings and register the branch."""
+        bk = config.ref.key
+        pipe = self._r.pipeline(transaction=True)
+        pipe.hset(self._keys.branch_meta(bk), "config", config.to_json())
+        pipe.sadd(self._keys.branches, bk)
+        pipe.execute()
+        return bk
+
+    def branch(self, bk: BranchKey) -> BranchConfig | None:
+        """A branch's settings, if published."""
+        text = self._r.hget(self._keys.branch_meta(bk), "config")
+        return BranchConfig.from_json(str(text)) if text else None
+
+    def publish_target(self, config: TargetConfig) -> None:
+        """Record a GitTarget incarnation's settings under its branch."""
+        bk = BranchConfig(config.url, config.branch, "", "").ref.key
+        pipe = self._r.pipeline(transaction=True)
+        pipe.hset(self._keys.target(config.uid), "config", config.to_json())
+        pipe.sadd(self._keys.branch_targets(bk), config.uid)
+        pipe.execute()
+
+    def target(self, uid: GitTargetUid) -> TargetConfig | None:
+        """A GitTarget incarnation's settings, if published (None once it is gone)."""
+        text = self._r.hget(self._keys.target(uid), "config")
+        return TargetConfig.from_json(str(text)) if text else None
+
+    def forget_target(self, config: TargetConfig) -> None:
+        """Drop a GitTarget incarnation that was deleted: config, refusals, cursors, ledger."""
+        bk = BranchConfig(config.url, config.branch, "", "").ref.key
+        cursors = list(self._r.scan_iter(self._keys.watch_cursors(config.uid)))
+        pipe = self._r.pipeline(transaction=True)
+        pipe.delete(self._keys.target(config.uid), self._keys.ledger(config.uid), *cursors)
+        pipe.srem(self._keys.branch_targets(bk), config.uid)
+        pipe.execute()
+
+    def set_refusal(self, uid: GitTargetUid, reason: str, message: str) -> None:
+        """Record that a GitTarget refused an edit (M10); the watcher reflects it in status."""
+        value = json.dumps({"reason": reason, "message": message})
+        self._r.hset(self._keys.target(uid), "refusal", value)
+
+    def clear_refusal(self, uid: GitTargetUid) -> None:
+        """The GitTarget recovered: nothing it holds is refused any more."""
+        self._r.hdel(self._keys.target(uid), "refusal")
+
+    def refusal(self, uid: GitTargetUid) -> dict[str, str] | None:
+        """The GitTarget's standing refusal, if any."""
+        text = self._r.hget(self._keys.target(uid), "refusal")
+        return dict(json.loads(str(text))) if text else None
