@@ -53,6 +53,10 @@ class Settings:
     metrics_port: int = 0
     #: rq queue that carries apply attempts (D1).
     apply_queue: str = "apply-attempts"
+    #: Where a branch worker keeps its clones (one folder per branch; disposable).
+    work_dir: str = "/tmp/gitops-reverser"
+    #: Longest a commit window stays open while writes keep coming (M6).
+    max_window: timedelta = timedelta(seconds=60)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -117,6 +121,8 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "receiver_threads": _positive_or_zero_int,
     "metrics_port": _positive_or_zero_int,
     "apply_queue": str,
+    "work_dir": str,
+    "max_window": _duration,
 }
 #: Variables of the test tooling that share the prefix but configure no process.
 _TOOLING = frozenset({PREFIX + "SHARED_DIR"})

@@ -120,10 +120,13 @@ class Workspace:
             raise GitPermanent(f"path {path!r} leaves the work tree")
         return target
 
-    def commit(self, message: str, committer: Committer) -> str | None:
-        """Commit everything in the work tree; None when nothing changed."""
-        self._repo.git.add("-A")
-        if not self._repo.git.status("--porcelain"):
+    def commit(self, message: str, committer: Committer, paths: tuple[str, ...] = ()) -> str | None:
+        """Commit the changes under ``paths`` (default: everything); None when none changed."""
+        self._repo.git.add("-A", "--", *(paths or (".",)))
+        status, _, _ = self._repo.git.diff(
+            "--cached", "--quiet", with_extended_output=True, with_exceptions=False
+        )
+        if status == 0:
             return None
         who = {
             "GIT_AUTHOR_NAME": committer.name,

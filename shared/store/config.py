@@ -54,16 +54,31 @@ class ConfigStore:
         pipe.srem(self._keys.branch_targets(bk), config.uid)
         pipe.execute()
 
-    def set_refusal(self, uid: GitTargetUid, reason: str, message: str) -> None:
-        """Record that a GitTarget refused an edit (M10); the watcher reflects it in status."""
-        value = json.dumps({"reason": reason, "message": message})
-        self._r.hset(self._keys.target(uid), "refusal", value)
+    def set_refusal(
+        self, uid: GitTargetUid, reason: str, message: str, key: str = "folder"
+    ) -> None:
+        """Record that a GitTarget refused an edit (M10); the watcher reflects it in status.
 
-    def clear_refusal(self, uid: GitTargetUid) -> None:
-        """The GitTarget recovered: nothing it holds is refused any more."""
-        self._r.hdel(self._keys.target(uid), "refusal")
+        ``key`` names what is refused: ``folder`` for the whole folder, or one object, so that
+        each refusal is lifted by its own recovery (the object deleted, the folder cleaned).
+        """
+        value = json.dumps({"reason": reason, "message": message})
+        self._r.hset(self._keys.target(uid), f"refusal:{key}", value)
+
+    def clear_refusal(self, uid: GitTargetUid, key: str = "folder") -> None:
+        """One refusal of the GitTarget no longer stands."""
+        self._r.hdel(self._keys.target(uid), f"refusal:{key}")
+
+    def refusals(self, uid: GitTargetUid) -> dict[str, dict[str, str]]:
+        """Every standing refusal of the GitTarget, by key."""
+        raw: dict[str, str] = self._r.hgetall(self._keys.target(uid))  # type: ignore[assignment]
+        return {
+            name.removeprefix("refusal:"): dict(json.loads(value))
+            for name, value in sorted(raw.items())
+            if name.startswith("refusal:")
+        }
 
     def refusal(self, uid: GitTargetUid) -> dict[str, str] | None:
-        """The GitTarget's standing refusal, if any."""
-        text = self._r.hget(self._keys.target(uid), "refusal")
-        return dict(json.loads(str(text))) if text else None
+        """The GitTarget's first standing refusal, if any (what GitPathAccepted reports)."""
+        standing = self.refusals(uid)
+        return next(iter(standing.values()), None)

@@ -5,6 +5,8 @@ from anyone else's, and lets a future layout change ignore old keys. The key fam
 each does or does not expire:
 
 - ``branches``: set of branch keys with work (no TTL: the branch list).
+- ``workers``: sorted set of worker heartbeats (entries older than a lease are ignored
+  and pruned).
 - ``branch:{bk}:events|notices|outcomes``: streams (bounded by MAXLEN where they are hints;
   events are trimmed only after acknowledgement, since an unacknowledged event is an API edit).
 - ``branch:{bk}:state``: hash of the branch's published state (no TTL: live state).
@@ -38,6 +40,11 @@ class Keys:
     def branches(self) -> str:
         """Set of every branch key that has (or had) work."""
         return self._k("branches")
+
+    @property
+    def workers(self) -> str:
+        """Sorted set of branch-worker ids scored by their last heartbeat (for fair shares)."""
+        return self._k("workers")
 
     def branch_events(self, bk: BranchKey) -> str:
         """Stream of object events for a branch (M1, M8)."""

@@ -1,0 +1,53 @@
+"""``python -m services.branch_worker [--burst]``: run a branch-worker process.
+
+SIGTERM or SIGINT: finish the current wake, publish open windows, release the leases and exit;
+a second signal exits at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from types import FrameType
+
+from services.branch_worker.worker import BranchWorker, Stores
+from shared import logging as jsonlog
+from shared import metrics
+from shared.settings import Settings
+from shared.store.connection import connect
+
+
+def _install_signals(stop: threading.Event) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            os._exit(1)  # a second signal: stop at once
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    parser = argparse.ArgumentParser(prog="python -m services.branch_worker")
+    parser.add_argument("--burst", action="store_true", help="exit once nothing is left to do")
+    parser.add_argument("--id", default=f"{socket.gethostname()}-{os.getpid()}")
+    args = parser.parse_args(argv)
+    settings = Settings.from_env()
+    jsonlog.configure(settings.log_level)
+    metrics.serve(settings.metrics_port)
+    client = connect(settings.redis_url, client_name=f"branch-worker:{args.id}")
+    worker = BranchWorker(settings, Stores.build(client, settings), args.id, time.time)
+    stop = threading.Event()
+    _install_signals(stop)
+    worker.run(stop, burst=args.burst)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,254 @@
+"""One owned branch: object events in, windows, commits and compare-and-swap pushes out.
+
+Invariants:
+- an event is acknowledged only after the push that holds its write, or at once when it makes
+  no write or is refused (M3, M8, M10);
+- pushes are CAS against the tip we built on; a rejection fetches, resets to the new tip and
+  replays every write not yet pushed, one commit per closed window, then pushes again (M7);
+- every decided write restarts the branch's quiet period (Q2) and is published with the
+  window and pending counts (Q3), fenced by the lease's token.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from services.branch_worker.folder import Folder
+from services.branch_worker.writer import Applied, apply_event, key_of
+from shared.decide.window import Window, closes_at, is_due, open_window
+from shared.git.workspace import Committer, Workspace
+from shared.model.config import BranchConfig, TargetConfig
+from shared.model.events import ObjectEvent
+from shared.model.ids import GitTargetUid
+from shared.store.branch_state import BranchStates
+from shared.store.config import ConfigStore
+from shared.store.leases import Lease
+from shared.store.streams import EventStream, StreamEntry
+
+log = logging.getLogger(__name__)
+
+#: Push attempts in one flush before the branch waits for its next wake.
+MAX_PUSH_ATTEMPTS = 5
+
+
+@dataclass(slots=True)
+class OpenWindow:
+    """Writes of one GitTarget not yet committed."""
+
+    target: TargetConfig
+    window: Window
+    entries: list[StreamEntry] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ClosedWindow:
+    """A committed window whose commit is not pushed yet."""
+
+    target: TargetConfig
+    message: str
+    entries: list[StreamEntry]
+
+
+class BranchLoop:
+    """Everything one worker does for one branch it owns."""
+
+    def __init__(
+        self,
+        lease: Lease,
+        config: BranchConfig,
+        workspace: Workspace,
+        *,
+        events: EventStream,
+        states: BranchStates,
+        configs: ConfigStore,
+        clock: Callable[[], float],
+        worker_id: str,
+    ) -> None:
+        self.lease = lease
+        self.config = config
+        self.ws = workspace
+        self._events, self._states, self._configs = events, states, configs
+        self._clock = clock
+        self._worker = worker_id
+        self._open: dict[GitTargetUid, OpenWindow] = {}
+        self._folders: dict[GitTargetUid, Folder] = {}
+        self._closed: list[ClosedWindow] = []
+        self.tip: str | None = None
+        self._ours: tuple[str, ...] = ()
+
+    @property
+    def bk(self) -> str:
+        """The branch key."""
+        return self.lease.branch
+
+    def start(self) -> None:
+        """Sync the work tree to the remote tip and take over what a previous owner left."""
+        self.tip = self.ws.fetch()
+        self.ws.reset(self.tip)
+        self._folders.clear()
+        self._ours = self._states.read(self.lease.branch).ours
+        self._publish(observed_tip=self.tip or "", windows_open=0, push_in_flight=0)
+        self._events.ensure_group(self.lease.branch)
+        self.handle(self._events.claim_pending(self.lease.branch, self._worker))
+
+    def handle(self, entries: list[StreamEntry]) -> None:
+        """Apply new events to the work tree, opening or extending windows."""
+        done: list[str] = []
+        wrote = False
+        for entry in entries:
+            if self._apply(entry):
+                wrote = True
+            else:
+                done.append(entry.entry_id)
+        self._events.ack(self.lease.branch, done)
+        if wrote:
+            self._publish_counts(last_write_at=self._clock())
+
+    def _apply(self, entry: StreamEntry) -> bool:
+        """True when the entry made a write (and is now pending)."""
+        event = entry.event
+        target = self._configs.target(event.target.uid) if event else None
+        if event is None or target is None:
+            return False  # malformed, or its GitTarget incarnation is gone
+        applied = apply_event(self.ws, target, event, self._folder(target))
+        self._record_refusal(target, event, applied)
+        if applied.kind != "write":
+            return False
+        now = self._clock()
+        current = self._open.get(target.uid)
+        if current is None:
+            self._open[target.uid] = OpenWindow(target, open_window(now), [entry])
+        else:
+            current.window = current.window.with_write(now)
+            current.entries.append(entry)
+        if self.config.commit_window_s <= 0:
+            self._commit(self._open.pop(target.uid))  # commitWindow 0s: a commit per write
+        return True
+
+    def _folder(self, target: TargetConfig) -> Folder:
+        folder = self._folders.get(target.uid)
+        if folder is None or folder.path != target.path:
+            folder = self._folders[target.uid] = Folder(self.ws, target.path)
+        return folder
+
+    def _record_refusal(self, target: TargetConfig, event: ObjectEvent, applied: Applied) -> None:
+        key = "object:" + "/".join(key_of(event))
+        if applied.kind == "refused":
+            slot = "folder" if applied.reason != "SensitiveResource" else key
+            self._configs.set_refusal(target.uid, applied.reason, applied.message, key=slot)
+            log.warning(
+                "refused: %s",
+                applied.message,
+                extra={
+                    "branch": self.bk,
+                    "gittarget": f"{target.namespace}/{target.name}",
+                    "reason": applied.reason,
+                },
+            )
+            return
+        self._configs.clear_refusal(target.uid, key="folder")
+        if event.operation == "DELETE":
+            self._configs.clear_refusal(target.uid, key=key)
+
+    def next_deadline(self) -> float | None:
+        """When the earliest open window closes, if any is open."""
+        c = self.config
+        times = [
+            closes_at(w.window, c.commit_window_s, c.max_window_s) for w in self._open.values()
+        ]
+        return min(times) if times else None
+
+    def busy(self) -> bool:
+        """Anything open or unpushed on this worker."""
+        return bool(self._open or self._closed)
+
+    def flush(self, force: bool = False) -> None:
+        """Close the windows that are due (all when ``force``), commit them, and push."""
+        now = self._clock()
+        c = self.config
+        due = [
+            uid
+            for uid, w in self._open.items()
+            if force or is_due(w.window, now, c.commit_window_s, c.max_window_s)
+        ]
+        for uid in due:
+            self._commit(self._open.pop(uid))
+        if self._closed:
+            self._push()
+        self._publish_counts()
+
+    def _commit(self, window: OpenWindow) -> None:
+        message = _message(self.config, window)
+        self._closed.append(ClosedWindow(window.target, message, window.entries))
+        self.ws.commit(message, _committer(self.config), paths=(window.target.path or ".",))
+
+    def _push(self) -> None:
+        self._publish(push_in_flight=1)
+        for _ in range(MAX_PUSH_ATTEMPTS):
+            result = self.ws.push(self.tip)
+            if result.pushed:
+                self._pushed()
+                return
+            log.info(
+                "push rejected (%s); replaying on the new tip",
+                result.summary,
+                extra={"branch": self.bk},
+            )
+            self._replay()
+        self._publish(push_in_flight=0)
+
+    def _pushed(self) -> None:
+        head = self.ws.head()
+        if head != self.tip:
+            self._ours = self._states.remember_ours(self.lease, head, self._ours)
+        self.tip = head
+        entries = [e.entry_id for closed in self._closed for e in closed.entries]
+        self._closed.clear()
+        self._events.ack(self.lease.branch, entries)
+        self._publish(push_in_flight=0, observed_tip=head)
+
+    def _replay(self) -> None:
+        """Reset to the remote tip and make every unpushed write again (M7)."""
+        self.tip = self.ws.fetch()
+        self.ws.reset(self.tip)
+        self._folders.clear()
+        self._publish(observed_tip=self.tip or "")
+        for closed in self._closed:
+            for entry in closed.entries:
+                if entry.event:
+                    apply_event(self.ws, closed.target, entry.event, self._folder(closed.target))
+            self.ws.commit(
+                closed.message, _committer(self.config), paths=(closed.target.path or ".",)
+            )
+        for window in self._open.values():
+            for entry in window.entries:
+                if entry.event:
+                    apply_event(self.ws, window.target, entry.event, self._folder(window.target))
+
+    def _publish_counts(self, **extra: float) -> None:
+        pending = sum(len(w.entries) for w in self._open.values())
+        pending += sum(len(c.entries) for c in self._closed)
+        self._publish(windows_open=len(self._open), **{f"pending:{self._worker}": pending}, **extra)
+
+    def _publish(self, **fields: str | int | float) -> None:
+        self._states.publish(self.lease, fields)
+
+
+def _committer(config: BranchConfig) -> Committer:
+    return Committer(config.committer_name, config.committer_email)
+
+
+def _message(config: BranchConfig, window: OpenWindow) -> str:
+    events = [e.event for e in window.entries if e.event]
+    if len(events) == 1:
+        oid = events[0].object_id
+        return config.message_one.format(
+            operation=events[0].operation,
+            kind=oid.kind,
+            namespace=oid.namespace,
+            name=oid.name,
+            path=window.target.path,
+        )
+    return config.message_many.format(count=len(events), path=window.target.path or "/")

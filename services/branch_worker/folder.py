@@ -1,0 +1,89 @@
+"""A GitTarget's folder as it stands in the work tree: which object lives in which file.
+
+Objects are found by identity (group, kind, namespace, name) wherever their file is (M4), and a
+folder holding a file that is neither a manifest nor a recognised document is refused (M10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shared.decide.placement import FolderVerdict, is_manifest, is_recognised
+from shared.git.workspace import Workspace
+from shared.model.manifest import parse
+
+IdentityKey = tuple[str, str, str, str]
+
+
+def identity(doc: dict[str, Any]) -> IdentityKey | None:
+    """(group, kind, namespace, name) of a manifest document, or None if it is not an object."""
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    metadata = doc.get("metadata")
+    if not (isinstance(api_version, str) and isinstance(kind, str) and isinstance(metadata, dict)):
+        return None
+    name = metadata.get("name")
+    if not isinstance(name, str):
+        return None
+    group = api_version.rpartition("/")[0]
+    return (group, kind, str(metadata.get("namespace") or ""), name)
+
+
+@dataclass(slots=True)
+class Located:
+    """Where an object's document is: its file, its index there, and all of that file's docs."""
+
+    path: str
+    index: int
+    documents: list[dict[str, Any]]
+
+
+class Folder:
+    """An index of the manifests under one folder of a work tree, kept current by the writer.
+
+    Built once per work-tree state (a reset rebuilds it); each write re-reads only the file it
+    touched, so a burst of writes costs one parse per write, not one per file per write.
+    """
+
+    def __init__(self, workspace: Workspace, path: str) -> None:
+        self.path = path
+        self._ws = workspace
+        self._where: dict[IdentityKey, Located] = {}
+        self._bad: dict[str, str] = {}
+        for file in workspace.files(path):
+            self.reindex(file)
+
+    @property
+    def verdict(self) -> FolderVerdict:
+        """Accepted, or the first file (by name) that makes the folder unsupported."""
+        if not self._bad:
+            return FolderVerdict(accepted=True)
+        file = min(self._bad)
+        return FolderVerdict(False, file, self._bad[file])
+
+    def reindex(self, file: str) -> None:
+        """Read one file again after it was written or deleted."""
+        self._bad.pop(file, None)
+        self._where = {k: v for k, v in self._where.items() if v.path != file}
+        data = self._ws.read(file)
+        if data is None or is_recognised(file):
+            return
+        if not is_manifest(file):
+            self._bad[file] = "UnsupportedContent"
+            return
+        try:
+            docs = parse(data)
+        except Exception:
+            self._bad[file] = "UnparsableManifest"
+            return
+        keys = [identity(doc) for doc in docs]
+        if any(key is None for key in keys):
+            self._bad[file] = "UnsupportedContent"
+            return
+        for index, key in enumerate(keys):
+            assert key is not None
+            self._where[key] = Located(file, index, docs)
+
+    def find(self, key: IdentityKey) -> Located | None:
+        """The document of an object, wherever it is in the folder."""
+        return self._where.get(key)

@@ -1,0 +1,178 @@
+"""The branch-worker process: share the branches by lease, and run each owned branch.
+
+Live workers heartbeat in Redis; each takes at most its fair share of the branches (rounded
+up), so two workers split twenty branches ten and ten, and a dead worker's branches are taken
+over by the others once its leases expire (Q1).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from services.branch_worker.branch import BranchLoop
+from shared.git.workspace import Workspace
+from shared.model.ids import BranchKey
+from shared.settings import Settings
+from shared.store.branch_state import BranchStates, FencedOff
+from shared.store.config import ConfigStore
+from shared.store.keys import Keys
+from shared.store.leases import Leases
+from shared.store.streams import EventStream
+from shared.store.workers import WorkerRegistry
+
+log = logging.getLogger(__name__)
+
+#: Most events read from one branch in one wake: bounds the work between lease renewals.
+READ_BATCH = 500
+#: Longest wait between wakes when nothing happens (lease renewal needs a third of a period).
+IDLE_WAIT_S = 0.5
+
+CredentialSource = Callable[[BranchKey], dict[str, str]]
+
+
+def no_credentials(bk: BranchKey) -> dict[str, str]:
+    """For remotes that need no credentials (the sandbox's git host without auth)."""
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """The Redis adapters a worker uses."""
+
+    events: EventStream
+    states: BranchStates
+    configs: ConfigStore
+    leases: Leases
+    registry: WorkerRegistry
+
+    @classmethod
+    def build(cls, client: redis.Redis, settings: Settings) -> Stores:
+        keys = Keys(settings.key_prefix)
+        period_ms = int(settings.lease_period.total_seconds() * 1000)
+        return cls(
+            EventStream(client, keys),
+            BranchStates(client, keys),
+            ConfigStore(client, keys),
+            Leases(client, keys, period_ms),
+            WorkerRegistry(client, keys),
+        )
+
+
+class BranchWorker:
+    """One branch-worker process."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        stores: Stores,
+        worker_id: str,
+        clock: Callable[[], float],
+        credentials: CredentialSource = no_credentials,
+    ) -> None:
+        self.settings = settings
+        self.stores = stores
+        self.worker_id = worker_id
+        self._clock = clock
+        self._credentials = credentials
+        self.loops: dict[BranchKey, BranchLoop] = {}
+        self._lease_s = settings.lease_period.total_seconds()
+        self._renewed_at = 0.0
+
+    def run(self, stop: threading.Event, burst: bool = False) -> None:
+        """Work until ``stop`` is set; with ``burst``, until nothing is left to do."""
+        try:
+            while not stop.is_set():
+                did_work = self.wake()
+                if burst and not did_work and not any(lp.busy() for lp in self.loops.values()):
+                    return
+                stop.wait(self._wait_time())
+        finally:
+            self.shutdown()
+
+    def wake(self) -> bool:
+        """One pass: leases, new events, due windows. True when any event was read."""
+        self._maintain_leases()
+        did_work = False
+        for bk, loop in list(self.loops.items()):
+            try:
+                entries = self.stores.events.read(bk, self.worker_id, READ_BATCH, None)
+                loop.handle(entries)
+                loop.flush()
+                did_work = did_work or bool(entries)
+            except FencedOff:
+                log.warning("lost branch %s to another worker", bk, extra={"branch": bk})
+                self.loops.pop(bk, None)
+        return did_work
+
+    def _wait_time(self) -> float:
+        now = self._clock()
+        deadlines = [d for lp in self.loops.values() if (d := lp.next_deadline()) is not None]
+        wait = min([IDLE_WAIT_S, *(d - now for d in deadlines)])
+        return max(wait, 0.0)
+
+    def _maintain_leases(self) -> None:
+        now = self._clock()
+        if now - self._renewed_at < self._lease_s / 3 and self._renewed_at:
+            self._acquire(now)
+            return
+        self._renewed_at = now
+        for bk, loop in list(self.loops.items()):
+            if not self.stores.leases.renew(loop.lease):
+                log.warning("lease of %s expired; dropping it", bk, extra={"branch": bk})
+                self.loops.pop(bk)
+        self._acquire(now)
+
+    def _acquire(self, now: float) -> None:
+        alive = self.stores.registry.heartbeat(self.worker_id, now, self._lease_s)
+        branches = self.stores.registry.branches()
+        share = math.ceil(len(branches) / max(alive, 1))
+        for bk in branches:
+            if len(self.loops) >= share:
+                return
+            if bk not in self.loops:
+                self._try_take(bk)
+
+    def _try_take(self, bk: BranchKey) -> None:
+        config = self.stores.configs.branch(bk)
+        if config is None:
+            return  # the watcher has not published this branch's GitProvider yet
+        lease = self.stores.leases.acquire(bk, self.worker_id)
+        if lease is None:
+            return
+        workspace = Workspace(
+            Path(self.settings.work_dir) / self.worker_id / bk,
+            config.url,
+            config.branch,
+            env=self._credentials(bk),
+        )
+        loop = BranchLoop(
+            lease,
+            config,
+            workspace,
+            events=self.stores.events,
+            states=self.stores.states,
+            configs=self.stores.configs,
+            clock=self._clock,
+            worker_id=self.worker_id,
+        )
+        loop.start()
+        self.loops[bk] = loop
+        log.info("took branch %s (token %d)", bk, lease.token, extra={"branch": bk})
+
+    def shutdown(self) -> None:
+        """Publish what is open, give the branches back, and leave the registry."""
+        for bk, loop in list(self.loops.items()):
+            try:
+                loop.flush(force=True)
+            except FencedOff:
+                log.warning("branch %s was taken over during shutdown", bk, extra={"branch": bk})
+            self.stores.leases.release(loop.lease)
+        self.loops.clear()
+        self.stores.registry.leave(self.worker_id)

@@ -1,0 +1,108 @@
+"""One object event applied to the work tree: a write, no write (M3), or a refusal (M10).
+
+The API value wins (M5): the whole sanitised object replaces its document. A document already
+in the folder is edited where it lives; a new one goes to the canonical path. Deletes follow
+the GitTarget's prune mode (M9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from services.branch_worker.folder import Folder, IdentityKey, Located
+from shared.decide.placement import PlacementRefused, canonical_path
+from shared.git.workspace import Workspace
+from shared.model.config import TargetConfig
+from shared.model.events import ObjectEvent
+from shared.model.manifest import render
+
+Kind = Literal["write", "none", "refused"]
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What applying one event did."""
+
+    kind: Kind
+    path: str = ""
+    reason: str = ""
+    message: str = ""
+
+
+NO_WRITE = Applied("none")
+
+
+def key_of(event: ObjectEvent) -> IdentityKey:
+    """The identity key of the event's object."""
+    oid = event.object_id
+    return (oid.group, oid.kind, oid.namespace, oid.name)
+
+
+def apply_event(
+    workspace: Workspace, target: TargetConfig, event: ObjectEvent, folder: Folder | None = None
+) -> Applied:
+    """Apply ``event`` to the work tree under ``target.path`` (``folder``: its current index)."""
+    oid = event.object_id
+    if event.sensitive and event.operation == "DELETE":
+        return NO_WRITE  # it was never written; its refusal is lifted by the caller
+    if event.sensitive:
+        label = f"{oid.kind} {oid.namespace}/{oid.name}".replace(" /", " ")
+        return Applied(
+            "refused",
+            reason="SensitiveResource",
+            message=f"{label} is sensitive and is never written to Git",
+        )
+    folder = folder or Folder(workspace, target.path)
+    if not folder.verdict.accepted:
+        return Applied(
+            "refused",
+            reason=folder.verdict.reason,
+            message=f"{folder.verdict.offending} is not managed by gitops-reverser",
+        )
+    located = folder.find(key_of(event))
+    if event.operation == "DELETE" or event.body is None:
+        applied = _delete(workspace, target, located)
+    else:
+        applied = _upsert(workspace, target, event, located)
+    if applied.kind == "write":
+        folder.reindex(applied.path)
+    return applied
+
+
+def _upsert(
+    workspace: Workspace, target: TargetConfig, event: ObjectEvent, located: Located | None
+) -> Applied:
+    assert event.body is not None
+    if located is None:
+        try:
+            path = canonical_path(target.path, event.object_id)
+        except PlacementRefused as err:
+            return Applied("refused", reason="PathOutsideTarget", message=str(err))
+        return _write_file(workspace, path, render(event.body))
+    if located.documents[located.index] == event.body:
+        return NO_WRITE  # same object, whatever the file's formatting (M3)
+    docs = list(located.documents)
+    docs[located.index] = event.body
+    return _write_file(workspace, located.path, _render_all(docs))
+
+
+def _delete(workspace: Workspace, target: TargetConfig, located: Located | None) -> Applied:
+    if located is None or target.prune == "Never":
+        return NO_WRITE
+    docs = [d for i, d in enumerate(located.documents) if i != located.index]
+    if not docs:
+        workspace.delete(located.path)
+        return Applied("write", path=located.path)
+    return _write_file(workspace, located.path, _render_all(docs))
+
+
+def _render_all(docs: list[dict[str, object]]) -> bytes:
+    return b"---\n".join(render(doc) for doc in docs)
+
+
+def _write_file(workspace: Workspace, path: str, data: bytes) -> Applied:
+    if workspace.read(path) == data:
+        return NO_WRITE
+    workspace.write(path, data)
+    return Applied("write", path=path)

@@ -1,0 +1,290 @@
+"""Typed views of the four custom resources, parsed once from the API's JSON.
+
+The watcher and the decisions read GitProviders, ClusterProviders, GitTargets and WatchRules;
+reading raw dicts everywhere would spread defaults and spelling across the code. Each view is
+built by one parser that applies the CRD's defaults again (an object stored before a default
+was added lacks it), so every reader sees the same values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from shared.model.config import DEFAULT_MANY_WRITES, DEFAULT_ONE_WRITE, OnRefusal, PruneMode
+from shared.model.duration import DurationError, parse_duration
+from shared.model.events import OPERATIONS, Operation
+from shared.model.ids import GitTargetUid
+
+Raw = Mapping[str, Any]
+#: GitTarget ``spec.clusterProviderRef`` default (CRD schema default).
+DEFAULT_CLUSTER_PROVIDER = "default"
+#: GitProvider ``spec.push.commitWindow`` default (CRD schema default).
+DEFAULT_COMMIT_WINDOW_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One ``status.conditions`` entry (the metav1.Condition shape)."""
+
+    type: str
+    status: str  # "True", "False" or "Unknown"
+    reason: str
+    message: str = ""
+    last_transition_time: str = ""
+    observed_generation: int = 0
+
+    def to_raw(self) -> dict[str, Any]:
+        """The entry as the API stores it."""
+        return {
+            "type": self.type,
+            "status": self.status,
+            "reason": self.reason,
+            "message": self.message,
+            "lastTransitionTime": self.last_transition_time,
+            "observedGeneration": self.observed_generation,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    """The identity and versions of one object."""
+
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+    resource_version: str
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One ``matchExpressions`` entry of a label selector."""
+
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A standard label selector; an empty one matches everything."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AccessFrom:
+    """Which GitTarget namespaces a ClusterProvider admits (names, or a selector, or both)."""
+
+    names: tuple[str, ...] = ()
+    selector: LabelSelector | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterProviderView:
+    """A cluster to read from; ``kubeconfig_secret`` None means the cluster we run in."""
+
+    meta: Meta
+    kubeconfig_secret: tuple[str, str] | None  # (Secret name, key) in our own namespace
+    access_from: AccessFrom | None  # None admits nothing
+    conditions: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GitProviderView:
+    """A repository and how we write to it (the non-secret parts)."""
+
+    meta: Meta
+    url: str
+    secret_name: str
+    allowed_branches: tuple[str, ...]
+    commit_window_s: float = DEFAULT_COMMIT_WINDOW_S
+    committer_name: str = "GitOps Reverser"
+    committer_email: str = "noreply@gitopsreverser.io"
+    message_one: str = DEFAULT_ONE_WRITE
+    message_many: str = DEFAULT_MANY_WRITES
+    conditions: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GitTargetView:
+    """One folder on one branch."""
+
+    meta: Meta
+    provider: str
+    branch: str
+    path: str
+    cluster_provider: str = DEFAULT_CLUSTER_PROVIDER
+    prune: PruneMode = "OnEvent"
+    on_refusal: OnRefusal = "None"
+    conditions: tuple[Condition, ...] = ()
+
+    @property
+    def uid(self) -> GitTargetUid:
+        """The incarnation this view belongs to."""
+        return GitTargetUid(self.meta.uid)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleView:
+    """One ``spec.rules[]`` entry; ``api_versions`` empty means each group's preferred."""
+
+    api_groups: tuple[str, ...]
+    api_versions: tuple[str, ...]
+    resources: tuple[str, ...]
+    operations: frozenset[Operation]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchRuleView:
+    """Which objects of its own namespace a GitTarget mirrors."""
+
+    meta: Meta
+    target: str
+    rules: tuple[RuleView, ...]
+    conditions: tuple[Condition, ...] = ()
+
+
+def _map(value: Any) -> Raw:
+    return cast(Raw, value) if isinstance(value, Mapping) else {}
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(k), str(v)) for k, v in _map(value).items()))
+
+
+def parse_meta(raw: Raw) -> Meta:
+    """The identity of any object."""
+    meta = _map(raw.get("metadata"))
+    return Meta(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        generation=int(meta.get("generation") or 0),
+        resource_version=str(meta.get("resourceVersion", "")),
+        labels=_pairs(meta.get("labels")),
+    )
+
+
+def parse_conditions(raw: Raw) -> tuple[Condition, ...]:
+    """``status.conditions`` as records (entries without a type are skipped)."""
+    entries = _map(raw.get("status")).get("conditions")
+    if not isinstance(entries, list):
+        return ()
+    return tuple(
+        Condition(
+            type=str(e["type"]),
+            status=str(e.get("status", "Unknown")),
+            reason=str(e.get("reason", "")),
+            message=str(e.get("message", "")),
+            last_transition_time=str(e.get("lastTransitionTime", "")),
+            observed_generation=int(e.get("observedGeneration") or 0),
+        )
+        for e in entries
+        if isinstance(e, Mapping) and e.get("type")
+    )
+
+
+def parse_selector(raw: Any) -> LabelSelector:
+    """A label selector (``matchLabels`` and ``matchExpressions``)."""
+    selector = _map(raw)
+    expressions = tuple(
+        Requirement(str(e.get("key", "")), str(e.get("operator", "")), _strings(e.get("values")))
+        for e in selector.get("matchExpressions") or []
+        if isinstance(e, Mapping)
+    )
+    return LabelSelector(_pairs(selector.get("matchLabels")), expressions)
+
+
+def parse_cluster_provider(raw: Raw) -> ClusterProviderView:
+    """A ClusterProvider."""
+    spec = _map(raw.get("spec"))
+    ref = _map(_map(spec.get("kubeConfig")).get("secretRef"))
+    secret = (str(ref["name"]), str(ref.get("key", ""))) if ref.get("name") else None
+    access: AccessFrom | None = None
+    if isinstance(spec.get("accessFrom"), Mapping):
+        access_raw = _map(spec["accessFrom"])
+        selector = access_raw.get("selector")
+        access = AccessFrom(
+            names=_strings(access_raw.get("names")),
+            selector=parse_selector(selector) if isinstance(selector, Mapping) else None,
+        )
+    return ClusterProviderView(parse_meta(raw), secret, access, parse_conditions(raw))
+
+
+def _window_seconds(text: Any) -> float:
+    try:
+        return parse_duration(str(text)).total_seconds()
+    except DurationError:
+        return DEFAULT_COMMIT_WINDOW_S
+
+
+def parse_git_provider(raw: Raw) -> GitProviderView:
+    """A GitProvider."""
+    spec = _map(raw.get("spec"))
+    commit = _map(spec.get("commit"))
+    committer = _map(commit.get("committer"))
+    message = _map(commit.get("message"))
+    return GitProviderView(
+        meta=parse_meta(raw),
+        url=str(spec.get("url", "")),
+        secret_name=str(_map(spec.get("secretRef")).get("name", "")),
+        allowed_branches=_strings(spec.get("allowedBranches")),
+        commit_window_s=_window_seconds(_map(spec.get("push")).get("commitWindow", "5s")),
+        committer_name=str(committer.get("name") or "GitOps Reverser"),
+        committer_email=str(committer.get("email") or "noreply@gitopsreverser.io"),
+        message_one=str(message.get("eventTemplate") or DEFAULT_ONE_WRITE),
+        message_many=str(message.get("groupTemplate") or DEFAULT_MANY_WRITES),
+        conditions=parse_conditions(raw),
+    )
+
+
+def parse_git_target(raw: Raw) -> GitTargetView:
+    """A GitTarget."""
+    spec = _map(raw.get("spec"))
+    prune = str(_map(spec.get("prune")).get("mode") or "OnEvent")
+    on_refusal = str(spec.get("onRefusal") or "None")
+    return GitTargetView(
+        meta=parse_meta(raw),
+        provider=str(_map(spec.get("providerRef")).get("name", "")),
+        branch=str(spec.get("branch", "")),
+        path=str(spec.get("path", "")),
+        cluster_provider=str(
+            _map(spec.get("clusterProviderRef")).get("name") or DEFAULT_CLUSTER_PROVIDER
+        ),
+        prune=cast(PruneMode, prune if prune in ("Never", "OnEvent", "Always") else "OnEvent"),
+        on_refusal=cast(OnRefusal, on_refusal if on_refusal == "Reapply" else "None"),
+        conditions=parse_conditions(raw),
+    )
+
+
+def _operations(value: Any) -> frozenset[Operation]:
+    named = _strings(value)
+    if not named or "*" in named:
+        return frozenset(OPERATIONS)
+    return frozenset(op for op in OPERATIONS if op in named)
+
+
+def parse_watch_rule(raw: Raw) -> WatchRuleView:
+    """A WatchRule."""
+    spec = _map(raw.get("spec"))
+    rules = tuple(
+        RuleView(
+            api_groups=_strings(r.get("apiGroups")),
+            api_versions=_strings(r.get("apiVersions")),
+            resources=_strings(r.get("resources")),
+            operations=_operations(r.get("operations")),
+        )
+        for r in spec.get("rules") or []
+        if isinstance(r, Mapping)
+    )
+    target = str(_map(spec.get("targetRef")).get("name", ""))
+    return WatchRuleView(parse_meta(raw), target, rules, parse_conditions(raw))

@@ -1,0 +1,141 @@
+"""A branch loop wired to real Redis and a real bare repository, with a hand-driven clock."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from services.branch_worker.branch import BranchLoop
+from shared.git.workspace import Workspace
+from shared.model.config import BranchConfig, TargetConfig
+from shared.model.events import GitTargetRef, ManagerEntry, ObjectEvent, Operation
+from shared.model.ids import GitTargetUid, ObjectId
+from shared.store.branch_state import BranchStates
+from shared.store.config import ConfigStore
+from shared.store.keys import Keys
+from shared.store.leases import Leases
+from shared.store.streams import EventStream
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+@dataclass
+class Clock:
+    now: float = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Rig:
+    """Everything a branch-loop test needs."""
+
+    tmp: Path
+    bare: Path
+    client: redis.Redis
+    keys: Keys
+    clock: Clock
+    branch: BranchConfig
+    target: TargetConfig
+    events: EventStream = field(init=False)
+    configs: ConfigStore = field(init=False)
+    states: BranchStates = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.events = EventStream(self.client, self.keys)
+        self.configs = ConfigStore(self.client, self.keys)
+        self.states = BranchStates(self.client, self.keys)
+        self.configs.publish_branch(self.branch)
+        self.configs.publish_target(self.target)
+
+    @property
+    def bk(self) -> Any:
+        return self.branch.ref.key
+
+    def loop(self, worker: str = "w1") -> BranchLoop:
+        lease = Leases(self.client, self.keys, 60_000).acquire(self.bk, worker)
+        assert lease is not None
+        ws = Workspace(self.tmp / f"ws-{worker}-{lease.token}", self.branch.url, "main")
+        loop = BranchLoop(
+            lease,
+            self.branch,
+            ws,
+            events=self.events,
+            states=self.states,
+            configs=self.configs,
+            clock=self.clock,
+            worker_id=worker,
+        )
+        loop.start()
+        return loop
+
+    def publish(
+        self,
+        name: str,
+        op: Operation = "UPDATE",
+        data: dict[str, str] | None = None,
+        kind: str = "ConfigMap",
+        sensitive: bool = False,
+    ) -> None:
+        resource = kind.lower() + "s"
+        body = (
+            None
+            if op == "DELETE"
+            else {
+                "apiVersion": "v1",
+                "kind": kind,
+                "metadata": {"name": name, "namespace": "team"},
+                **({} if sensitive else {"data": data or {"k": "v"}}),
+            }
+        )
+        self.events.publish(
+            self.bk,
+            ObjectEvent(
+                target=GitTargetRef(self.target.uid, "team", "gt"),
+                operation=op,
+                object_id=ObjectId("", "v1", resource, kind, "team", name),
+                uid=f"uid-{name}",
+                resource_version="1",
+                body=body,
+                managers=(ManagerEntry("kubectl-edit", "Update", "2026-11-29T10:00:00Z"),),
+                observed_at=self.clock.now,
+                sensitive=sensitive,
+            ),
+        )
+
+    def drain(self, loop: BranchLoop, worker: str = "w1") -> None:
+        loop.handle(self.events.read(self.bk, worker, 1000, None))
+
+    def commits(self) -> list[str]:
+        return git("log", "--format=%s", "main", cwd=self.bare).splitlines()
+
+    def show(self, path: str) -> str:
+        return git("show", f"main:{path}", cwd=self.bare)
+
+    def files(self) -> list[str]:
+        return git("ls-tree", "-r", "--name-only", "main", cwd=self.bare).split()
+
+
+@pytest.fixture
+def rig(tmp_path: Path, redis_client: redis.Redis, key_prefix: str) -> Iterator[Rig]:
+    bare = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "-b", "main", str(bare))
+    seed = tmp_path / "seed"
+    git("clone", "-q", str(bare), str(seed))
+    (seed / "README.md").write_text("seed\n")
+    git("add", "-A", cwd=seed)
+    git("-c", "user.name=s", "-c", "user.email=s@x", "commit", "-qm", "seed", cwd=seed)
+    git("push", "-q", "origin", "HEAD:main", cwd=seed)
+    branch = BranchConfig(str(bare), "main", "team", "gp", commit_window_s=5.0)
+    target = TargetConfig(GitTargetUid("gt-uid-1"), "team", "gt", str(bare), "main", "apps")
+    yield Rig(tmp_path, bare, redis_client, Keys(key_prefix), Clock(), branch, target)
