@@ -84,6 +84,7 @@ class BranchWorker:
         self.loops: dict[BranchKey, BranchLoop] = {}
         self._lease_s = settings.lease_period.total_seconds()
         self._renewed_at = 0.0
+        self._idle = threading.Event()  # never set: an interruptible wait while idle
 
     def run(self, stop: threading.Event, burst: bool = False) -> None:
         """Work until ``stop`` is set; with ``burst``, until nothing is left to do."""
@@ -92,24 +93,27 @@ class BranchWorker:
                 did_work = self.wake()
                 if burst and not did_work and not any(lp.busy() for lp in self.loops.values()):
                     return
-                stop.wait(self._wait_time())
         finally:
             self.shutdown()
 
     def wake(self) -> bool:
-        """One pass: leases, new events, due windows. True when any event was read."""
+        """One pass: leases, new events (blocking briefly), due windows. True if any were read."""
         self._maintain_leases()
-        did_work = False
+        if not self.loops:
+            self._idle.wait(IDLE_WAIT_S)  # nothing owned: wait for branches to appear
+            return False
+        block_ms = max(int(self._wait_time() * 1000), 1)
+        batches = self.stores.events.read_many(
+            list(self.loops), self.worker_id, READ_BATCH, block_ms
+        )
         for bk, loop in list(self.loops.items()):
             try:
-                entries = self.stores.events.read(bk, self.worker_id, READ_BATCH, None)
-                loop.handle(entries)
+                loop.handle(batches.get(bk, []))
                 loop.flush()
-                did_work = did_work or bool(entries)
             except FencedOff:
                 log.warning("lost branch %s to another worker", bk, extra={"branch": bk})
                 self.loops.pop(bk, None)
-        return did_work
+        return any(batches.values())
 
     def _wait_time(self) -> float:
         now = self._clock()

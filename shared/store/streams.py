@@ -73,6 +73,17 @@ class EventStream:
             return []
         return _decode(reply[0][1])
 
+    def read_many(
+        self, bks: Sequence[BranchKey], consumer: str, count: int, block_ms: int | None
+    ) -> dict[BranchKey, list[StreamEntry]]:
+        """New entries of several branches in one call, blocking until any has some."""
+        if not bks:
+            return {}
+        by_key = {self._keys.branch_events(bk): bk for bk in bks}
+        streams: dict[Any, Any] = dict.fromkeys(by_key, ">")
+        reply: Any = self._r.xreadgroup(GROUP, consumer, streams, count=count, block=block_ms)
+        return {by_key[key]: _decode(messages) for key, messages in reply or []}
+
     def ack(self, bk: BranchKey, entry_ids: Sequence[str]) -> None:
         """Acknowledge and delete entries whose writes are pushed (or that hold no write)."""
         if not entry_ids:

@@ -1,0 +1,123 @@
+"""Status conditions: how they move, and the Ready/Reconciling/Stalled trio.
+
+Conditions follow metav1.Condition: ``lastTransitionTime`` moves only when ``status`` moves
+(a new reason or message alone keeps it), and every condition records the generation it was
+computed for. The trio is derived in one place from the problems a reconcile found, with
+precedence stalled > reconciling > ready, so no two writers can disagree about Ready. A status
+is written only when it differs from what is stored, which keeps resourceVersions still on a
+converged cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from shared.model.crds import Condition
+
+READY, RECONCILING, STALLED = "Ready", "Reconciling", "Stalled"
+TRUE, FALSE = "True", "False"
+#: Reason of a condition that holds with nothing to report (Flux meta's ``Succeeded``).
+SUCCEEDED = "Succeeded"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something that keeps an object from being Ready.
+
+    ``permanent`` problems stall the object (a person must change something); the others
+    are expected to heal, so the object stays Reconciling.
+    """
+
+    reason: str
+    message: str
+    permanent: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """A condition as a reconcile wants it, before timestamps are decided."""
+
+    type: str
+    status: str
+    reason: str
+    message: str = ""
+
+
+def timestamp(now: float) -> str:
+    """RFC 3339 at one-second granularity, as metav1.Time serialises."""
+    return datetime.fromtimestamp(int(now), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def trio(problems: Sequence[Problem], ready_message: str = "") -> list[Wanted]:
+    """Ready, Reconciling and Stalled for these problems (the first problem names the reason)."""
+    stalled = next((p for p in problems if p.permanent), None)
+    healing = next((p for p in problems if not p.permanent), None)
+    if stalled is not None:
+        return [
+            Wanted(READY, FALSE, stalled.reason, stalled.message),
+            Wanted(RECONCILING, FALSE, stalled.reason, ""),
+            Wanted(STALLED, TRUE, stalled.reason, stalled.message),
+        ]
+    if healing is not None:
+        return [
+            Wanted(READY, FALSE, healing.reason, healing.message),
+            Wanted(RECONCILING, TRUE, healing.reason, healing.message),
+            Wanted(STALLED, FALSE, healing.reason, ""),
+        ]
+    return [
+        Wanted(READY, TRUE, SUCCEEDED, ready_message),
+        Wanted(RECONCILING, FALSE, SUCCEEDED, ""),
+        Wanted(STALLED, FALSE, SUCCEEDED, ""),
+    ]
+
+
+def merge(
+    current: Iterable[Condition], wanted: Iterable[Wanted], generation: int, now: float
+) -> tuple[Condition, ...]:
+    """The conditions to store: ``wanted`` replaces same-type entries, others are kept.
+
+    An entry keeps its ``lastTransitionTime`` while its status stays the same.
+    """
+    existing = {c.type: c for c in current}
+    merged = dict(existing)
+    for want in wanted:
+        old = existing.get(want.type)
+        since = timestamp(now)
+        if old is not None and old.status == want.status and old.last_transition_time:
+            since = old.last_transition_time
+        merged[want.type] = Condition(
+            type=want.type,
+            status=want.status,
+            reason=want.reason,
+            message=want.message,
+            last_transition_time=since,
+            observed_generation=generation,
+        )
+    return tuple(merged.values())
+
+
+def changed(current: Sequence[Condition], merged: Sequence[Condition]) -> bool:
+    """True when storing ``merged`` would change anything (order aside)."""
+    return sorted(current, key=_by_type) != sorted(merged, key=_by_type)
+
+
+def ready_moved(current: Iterable[Condition], merged: Iterable[Condition]) -> Condition | None:
+    """The new Ready condition when its status or reason moved (worth a Kubernetes Event)."""
+    old = next((c for c in current if c.type == READY), None)
+    new = next((c for c in merged if c.type == READY), None)
+    if new is None:
+        return None
+    if old is None or (old.status, old.reason) != (new.status, new.reason):
+        return new
+    return None
+
+
+def find(conditions: Iterable[Condition], kind: str) -> Condition | None:
+    """The condition of one type, if present."""
+    return next((c for c in conditions if c.type == kind), None)
+
+
+def _by_type(condition: Condition) -> str:
+    return condition.type
