@@ -60,9 +60,9 @@ def machine() -> list[str]:
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
         names = [
-            l.split(":", 1)[1].strip()
-            for l in cpuinfo.read_text().splitlines()
-            if l.startswith("model name")
+            line.split(":", 1)[1].strip()
+            for line in cpuinfo.read_text().splitlines()
+            if line.startswith("model name")
         ]
         cpu = names[0] if names else cpu
     mem_kb = 0
