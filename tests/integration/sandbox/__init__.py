@@ -1,0 +1,1 @@
+"""Integration tests of the sandbox stand-ins (Kubernetes API double, git host)."""
