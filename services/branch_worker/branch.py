@@ -15,19 +15,25 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from services.branch_worker import metrics
 from services.branch_worker.folder import Folder
 from services.branch_worker.writer import Applied, apply_event, key_of
+from shared.decide.tips import TipKind, classify_tip, on_notice, steady_tick_due
 from shared.decide.window import Window, closes_at, is_due, open_window
 from shared.git.workspace import Committer, Workspace
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.events import ObjectEvent
 from shared.model.ids import GitTargetUid
+from shared.model.notices import Notice
 from shared.store.branch_state import BranchStates
 from shared.store.config import ConfigStore
 from shared.store.leases import Lease
 from shared.store.streams import EventStream, StreamEntry
 
 log = logging.getLogger(__name__)
+
+#: Reads the remote tip of the branch (ls-remote), or None when the branch does not exist.
+TipReader = Callable[[], str | None]
 
 #: Push attempts in one flush before the branch waits for its next wake.
 MAX_PUSH_ATTEMPTS = 5
@@ -65,6 +71,8 @@ class BranchLoop:
         configs: ConfigStore,
         clock: Callable[[], float],
         worker_id: str,
+        read_tip: TipReader,
+        steady_tick: float = 60.0,
     ) -> None:
         self.lease = lease
         self.config = config
@@ -77,6 +85,9 @@ class BranchLoop:
         self._closed: list[ClosedWindow] = []
         self.tip: str | None = None
         self._ours: tuple[str, ...] = ()
+        self._read_tip = read_tip
+        self._steady_tick = steady_tick
+        self._tip_read_at = clock()
 
     @property
     def bk(self) -> str:
@@ -88,7 +99,10 @@ class BranchLoop:
         self.tip = self.ws.fetch()
         self.ws.reset(self.tip)
         self._folders.clear()
-        self._ours = self._states.read(self.lease.branch).ours
+        published = self._states.read(self.lease.branch)
+        self._ours = published.ours
+        if published.observed_tip and self.tip != published.observed_tip:
+            self._found_tip(self.tip, published.observed_tip)
         self._publish(observed_tip=self.tip or "", windows_open=0, push_in_flight=0)
         self._events.ensure_group(self.lease.branch)
         self.handle(self._events.claim_pending(self.lease.branch, self._worker))
@@ -136,6 +150,7 @@ class BranchLoop:
     def _record_refusal(self, target: TargetConfig, event: ObjectEvent, applied: Applied) -> None:
         key = "object:" + "/".join(key_of(event))
         if applied.kind == "refused":
+            metrics.REFUSALS.labels(applied.reason).inc()
             slot = "folder" if applied.reason != "SensitiveResource" else key
             self._configs.set_refusal(target.uid, applied.reason, applied.message, key=slot)
             log.warning(
@@ -151,6 +166,45 @@ class BranchLoop:
         self._configs.clear_refusal(target.uid, key="folder")
         if event.operation == "DELETE":
             self._configs.clear_refusal(target.uid, key=key)
+
+    def on_notices(self, notices: list[Notice]) -> None:
+        """Q5-Q6: each notice, read after any push in flight (pushes finish inside a wake)."""
+        for notice in notices:
+            decision = on_notice(notice.after, self.tip, self.busy())
+            metrics.NOTICES.labels(
+                "close" if decision.close_window else "read" if decision.read_tip else "ignored"
+            ).inc()
+            if decision.close_window:
+                self.flush(force=True)  # publish pending writes before a foreign commit applies
+            if decision.read_tip:
+                self.check_tip()
+
+    def tick(self) -> None:
+        """Q7: an idle branch reads its tip every steady tick, webhook or not."""
+        if steady_tick_due(self._tip_read_at, self._clock(), self._steady_tick, self.busy()):
+            self.check_tip()
+
+    def check_tip(self) -> TipKind:
+        """Read the remote tip (ls-remote) and record what it is."""
+        self._tip_read_at = self._clock()
+        tip = self._read_tip()
+        kind = self._found_tip(tip, self.tip)
+        if kind is not TipKind.UNCHANGED and not self.busy():
+            self.tip = self.ws.fetch()  # follow the branch so the next write builds on it
+            self.ws.reset(self.tip)
+            self._folders.clear()
+        self._publish(observed_tip=tip or "", tip_read_at=self._tip_read_at)
+        return kind
+
+    def _found_tip(self, tip: str | None, observed: str | None) -> TipKind:
+        kind = classify_tip(tip, observed, self._ours)
+        if kind is TipKind.FOREIGN and tip:
+            metrics.FOREIGN_COMMITS.inc()
+            log.info(
+                "foreign commit %s on the branch", tip, extra={"branch": self.bk, "commit": tip}
+            )
+            self._publish(foreign_tip=tip, foreign_at=self._clock())
+        return kind
 
     def next_deadline(self) -> float | None:
         """When the earliest open window closes, if any is open."""
@@ -182,12 +236,14 @@ class BranchLoop:
     def _commit(self, window: OpenWindow) -> None:
         message = _message(self.config, window)
         self._closed.append(ClosedWindow(window.target, message, window.entries))
-        self.ws.commit(message, _committer(self.config), paths=(window.target.path or ".",))
+        if self.ws.commit(message, _committer(self.config), paths=(window.target.path or ".",)):
+            metrics.COMMITS.inc()
 
     def _push(self) -> None:
         self._publish(push_in_flight=1)
         for _ in range(MAX_PUSH_ATTEMPTS):
             result = self.ws.push(self.tip)
+            metrics.PUSHES.labels("pushed" if result.pushed else "rejected").inc()
             if result.pushed:
                 self._pushed()
                 return
@@ -211,7 +267,9 @@ class BranchLoop:
 
     def _replay(self) -> None:
         """Reset to the remote tip and make every unpushed write again (M7)."""
-        self.tip = self.ws.fetch()
+        tip = self.ws.fetch()
+        self._found_tip(tip, self.tip)
+        self.tip = tip
         self.ws.reset(self.tip)
         self._folders.clear()
         self._publish(observed_tip=self.tip or "")

@@ -17,6 +17,7 @@ from pathlib import Path
 import redis
 
 from services.branch_worker.branch import BranchLoop
+from shared.git.remote import ls_remote
 from shared.git.workspace import Workspace
 from shared.model.ids import BranchKey
 from shared.settings import Settings
@@ -24,6 +25,7 @@ from shared.store.branch_state import BranchStates, FencedOff
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
+from shared.store.notice_reader import NoticeReader
 from shared.store.streams import EventStream
 from shared.store.workers import WorkerRegistry
 
@@ -51,6 +53,7 @@ class Stores:
     configs: ConfigStore
     leases: Leases
     registry: WorkerRegistry
+    notices: NoticeReader
 
     @classmethod
     def build(cls, client: redis.Redis, settings: Settings) -> Stores:
@@ -62,6 +65,7 @@ class Stores:
             ConfigStore(client, keys),
             Leases(client, keys, period_ms),
             WorkerRegistry(client, keys),
+            NoticeReader(client, keys),
         )
 
 
@@ -110,9 +114,12 @@ class BranchWorker:
             try:
                 loop.handle(batches.get(bk, []))
                 loop.flush()
+                loop.on_notices(self.stores.notices.read(bk))
+                loop.tick()
             except FencedOff:
                 log.warning("lost branch %s to another worker", bk, extra={"branch": bk})
                 self.loops.pop(bk, None)
+                self.stores.notices.forget(bk)
         return any(batches.values())
 
     def _wait_time(self) -> float:
@@ -150,11 +157,12 @@ class BranchWorker:
         lease = self.stores.leases.acquire(bk, self.worker_id)
         if lease is None:
             return
+        env = self._credentials(bk)
         workspace = Workspace(
             Path(self.settings.work_dir) / self.worker_id / bk,
             config.url,
             config.branch,
-            env=self._credentials(bk),
+            env=env,
         )
         loop = BranchLoop(
             lease,
@@ -165,7 +173,10 @@ class BranchWorker:
             configs=self.stores.configs,
             clock=self._clock,
             worker_id=self.worker_id,
+            read_tip=lambda: ls_remote(config.url, config.branch, env),
+            steady_tick=self.settings.steady_tick.total_seconds(),
         )
+        self.stores.notices.start(bk)
         loop.start()
         self.loops[bk] = loop
         log.info("took branch %s (token %d)", bk, lease.token, extra={"branch": bk})

@@ -71,9 +71,7 @@ def _wildcard(catalog: Catalog, group: str, versions: tuple[str, ...]) -> list[A
     ]
 
 
-def _named(
-    catalog: Catalog, group: str, versions: tuple[str, ...], name: str
-) -> list[ApiResource]:
+def _named(catalog: Catalog, group: str, versions: tuple[str, ...], name: str) -> list[ApiResource]:
     return [
         r
         for version in versions

@@ -12,10 +12,12 @@ import pytest
 import redis
 
 from services.branch_worker.branch import BranchLoop
+from shared.git.remote import ls_remote
 from shared.git.workspace import Workspace
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.events import GitTargetRef, ManagerEntry, ObjectEvent, Operation
 from shared.model.ids import GitTargetUid, ObjectId
+from shared.model.notices import Notice
 from shared.store.branch_state import BranchStates
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
@@ -75,6 +77,8 @@ class Rig:
             configs=self.configs,
             clock=self.clock,
             worker_id=worker,
+            read_tip=lambda: ls_remote(str(self.bare), "main"),
+            steady_tick=60.0,
         )
         loop.start()
         return loop
@@ -115,6 +119,28 @@ class Rig:
 
     def drain(self, loop: BranchLoop, worker: str = "w1") -> None:
         loop.handle(self.events.read(self.bk, worker, 1000, None))
+
+    def foreign_push(self, name: str = "notes.md") -> str:
+        """Someone else pushes a commit to the branch; returns its sha."""
+        other = self.tmp / f"other-{name}"
+        git("clone", "-q", str(self.bare), str(other))
+        (other / name).write_text("someone else\n")
+        git("add", "-A", cwd=other)
+        git(
+            "-c",
+            "user.name=o",
+            "-c",
+            "user.email=o@x",
+            "commit",
+            "-qm",
+            f"foreign {name}",
+            cwd=other,
+        )
+        git("push", "-q", "origin", "HEAD:main", cwd=other)
+        return git("rev-parse", "HEAD", cwd=other)
+
+    def notice(self, after: str) -> Notice:
+        return Notice("1-0", "github", "refs/heads/main", after, "d-1", self.clock.now)
 
     def commits(self) -> list[str]:
         return git("log", "--format=%s", "main", cwd=self.bare).splitlines()

@@ -1,0 +1,17 @@
+"""The branch worker's metrics (O1): commits, pushes, conflicts, foreign commits, refusals."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter
+
+COMMITS = Counter("gitops_reverser_commits_total", "Commits made by branch workers")
+PUSHES = Counter(
+    "gitops_reverser_pushes_total", "CAS pushes by result (pushed, rejected)", ["result"]
+)
+FOREIGN_COMMITS = Counter(
+    "gitops_reverser_foreign_commits_total", "Tips found that gitops-reverser did not push"
+)
+REFUSALS = Counter("gitops_reverser_refusals_total", "Edits refused (M10) by reason", ["reason"])
+NOTICES = Counter(
+    "gitops_reverser_notices_total", "Push notices read, by what they did", ["decision"]
+)

@@ -1,0 +1,86 @@
+"""Whether a GitTarget may be served: its GitProvider, branch, path and cluster (``Validated``).
+
+A GitTarget is served (its watches run, its config is published) only when every check
+passes; the first failing check names the reason, so a person fixes one thing at a time in the
+order the checks run: the GitProvider exists, the branch matches its ``allowedBranches``, the
+path stays inside the repository, the ClusterProvider exists and admits the namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from shared.decide.globs import branch_allowed
+from shared.decide.selectors import admits
+from shared.model.crds import ClusterProviderView, GitProviderView, GitTargetView
+
+PROVIDER_NOT_FOUND = "ProviderNotFound"
+BRANCH_NOT_ALLOWED = "BranchNotAllowed"
+INVALID_PATH = "InvalidPath"
+CLUSTER_PROVIDER_NOT_FOUND = "ClusterProviderNotFound"
+NOT_ADMITTED = "NotAdmitted"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of validating one GitTarget: ``reason`` is empty when it is valid."""
+
+    reason: str = ""
+    message: str = ""
+
+    @property
+    def valid(self) -> bool:
+        """True when every check passed."""
+        return not self.reason
+
+
+def path_problem(path: str) -> str:
+    """Why ``path`` cannot be a GitTarget folder, or "" when it can."""
+    if not path or path.strip() != path:
+        return "spec.path must be a non-empty relative path without surrounding spaces"
+    if path.startswith("/") or "\\" in path or "\0" in path:
+        return "spec.path must be relative to the repository root (no leading /, no \\)"
+    segments = path.split("/")
+    if ".." in segments:
+        return "spec.path must stay inside the repository: no '..' segment"
+    if ".git" in segments:
+        return "spec.path must not name git's own .git folder"
+    return ""
+
+
+@dataclass(frozen=True, slots=True)
+class Surroundings:
+    """What a GitTarget refers to, as found in the cluster (None when missing)."""
+
+    provider: GitProviderView | None
+    cluster: ClusterProviderView | None
+    namespace_labels: Mapping[str, str]
+
+
+def validate(target: GitTargetView, around: Surroundings) -> Verdict:
+    """The first check that fails, or a valid verdict."""
+    ns, spec_name = target.meta.namespace, target.provider
+    if around.provider is None:
+        return Verdict(PROVIDER_NOT_FOUND, f"GitProvider {ns}/{spec_name} not found")
+    if not branch_allowed(target.branch, around.provider.allowed_branches):
+        allowed = ", ".join(around.provider.allowed_branches)
+        return Verdict(
+            BRANCH_NOT_ALLOWED,
+            f"branch {target.branch!r} matches none of the GitProvider's allowedBranches "
+            f"({allowed})",
+        )
+    problem = path_problem(target.path)
+    if problem:
+        return Verdict(INVALID_PATH, problem)
+    if around.cluster is None:
+        return Verdict(
+            CLUSTER_PROVIDER_NOT_FOUND, f"ClusterProvider {target.cluster_provider} not found"
+        )
+    if not admits(around.cluster.access_from, ns, around.namespace_labels):
+        return Verdict(
+            NOT_ADMITTED,
+            f"ClusterProvider {target.cluster_provider} does not admit namespace {ns} "
+            "(spec.accessFrom)",
+        )
+    return Verdict()

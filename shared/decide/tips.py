@@ -1,0 +1,58 @@
+"""What a push notice or a tip read means for a branch (Q5, Q6, Q7).
+
+A notice is a hint: it can close an open window so that pending writes are published before a
+foreign commit is applied (Q6), but only the ref advertisement says what the tip is (Q5). A
+tip that is neither the one last observed nor one we pushed is a foreign commit. Without any
+webhook, an idle branch reads its tip on a steady tick (Q7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from enum import Enum
+
+
+class TipKind(Enum):
+    """How a tip read from the remote relates to what the branch knows."""
+
+    UNCHANGED = "unchanged"
+    OURS = "ours"
+    FOREIGN = "foreign"
+    GONE = "gone"
+
+
+def classify_tip(tip: str | None, observed: str | None, ours: Collection[str]) -> TipKind:
+    """Q5: unchanged, one of our pushes, a foreign commit, or a branch that vanished."""
+    if tip is None:
+        return TipKind.GONE if observed else TipKind.UNCHANGED
+    if tip == observed:
+        return TipKind.UNCHANGED
+    if tip in ours:
+        return TipKind.OURS
+    return TipKind.FOREIGN
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeDecision:
+    """What the owner does with a notice, after any push in flight has finished."""
+
+    close_window: bool
+    read_tip: bool
+
+
+def on_notice(after: str, observed: str | None, busy: bool) -> NoticeDecision:
+    """Q6: the late webhook of our own push leaves an open window alone; any other closes it.
+
+    ``after`` is the notice's claimed tip (a hint), ``observed`` the last tip read or pushed.
+    The tip is read whenever the notice does not name what we already observed.
+    """
+    names_observed = bool(after) and after == observed
+    if names_observed:
+        return NoticeDecision(close_window=False, read_tip=False)
+    return NoticeDecision(close_window=busy, read_tip=True)
+
+
+def steady_tick_due(last_read_at: float, now: float, tick: float, busy: bool) -> bool:
+    """Q7: an idle branch reads its tip every ``tick`` seconds even with no notice."""
+    return not busy and now - last_read_at >= tick

@@ -1,0 +1,112 @@
+"""The watches the watcher should run, and whether each WatchRule is Ready (M1).
+
+A watch is one (GitTarget incarnation, group/resource, namespace): the WatchRules that name a
+served GitTarget in their own namespace select resource types through the GitTarget's
+ClusterProvider, and rules that select the same type merge (their operations add up). The
+watcher diffs this set against the watches it runs; it never decides anything itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from shared.decide.conditions import Problem
+from shared.decide.resolution import resolve_rule, resolve_rules
+from shared.model.config import PruneMode
+from shared.model.crds import GitTargetView, WatchRuleView
+from shared.model.events import GitTargetRef, Operation
+from shared.model.ids import BranchKey, GitTargetUid
+from shared.model.resources import ApiResource, Catalog
+
+GIT_TARGET_NOT_FOUND = "GitTargetNotFound"
+UNRESOLVED_RESOURCES = "UnresolvedResources"
+CLUSTER_UNAVAILABLE = "ClusterUnavailable"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class WatchKey:
+    """Who a watch serves and what it watches; its cursor is keyed by this."""
+
+    uid: GitTargetUid
+    group: str
+    resource: str
+    namespace: str
+
+    @property
+    def group_resource(self) -> str:
+        """``group/resource`` (``/configmaps`` for the core group)."""
+        return f"{self.group}/{self.resource}"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchSpec:
+    """Everything one watch needs; a changed spec restarts the watch (from its cursor)."""
+
+    key: WatchKey
+    resource: ApiResource
+    cluster: str  # the ClusterProvider to read through
+    target: GitTargetRef
+    branch: BranchKey
+    operations: frozenset[Operation]
+    prune: PruneMode
+
+
+@dataclass(frozen=True, slots=True)
+class ServedTarget:
+    """A GitTarget that passed validation, and the branch its events go to."""
+
+    target: GitTargetView
+    branch: BranchKey
+
+
+def _spec(served: ServedTarget, resource: ApiResource, ops: frozenset[Operation]) -> WatchSpec:
+    target = served.target
+    key = WatchKey(target.uid, resource.group, resource.resource, target.meta.namespace)
+    ref = GitTargetRef(target.uid, target.meta.namespace, target.meta.name)
+    return WatchSpec(key, resource, target.cluster_provider, ref, served.branch, ops, target.prune)
+
+
+def desired_watches(
+    targets: Iterable[ServedTarget],
+    rules: Iterable[WatchRuleView],
+    catalogs: Mapping[str, Catalog],
+) -> dict[WatchKey, WatchSpec]:
+    """Every watch the served GitTargets' WatchRules ask for (no catalog: no watches yet)."""
+    by_name = {(s.target.meta.namespace, s.target.meta.name): s for s in targets}
+    wanted: dict[WatchKey, WatchSpec] = {}
+    for rule in rules:
+        served = by_name.get((rule.meta.namespace, rule.target))
+        catalog = catalogs.get(served.target.cluster_provider) if served else None
+        if served is None or catalog is None:
+            continue
+        for entry in rule.rules:
+            for resource in resolve_rule(entry, catalog).resources:
+                spec = _spec(served, resource, entry.operations)
+                known = wanted.get(spec.key)
+                if known is not None:
+                    spec = replace(known, operations=known.operations | entry.operations)
+                wanted[spec.key] = spec
+    return wanted
+
+
+def rule_problems(
+    rule: WatchRuleView,
+    target: GitTargetView | None,
+    cluster_problem: Problem | None,
+    catalog: Catalog | None,
+) -> list[Problem]:
+    """Why a WatchRule is not Ready: no target, no usable cluster, or names that do not resolve."""
+    ns = rule.meta.namespace
+    if target is None:
+        return [Problem(GIT_TARGET_NOT_FOUND, f"GitTarget {ns}/{rule.target} not found")]
+    if cluster_problem is not None:
+        return [cluster_problem]
+    if catalog is None:
+        message = f"the API of ClusterProvider {target.cluster_provider} cannot be read yet"
+        return [Problem(CLUSTER_UNAVAILABLE, message, permanent=False)]
+    missing = resolve_rules(rule.rules, catalog).unresolved
+    if missing:
+        names = ", ".join(missing)
+        return [Problem(UNRESOLVED_RESOURCES, f"no namespaced, watchable resource: {names}")]
+    return []

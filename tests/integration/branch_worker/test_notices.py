@@ -1,0 +1,69 @@
+"""Q5-Q7 in the branch loop: notices are hints, the tip is read, foreign commits recorded."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.decide.tips import TipKind
+from tests.integration.branch_worker.conftest import Rig, git
+
+pytestmark = pytest.mark.integration
+
+
+def test_late_webhook_of_our_push_leaves_the_open_window_alone(rig: Rig) -> None:
+    loop = rig.loop()
+    rig.publish("app", "CREATE", {"a": "1"})
+    rig.drain(loop)
+    rig.clock.now += 10
+    loop.flush()
+    ours = git("rev-parse", "main", cwd=rig.bare)
+    rig.publish("app", "UPDATE", {"a": "2"})
+    rig.drain(loop)
+    loop.on_notices([rig.notice(ours)])  # our own push's webhook arrives late
+    assert loop.busy(), "the window stays open"
+    rig.publish("app", "UPDATE", {"a": "3"})
+    rig.drain(loop)
+    rig.clock.now += 10
+    loop.flush()
+    assert rig.commits() == ["Mirror 2 API edits to apps", "CREATE ConfigMap team/app", "seed"]
+
+
+def test_a_foreign_notice_publishes_pending_writes_first(rig: Rig) -> None:
+    loop = rig.loop()
+    rig.publish("app", "CREATE")
+    rig.drain(loop)
+    foreign = rig.foreign_push()
+    loop.on_notices([rig.notice(foreign)])
+    assert not loop.busy(), "the window was closed and pushed"
+    assert rig.commits()[:2] == ["CREATE ConfigMap team/app", "foreign notes.md"]
+    state = rig.client.hgetall(rig.keys.branch_state(rig.bk))
+    assert state["foreign_tip"] == foreign
+
+
+def test_a_notice_whose_after_lies_is_corrected_by_ls_remote(rig: Rig) -> None:
+    loop = rig.loop()
+    foreign = rig.foreign_push()
+    loop.on_notices([rig.notice("0" * 40)])
+    assert rig.states.read(rig.bk).observed_tip == foreign
+    assert rig.client.hget(rig.keys.branch_state(rig.bk), "foreign_tip") == foreign
+
+
+def test_steady_tick_finds_an_outside_push_without_any_webhook(rig: Rig) -> None:
+    loop = rig.loop()
+    foreign = rig.foreign_push()
+    loop.tick()
+    assert rig.states.read(rig.bk).observed_tip != foreign, "not before the tick is due"
+    rig.clock.now += 60
+    loop.tick()
+    assert rig.states.read(rig.bk).observed_tip == foreign
+    assert loop.tip == foreign, "an idle branch follows the new tip"
+
+
+def test_our_own_tip_is_not_foreign(rig: Rig) -> None:
+    loop = rig.loop()
+    rig.publish("app", "CREATE")
+    rig.drain(loop)
+    rig.clock.now += 10
+    loop.flush()
+    assert loop.check_tip() is TipKind.UNCHANGED
+    assert "foreign_tip" not in rig.client.hgetall(rig.keys.branch_state(rig.bk))
