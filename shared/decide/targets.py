@@ -4,16 +4,22 @@ A GitTarget is served (its watches run, its config is published) only when every
 passes; the first failing check names the reason, so a person fixes one thing at a time in the
 order the checks run: the GitProvider exists, the branch matches its ``allowedBranches``, the
 path stays inside the repository, the ClusterProvider exists and admits the namespace.
+
+Its conditions follow from that verdict and from what others report: a standing refusal
+(``GitPathAccepted=False``, M10) stalls it, as does an ``ApplierConfigured=False``; a
+GitProvider or cluster that is not ready yet keeps it Reconciling.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from shared.decide.conditions import SUCCEEDED, Problem, Wanted, trio
 from shared.decide.globs import branch_allowed
 from shared.decide.selectors import admits
-from shared.model.crds import ClusterProviderView, GitProviderView, GitTargetView
+from shared.model.crds import ClusterProviderView, Condition, GitProviderView, GitTargetView
 
 PROVIDER_NOT_FOUND = "ProviderNotFound"
 BRANCH_NOT_ALLOWED = "BranchNotAllowed"
@@ -84,3 +90,68 @@ def validate(target: GitTargetView, around: Surroundings) -> Verdict:
             "(spec.accessFrom)",
         )
     return Verdict()
+
+
+VALIDATED = "Validated"
+GIT_PATH_ACCEPTED = "GitPathAccepted"
+APPLIER_CONFIGURED = "ApplierConfigured"
+ACCEPTED = "Accepted"
+REFUSED = "Refused"
+GIT_PROVIDER_NOT_READY = "GitProviderNotReady"
+#: The condition reason pattern of the CRDs (metav1.Condition's).
+_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+
+
+@dataclass(frozen=True, slots=True)
+class TargetFindings:
+    """Everything a reconcile learned about one GitTarget."""
+
+    verdict: Verdict
+    refusal: Mapping[str, str] | None  # the standing refusal (M10), if any
+    cluster_problem: Problem | None  # its ClusterProvider's problem, if any
+    provider_problems: tuple[Problem, ...]  # its GitProvider's problems
+    applier: Condition | None = None  # ApplierConfigured, written by whoever checks it
+
+
+def _refusal_reason(refusal: Mapping[str, str]) -> str:
+    reason = str(refusal.get("reason", ""))
+    return reason if _REASON.match(reason) else REFUSED
+
+
+def _problems(found: TargetFindings) -> list[Problem]:
+    problems: list[Problem] = []
+    if not found.verdict.valid:
+        problems.append(Problem(found.verdict.reason, found.verdict.message))
+    if found.refusal is not None:
+        reason = _refusal_reason(found.refusal)
+        problems.append(Problem(reason, str(found.refusal.get("message", ""))))
+    if found.applier is not None and found.applier.status == "False":
+        problems.append(Problem(found.applier.reason, found.applier.message))
+    if found.verdict.valid and found.cluster_problem is not None:
+        problems.append(found.cluster_problem)
+    if found.verdict.valid and found.provider_problems:
+        first = found.provider_problems[0]
+        message = f"GitProvider is not ready: {first.reason}: {first.message}"
+        problems.append(Problem(GIT_PROVIDER_NOT_READY, message, permanent=False))
+    return problems
+
+
+def target_conditions(found: TargetFindings) -> list[Wanted]:
+    """Validated, GitPathAccepted and the Ready/Reconciling/Stalled trio of a GitTarget."""
+    verdict = found.verdict
+    validated = (
+        Wanted(VALIDATED, "True", SUCCEEDED, "")
+        if verdict.valid
+        else Wanted(VALIDATED, "False", verdict.reason, verdict.message)
+    )
+    accepted = (
+        Wanted(GIT_PATH_ACCEPTED, "True", ACCEPTED, "")
+        if found.refusal is None
+        else Wanted(
+            GIT_PATH_ACCEPTED,
+            "False",
+            _refusal_reason(found.refusal),
+            str(found.refusal.get("message", "")),
+        )
+    )
+    return [validated, accepted, *trio(_problems(found))]

@@ -1,0 +1,186 @@
+"""What an applier is owed, when it may be asked, and what an outcome does (A1-A5).
+
+The applier owns its obligations and retries: a ForeignCommit (the latest commit we did not
+write), Refusals (the GitTarget uids whose refused edits should be reverted), and for Flux a
+CatchUp after our own pushes (never for an Argo CD Application). One attempt is out at a time;
+everything owed goes out as one request, on a quiet branch, at the tip as it is then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from shared.decide.quiet import BranchView, is_quiet
+
+Reason = Literal["ForeignCommit", "Refusal", "CatchUp"]
+Outcome = Literal["Delivered", "Stale", "NothingToAsk", "Failed"]
+ApplierKind = Literal["Kustomization", "Application"]
+REASONS: tuple[Reason, ...] = ("ForeignCommit", "Refusal", "CatchUp")
+
+#: Omitted quietPeriod means 30 s (behaviour.md §1, GitTarget spec.applier).
+DEFAULT_QUIET_PERIOD_S = 30.0
+#: Backoff of a failed request: base doubles per failure, capped (A4).
+BACKOFF_BASE_S = 5.0
+BACKOFF_CAP_S = 300.0
+#: How long an attempt may stay out before it is handed back (D6's 5 minutes, plus slack).
+ATTEMPT_DEADLINE_S = 330.0
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """The request out: its token, commit, reasons and the uids that held each reason."""
+
+    token: str
+    commit: str
+    reasons: Mapping[Reason, frozenset[str]]
+    sent_at: float
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True)
+class Applier:
+    """One applier's obligations, attempt and backoff."""
+
+    kind: ApplierKind
+    foreign_commit: str | None = None
+    foreign_uids: frozenset[str] = frozenset()
+    refusals: frozenset[str] = frozenset()
+    catch_up: str | None = None  # the commit of our latest push still to be caught up
+    catch_up_uids: frozenset[str] = frozenset()
+    attempt: Attempt | None = None
+    failures: int = 0
+    next_try_at: float = 0.0
+    quiet_periods: Mapping[str, float] = field(default_factory=dict)  # uid -> quietPeriod
+
+    def owes(self) -> dict[Reason, frozenset[str]]:
+        """Everything owed now, by reason."""
+        owed: dict[Reason, frozenset[str]] = {}
+        if self.foreign_commit and self.foreign_uids:
+            owed["ForeignCommit"] = self.foreign_uids
+        if self.refusals:
+            owed["Refusal"] = self.refusals
+        if self.catch_up and self.catch_up_uids and self.kind == "Kustomization":
+            owed["CatchUp"] = self.catch_up_uids
+        return owed
+
+
+def owe_foreign_commit(applier: Applier, commit: str, uids: Iterable[str]) -> Applier:
+    """Q5/A1: a foreign commit is owed to every GitTarget naming the applier on the branch."""
+    return replace(applier, foreign_commit=commit, foreign_uids=frozenset(uids))
+
+
+def owe_catch_up(applier: Applier, commit: str, uids: Iterable[str]) -> Applier:
+    """A1: after our own push, a Kustomization owes a CatchUp (an Application never does)."""
+    if applier.kind != "Kustomization":
+        return applier
+    return replace(applier, catch_up=commit, catch_up_uids=frozenset(uids))
+
+
+def owe_refusal(applier: Applier, uid: str, consents: bool) -> Applier:
+    """A5: a Refusal is owed only while the GitTarget consents (onRefusal: Reapply)."""
+    return replace(applier, refusals=applier.refusals | {uid}) if consents else applier
+
+
+def cancel_refusal(applier: Applier, uid: str) -> Applier:
+    """A5: a GitTarget that recovered or withdrew consent cancels its own Refusal."""
+    return replace(applier, refusals=applier.refusals - {uid})
+
+
+def keep_live(applier: Applier, live: Iterable[str]) -> Applier:
+    """A5: obligations owed to GitTarget incarnations that are gone are dropped."""
+    alive = frozenset(live)
+    return replace(
+        applier,
+        foreign_uids=applier.foreign_uids & alive,
+        refusals=applier.refusals & alive,
+        catch_up_uids=applier.catch_up_uids & alive,
+        quiet_periods={u: p for u, p in applier.quiet_periods.items() if u in alive},
+    )
+
+
+def catch_up_period(applier: Applier) -> float:
+    """A3: a shared Kustomization waits the longest quietPeriod of the GitTargets naming it."""
+    periods = [applier.quiet_periods.get(u, DEFAULT_QUIET_PERIOD_S) for u in applier.catch_up_uids]
+    return max(periods, default=DEFAULT_QUIET_PERIOD_S)
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """Send this request now."""
+
+    commit: str
+    reasons: Mapping[Reason, frozenset[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Do not ask yet; look again at ``until`` (None: when something changes)."""
+
+    why: str
+    until: float | None = None
+
+
+def decide(applier: Applier, branch: BranchView, now: float) -> Ask | Wait:
+    """A2-A3, Q4: what to send now, if anything."""
+    owed = applier.owes()
+    if not owed:
+        return Wait("nothing owed")
+    if applier.attempt is not None:
+        return Wait("an attempt is out", applier.attempt.deadline)
+    if not is_quiet(branch) or branch.tip is None:
+        return Wait("the branch is busy")
+    if now < applier.next_try_at:
+        return Wait("backing off", applier.next_try_at)
+    if set(owed) == {"CatchUp"}:
+        ready_at = branch.last_write_at + catch_up_period(applier)
+        if now < ready_at:
+            return Wait("quiet period", ready_at)
+    # With another reason the request goes out now at the tip, and the tip holds our pushes:
+    # the CatchUp rides along instead of waiting (its artifact becomes current either way).
+    return Ask(branch.tip, owed)
+
+
+def sent(applier: Applier, ask: Ask, token: str, now: float) -> Applier:
+    """Record the attempt out (one at a time, A2)."""
+    attempt = Attempt(token, ask.commit, ask.reasons, now, now + ATTEMPT_DEADLINE_S)
+    return replace(applier, attempt=attempt)
+
+
+def on_outcome(
+    applier: Applier, token: str, outcome: Outcome, now: float, dropped: Iterable[Reason] = ()
+) -> Applier:
+    """A4: what an outcome does to the applier. Outcomes for another token change nothing."""
+    attempt = applier.attempt
+    if attempt is None or attempt.token != token:
+        return applier
+    cleared = replace(applier, attempt=None)
+    if outcome == "Stale":
+        return cleared  # decided again at the next quiet moment, no backoff
+    if outcome == "Failed":
+        failures = applier.failures + 1
+        delay = min(BACKOFF_BASE_S * 2 ** (failures - 1), BACKOFF_CAP_S)
+        return replace(cleared, failures=failures, next_try_at=now + delay)
+    covered = dropped if outcome == "NothingToAsk" else attempt.reasons
+    return _clear(replace(cleared, failures=0, next_try_at=0.0), attempt, covered)
+
+
+def _clear(applier: Applier, attempt: Attempt, reasons: Iterable[Reason]) -> Applier:
+    for reason in reasons:
+        if reason == "ForeignCommit" and applier.foreign_commit == attempt.commit:
+            applier = replace(applier, foreign_commit=None, foreign_uids=frozenset())
+        elif reason == "CatchUp" and applier.catch_up == attempt.commit:
+            applier = replace(applier, catch_up=None, catch_up_uids=frozenset())
+        elif reason == "Refusal":
+            held = attempt.reasons.get("Refusal", frozenset())
+            applier = replace(applier, refusals=applier.refusals - held)
+    return applier
+
+
+def hand_back_if_overdue(applier: Applier, now: float) -> Applier:
+    """A4: an attempt whose outcome never came (a dispatcher died) counts as Failed."""
+    attempt = applier.attempt
+    if attempt is None or now < attempt.deadline:
+        return applier
+    return on_outcome(applier, attempt.token, "Failed", now)

@@ -1,0 +1,209 @@
+"""A1-A5 and Q2-Q4 as pure rules, with properties over random sequences."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shared.decide.obligations import (
+    Applier,
+    Ask,
+    Wait,
+    cancel_refusal,
+    decide,
+    hand_back_if_overdue,
+    keep_live,
+    on_outcome,
+    owe_catch_up,
+    owe_foreign_commit,
+    owe_refusal,
+    sent,
+)
+from shared.decide.quiet import BranchView, is_quiet
+
+QUIET = BranchView(
+    tip="c1", windows_open=0, pending_total=0, push_in_flight=False, last_write_at=0.0
+)
+KS = Applier("Kustomization", quiet_periods={"u1": 30.0})
+
+
+def test_quiet_means_nothing_open_pending_or_in_flight() -> None:
+    assert is_quiet(QUIET)
+    assert not is_quiet(replace(QUIET, windows_open=1))
+    assert not is_quiet(replace(QUIET, pending_total=1))
+    assert not is_quiet(replace(QUIET, push_in_flight=True))
+
+
+def test_a_foreign_commit_is_asked_at_once_on_a_quiet_branch() -> None:
+    applier = owe_foreign_commit(KS, "c1", ["u1"])
+    decision = decide(applier, QUIET, now=1.0)
+    assert decision == Ask("c1", {"ForeignCommit": frozenset({"u1"})})
+
+
+def test_nothing_goes_out_on_a_busy_branch() -> None:
+    applier = owe_foreign_commit(KS, "c1", ["u1"])
+    for busy in (
+        replace(QUIET, windows_open=1),
+        replace(QUIET, pending_total=2),
+        replace(QUIET, push_in_flight=True),
+    ):
+        assert isinstance(decide(applier, busy, now=100.0), Wait)
+
+
+def test_catch_up_waits_the_quiet_period_from_the_last_write() -> None:
+    applier = owe_catch_up(KS, "c1", ["u1"])
+    branch = replace(QUIET, last_write_at=100.0)
+    assert decide(applier, branch, now=129.0) == Wait("quiet period", 130.0)
+    assert isinstance(decide(applier, branch, now=130.0), Ask)
+    rewritten = replace(branch, last_write_at=125.0)  # a second write restarts it (Q2)
+    assert decide(applier, rewritten, now=130.0) == Wait("quiet period", 155.0)
+
+
+def test_an_application_is_never_owed_a_catch_up() -> None:
+    app = owe_catch_up(Applier("Application"), "c1", ["u1"])
+    assert app.owes() == {}
+    assert decide(app, QUIET, now=1000.0) == Wait("nothing owed")
+
+
+def test_a_shared_kustomization_waits_the_longest_quiet_period() -> None:
+    shared = replace(KS, quiet_periods={"u1": 10.0, "u2": 45.0})
+    applier = owe_catch_up(shared, "c1", ["u1", "u2"])
+    assert decide(applier, QUIET, now=44.0) == Wait("quiet period", 45.0)
+    ask = decide(applier, QUIET, now=45.0)
+    assert isinstance(ask, Ask) and ask.reasons["CatchUp"] == {"u1", "u2"}
+
+
+def test_one_attempt_at_a_time() -> None:
+    applier = owe_foreign_commit(KS, "c1", ["u1"])
+    ask = decide(applier, QUIET, 1.0)
+    assert isinstance(ask, Ask)
+    out = sent(applier, ask, "t1", 1.0)
+    assert isinstance(decide(out, QUIET, 2.0), Wait)
+
+
+def test_delivered_clears_what_it_covered_only() -> None:
+    applier = owe_refusal(owe_foreign_commit(KS, "c1", ["u1"]), "u1", consents=True)
+    ask = decide(applier, QUIET, 1.0)
+    assert isinstance(ask, Ask)
+    out = sent(applier, ask, "t1", 1.0)
+    newer = owe_foreign_commit(out, "c2", ["u1"])  # another foreign push meanwhile
+    done = on_outcome(newer, "t1", "Delivered", 2.0)
+    assert done.attempt is None and done.refusals == frozenset()
+    assert done.foreign_commit == "c2", "a newer commit stays owed"
+
+
+def test_stale_sends_nothing_and_does_not_back_off() -> None:
+    applier = sent(
+        owe_foreign_commit(KS, "c1", ["u1"]),
+        Ask("c1", {"ForeignCommit": frozenset({"u1"})}),
+        "t1",
+        1.0,
+    )
+    stale = on_outcome(applier, "t1", "Stale", 2.0)
+    assert stale.failures == 0 and stale.next_try_at == 0.0
+    assert stale.foreign_commit == "c1"
+    assert isinstance(decide(stale, replace(QUIET, tip="c1"), 2.0), Ask)
+
+
+def test_failed_backs_off_exponentially_and_stays_owed() -> None:
+    applier = owe_foreign_commit(KS, "c1", ["u1"])
+    for failures, delay in ((1, 5.0), (2, 10.0), (3, 20.0)):
+        ask = decide(applier, QUIET, 100.0 + 1000 * failures)
+        assert isinstance(ask, Ask)
+        now = 100.0 + 1000 * failures
+        applier = on_outcome(sent(applier, ask, f"t{failures}", now), f"t{failures}", "Failed", now)
+        assert applier.failures == failures and applier.next_try_at == now + delay
+        assert decide(applier, QUIET, now + delay - 0.1) == Wait("backing off", now + delay)
+
+
+def test_an_overdue_attempt_is_handed_back_as_failed() -> None:
+    applier = owe_foreign_commit(KS, "c1", ["u1"])
+    ask = decide(applier, QUIET, 1.0)
+    assert isinstance(ask, Ask)
+    out = sent(applier, ask, "t1", 1.0)
+    assert hand_back_if_overdue(out, 2.0) == out
+    back = hand_back_if_overdue(out, out.attempt.deadline if out.attempt else 0.0)
+    assert back.attempt is None and back.failures == 1 and back.foreign_commit == "c1"
+
+
+def test_an_outcome_for_another_token_changes_nothing() -> None:
+    out = sent(owe_foreign_commit(KS, "c1", ["u1"]), Ask("c1", {}), "t1", 1.0)
+    assert on_outcome(out, "t-old", "Delivered", 2.0) == out
+
+
+def test_refusal_needs_consent_and_is_cancelled_by_recovery() -> None:
+    assert owe_refusal(KS, "u1", consents=False).refusals == frozenset()
+    owed = owe_refusal(KS, "u1", consents=True)
+    assert cancel_refusal(owed, "u1").owes() == {}
+
+
+def test_obligations_of_gone_incarnations_are_dropped() -> None:
+    applier = owe_refusal(owe_foreign_commit(KS, "c1", ["u1", "u2"]), "u2", consents=True)
+    alive = keep_live(applier, ["u1"])
+    assert alive.foreign_uids == {"u1"} and alive.refusals == frozenset()
+
+
+def test_nothing_to_ask_drops_only_the_reasons_no_one_holds() -> None:
+    applier = owe_refusal(owe_foreign_commit(KS, "c1", ["u1"]), "u1", consents=True)
+    ask = decide(applier, QUIET, 1.0)
+    assert isinstance(ask, Ask)
+    out = on_outcome(sent(applier, ask, "t1", 1.0), "t1", "NothingToAsk", 2.0, dropped=["Refusal"])
+    assert out.refusals == frozenset() and out.foreign_commit == "c1"
+
+
+# --- properties over random sequences -------------------------------------------------------
+
+_steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("foreign"), st.sampled_from(["c1", "c2", "c3"])),
+        st.tuples(st.just("push"), st.sampled_from(["c4", "c5"])),
+        st.tuples(st.just("refuse"), st.booleans()),
+        st.tuples(st.just("write"), st.booleans()),
+        st.tuples(
+            st.just("outcome"), st.sampled_from(["Delivered", "Stale", "NothingToAsk", "Failed"])
+        ),
+        st.tuples(st.just("tick"), st.floats(0, 400)),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_steps, st.sampled_from(["Kustomization", "Application"]))
+def test_random_sequences_keep_the_invariants(steps: list[tuple[str, object]], kind: str) -> None:
+    applier = Applier(kind, quiet_periods={"u1": 30.0})  # type: ignore[arg-type]
+    branch, now, tokens = QUIET, 0.0, 0
+    for step, arg in steps:
+        before_attempt = applier.attempt
+        if step == "foreign":
+            applier = owe_foreign_commit(applier, str(arg), ["u1"])
+            branch = replace(branch, tip=str(arg))
+        elif step == "push":
+            applier = owe_catch_up(applier, str(arg), ["u1"])
+            branch = replace(branch, tip=str(arg), last_write_at=now)
+        elif step == "refuse":
+            applier = owe_refusal(applier, "u1", consents=bool(arg))
+        elif step == "write":
+            branch = replace(branch, pending_total=1 if arg else 0, last_write_at=now)
+        elif step == "outcome" and applier.attempt:
+            failures = applier.failures
+            applier = on_outcome(applier, applier.attempt.token, arg, now)  # type: ignore[arg-type]
+            if arg == "Stale":
+                assert applier.failures == failures, "a Stale outcome never backs off"
+        elif step == "tick":
+            now += float(arg)  # type: ignore[arg-type]
+            applier = hand_back_if_overdue(applier, now)
+        decision = decide(applier, branch, now)
+        if isinstance(decision, Ask):
+            assert is_quiet(branch), "never a request while something is pending"
+            assert applier.attempt is None, "never two attempts out for one applier"
+            assert set(decision.reasons) <= set(applier.owes())
+            assert kind == "Kustomization" or "CatchUp" not in decision.reasons
+            tokens += 1
+            applier = sent(applier, decision, f"t{tokens}", now)
+        elif before_attempt is not None and applier.attempt is not None:
+            assert (
+                applier.attempt == before_attempt or applier.attempt.token != before_attempt.token
+            )
