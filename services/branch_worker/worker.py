@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import redis
-
 from services.branch_worker.branch import BranchLoop
 from shared.git.remote import ls_remote
 from shared.git.workspace import Workspace
@@ -23,6 +21,7 @@ from shared.model.ids import BranchKey
 from shared.settings import Settings
 from shared.store.branch_state import BranchStates, FencedOff
 from shared.store.config import ConfigStore
+from shared.store.connection import Client
 from shared.store.keys import Keys
 from shared.store.leases import Leases
 from shared.store.notice_reader import NoticeReader
@@ -56,7 +55,7 @@ class Stores:
     notices: NoticeReader
 
     @classmethod
-    def build(cls, client: redis.Redis, settings: Settings) -> Stores:
+    def build(cls, client: Client, settings: Settings) -> Stores:
         keys = Keys(settings.key_prefix)
         period_ms = int(settings.lease_period.total_seconds() * 1000)
         return cls(

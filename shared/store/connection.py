@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import redis
 
+#: The client type services may annotate with, without importing redis themselves.
+Client = redis.Redis
+
 #: The longest XREAD/BLPOP block any caller uses, in seconds.
 MAX_BLOCK_S = 5.0
 #: Socket timeout: comfortably above MAX_BLOCK_S so a block never looks like a dead socket.
