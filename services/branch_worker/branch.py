@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from services.branch_worker import metrics
+from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.folder import Folder
 from services.branch_worker.writer import Applied, apply_event, key_of
 from shared.decide.tips import TipKind, classify_tip, on_notice, steady_tick_due
@@ -73,6 +74,7 @@ class BranchLoop:
         worker_id: str,
         read_tip: TipReader,
         steady_tick: float = 60.0,
+        desk: ApplierDesk | None = None,
     ) -> None:
         self.lease = lease
         self.config = config
@@ -86,6 +88,7 @@ class BranchLoop:
         self.tip: str | None = None
         self._ours: tuple[str, ...] = ()
         self._read_tip = read_tip
+        self.desk = desk
         self._steady_tick = steady_tick
         self._tip_read_at = clock()
 
@@ -101,6 +104,9 @@ class BranchLoop:
         self._folders.clear()
         published = self._states.read(self.lease.branch)
         self._ours = published.ours
+        stale = {f"pending:{w}": 0 for w in published.pending if w != self._worker}
+        if stale:
+            self._publish(**stale)  # their events are ours now, counted as we claim them
         if published.observed_tip and self.tip != published.observed_tip:
             self._found_tip(self.tip, published.observed_tip)
         self._publish(observed_tip=self.tip or "", windows_open=0, push_in_flight=0)
@@ -153,6 +159,8 @@ class BranchLoop:
             metrics.REFUSALS.labels(applied.reason).inc()
             slot = "folder" if applied.reason != "SensitiveResource" else key
             self._configs.set_refusal(target.uid, applied.reason, applied.message, key=slot)
+            if self.desk:
+                self.desk.on_refusal(target)
             log.warning(
                 "refused: %s",
                 applied.message,
@@ -166,6 +174,8 @@ class BranchLoop:
         self._configs.clear_refusal(target.uid, key="folder")
         if event.operation == "DELETE":
             self._configs.clear_refusal(target.uid, key=key)
+        if self.desk and self._configs.refusal(target.uid) is None:
+            self.desk.on_recovery(target)
 
     def on_notices(self, notices: list[Notice]) -> None:
         """Q5-Q6: each notice, read after any push in flight (pushes finish inside a wake)."""
@@ -204,7 +214,14 @@ class BranchLoop:
                 "foreign commit %s on the branch", tip, extra={"branch": self.bk, "commit": tip}
             )
             self._publish(foreign_tip=tip, foreign_at=self._clock())
+            if self.desk:
+                self.desk.on_foreign(tip)
         return kind
+
+    def apply_requests(self) -> None:
+        """A1-A5: outcomes in, requests out, for the appliers this branch's GitTargets name."""
+        if self.desk:
+            self.desk.wake()
 
     def next_deadline(self) -> float | None:
         """When the earliest open window closes, if any is open."""
@@ -259,6 +276,8 @@ class BranchLoop:
         head = self.ws.head()
         if head != self.tip:
             self._ours = self._states.remember_ours(self.lease, head, self._ours)
+            if self.desk:
+                self.desk.on_pushed(head)
         self.tip = head
         entries = [e.entry_id for closed in self._closed for e in closed.entries]
         self._closed.clear()

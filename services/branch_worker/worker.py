@@ -14,11 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop
 from shared.git.remote import ls_remote
 from shared.git.workspace import Workspace
 from shared.model.ids import BranchKey
 from shared.settings import Settings
+from shared.store.appliers import ApplierStore
+from shared.store.attempts import Attempts
 from shared.store.branch_state import BranchStates, FencedOff
 from shared.store.config import ConfigStore
 from shared.store.connection import Client
@@ -53,6 +56,8 @@ class Stores:
     leases: Leases
     registry: WorkerRegistry
     notices: NoticeReader
+    appliers: ApplierStore
+    attempts: Attempts
 
     @classmethod
     def build(cls, client: Client, settings: Settings) -> Stores:
@@ -65,6 +70,8 @@ class Stores:
             Leases(client, keys, period_ms),
             WorkerRegistry(client, keys),
             NoticeReader(client, keys),
+            ApplierStore(client, keys),
+            Attempts(client, keys, settings.apply_queue),
         )
 
 
@@ -115,6 +122,7 @@ class BranchWorker:
                 loop.flush()
                 loop.on_notices(self.stores.notices.read(bk))
                 loop.tick()
+                loop.apply_requests()
             except FencedOff:
                 log.warning("lost branch %s to another worker", bk, extra={"branch": bk})
                 self.loops.pop(bk, None)
@@ -174,6 +182,15 @@ class BranchWorker:
             worker_id=self.worker_id,
             read_tip=lambda: ls_remote(config.url, config.branch, env),
             steady_tick=self.settings.steady_tick.total_seconds(),
+            desk=ApplierDesk(
+                bk,
+                config,
+                configs=self.stores.configs,
+                appliers=self.stores.appliers,
+                attempts=self.stores.attempts,
+                states=self.stores.states,
+                clock=self._clock,
+            ),
         )
         self.stores.notices.start(bk)
         loop.start()

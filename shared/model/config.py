@@ -7,11 +7,12 @@ parts here, so a branch worker needs the Kubernetes API only to read a GitProvid
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from shared.model.ids import Branch, GitTargetUid
+from shared.model.ids import ApplierKey, Branch, GitTargetUid
 
 PruneMode = Literal["Never", "OnEvent", "Always"]
 OnRefusal = Literal["None", "Reapply"]
@@ -53,6 +54,23 @@ class BranchConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ApplierRef:
+    """The applier a GitTarget names (spec.applier), resolved to its ClusterProvider."""
+
+    kind: Literal["Kustomization", "Application"]
+    namespace: str
+    name: str
+    cluster_provider: str = "default"
+    quiet_period_s: float = 30.0  # an omitted quietPeriod means 30s
+
+    @property
+    def key(self) -> ApplierKey:
+        """The applier's key: kind, ClusterProvider, namespace, name (behaviour.md §0)."""
+        text = f"{self.kind}\0{self.cluster_provider}\0{self.namespace}\0{self.name}"
+        return ApplierKey(hashlib.sha256(text.encode()).hexdigest()[:24])
+
+
+@dataclass(frozen=True, slots=True)
 class TargetConfig:
     """One GitTarget incarnation: its folder on its branch, and how it prunes and consents."""
 
@@ -65,6 +83,12 @@ class TargetConfig:
     prune: PruneMode = "OnEvent"
     on_refusal: OnRefusal = "None"
     extra: dict[str, str] = field(default_factory=dict)
+    applier: ApplierRef | None = None
+
+    @property
+    def consents(self) -> bool:
+        """S1: ``onRefusal: Reapply`` is consent that a refused edit is reverted."""
+        return self.on_refusal == "Reapply"
 
     def to_json(self) -> str:
         """Stable JSON for Redis."""
@@ -75,4 +99,6 @@ class TargetConfig:
         """The inverse of ``to_json``."""
         data = json.loads(text)
         data["uid"] = GitTargetUid(data["uid"])
+        if data.get("applier"):
+            data["applier"] = ApplierRef(**data["applier"])
         return cls(**data)

@@ -45,6 +45,12 @@ class ConfigStore:
         text = self._r.hget(self._keys.target(uid), "config")
         return TargetConfig.from_json(str(text)) if text else None
 
+    def targets_of(self, bk: BranchKey) -> list[TargetConfig]:
+        """Every live GitTarget incarnation writing to the branch, by uid order."""
+        uids = sorted(str(u) for u in self._r.smembers(self._keys.branch_targets(bk)))
+        found = (self.target(GitTargetUid(uid)) for uid in uids)
+        return [config for config in found if config is not None]
+
     def forget_target(self, config: TargetConfig) -> None:
         """Drop a GitTarget incarnation that was deleted: config, refusals, cursors, ledger."""
         bk = BranchConfig(config.url, config.branch, "", "").ref.key

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import redis
 
+from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop
 from shared.git.remote import ls_remote
 from shared.git.workspace import Workspace
@@ -18,6 +19,8 @@ from shared.model.config import BranchConfig, TargetConfig
 from shared.model.events import GitTargetRef, ManagerEntry, ObjectEvent, Operation
 from shared.model.ids import GitTargetUid, ObjectId
 from shared.model.notices import Notice
+from shared.store.appliers import ApplierStore
+from shared.store.attempts import Attempts
 from shared.store.branch_state import BranchStates
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
@@ -52,11 +55,15 @@ class Rig:
     events: EventStream = field(init=False)
     configs: ConfigStore = field(init=False)
     states: BranchStates = field(init=False)
+    appliers: ApplierStore = field(init=False)
+    attempts: Attempts = field(init=False)
 
     def __post_init__(self) -> None:
         self.events = EventStream(self.client, self.keys)
         self.configs = ConfigStore(self.client, self.keys)
         self.states = BranchStates(self.client, self.keys)
+        self.appliers = ApplierStore(self.client, self.keys)
+        self.attempts = Attempts(self.client, self.keys, f"{self.keys.prefix}-attempts")
         self.configs.publish_branch(self.branch)
         self.configs.publish_target(self.target)
 
@@ -79,6 +86,15 @@ class Rig:
             worker_id=worker,
             read_tip=lambda: ls_remote(str(self.bare), "main"),
             steady_tick=60.0,
+            desk=ApplierDesk(
+                self.bk,
+                self.branch,
+                configs=self.configs,
+                appliers=self.appliers,
+                attempts=self.attempts,
+                states=self.states,
+                clock=self.clock,
+            ),
         )
         loop.start()
         return loop

@@ -1,0 +1,86 @@
+"""Sending apply attempts (rq jobs on ``apply-attempts``) and their outcomes (a stream).
+
+The attempt is recorded in the applier before the job is enqueued, so a crash between the two
+leaves an attempt that is handed back after its deadline (never one sent twice); the job id is
+derived from the token, so one token is one job (D1). rq job ids may hold only letters,
+digits, ``_`` and ``-`` (facts: webhooks-git-libs.md §3.1).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import redis
+from rq import Queue
+
+from shared.model.ids import BranchKey
+from shared.model.requests import ApplyRequest, AttemptOutcome
+from shared.store.keys import Keys
+
+#: The dispatcher's job entry point, named by path so the branch worker never imports it.
+JOB_FUNCTION = "services.dispatcher.jobs.attempt"
+#: An attempt waits up to 5 minutes for the applier (D6); the job may run a little longer.
+JOB_TIMEOUT_S = 360
+#: Keep finished jobs briefly for rq-dashboard; outcomes travel through the stream.
+RESULT_TTL_S = 600
+FAILURE_TTL_S = 86_400
+_SAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def job_id(token: str) -> str:
+    """The rq job id of a request token."""
+    return "attempt-" + _SAFE.sub("-", token)
+
+
+class Attempts:
+    """Enqueue attempts; publish and consume outcomes."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, queue: str) -> None:
+        self._r = client
+        self._keys = keys
+        self._queue_name = queue
+
+    def queue(self) -> Queue:
+        """The rq queue (rq needs a client that does not decode responses)."""
+        raw = redis.Redis(connection_pool=self._raw_pool())
+        return Queue(self._queue_name, connection=raw)
+
+    def _raw_pool(self) -> redis.ConnectionPool:
+        kwargs = dict(self._r.connection_pool.connection_kwargs)
+        kwargs["decode_responses"] = False
+        pool_class: Any = self._r.connection_pool.connection_class
+        return redis.ConnectionPool(connection_class=pool_class, **kwargs)
+
+    def enqueue(self, request: ApplyRequest) -> None:
+        """Send one attempt to the dispatchers."""
+        self.queue().enqueue(
+            JOB_FUNCTION,
+            request.to_json(),
+            job_id=job_id(request.token),
+            job_timeout=JOB_TIMEOUT_S,
+            result_ttl=RESULT_TTL_S,
+            failure_ttl=FAILURE_TTL_S,
+            description=f"{request.applier.kind} {request.applier.namespace}/"
+            f"{request.applier.name} {'+'.join(request.reasons)} @ {request.commit[:8]}",
+        )
+
+    def report(self, bk: BranchKey, outcome: AttemptOutcome) -> None:
+        """The dispatcher's one outcome for a token, onto the branch's outcomes stream."""
+        self._r.xadd(self._keys.branch_outcomes(bk), outcome.to_fields(), maxlen=10_000)  # type: ignore[arg-type]
+
+    def outcomes(self, bk: BranchKey) -> list[tuple[str, AttemptOutcome | None]]:
+        """Every outcome not yet consumed (None where an entry is malformed)."""
+        raw: Any = self._r.xrange(self._keys.branch_outcomes(bk))
+        result: list[tuple[str, AttemptOutcome | None]] = []
+        for entry_id, fields in raw:
+            try:
+                result.append((entry_id, AttemptOutcome.from_fields(fields)))
+            except ValueError:
+                result.append((entry_id, None))
+        return result
+
+    def consumed(self, bk: BranchKey, entry_ids: list[str]) -> None:
+        """Remove outcomes whose effect is stored in the applier."""
+        if entry_ids:
+            self._r.xdel(self._keys.branch_outcomes(bk), *entry_ids)
