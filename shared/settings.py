@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 from shared.model.duration import DurationError, parse_duration
@@ -38,6 +39,12 @@ class Settings:
     log_level: str = "INFO"
     #: A kubeconfig to use instead of the in-cluster service account (empty = in-cluster).
     kubeconfig: str = ""
+    #: The namespace the product runs in: ClusterProvider kubeconfig Secrets are read here.
+    #: The chart installs into ``gitops-reverser``, so that is the default.
+    namespace: str = "gitops-reverser"
+    #: How often the watcher lists GitProviders, GitTargets, WatchRules and ClusterProviders
+    #: again; a change to them is picked up within this time.
+    reconcile_period: timedelta = timedelta(seconds=10)
     #: How often an idle branch reads its remote tip when no webhook arrives (Q7).
     steady_tick: timedelta = timedelta(seconds=60)
     #: How long a branch lease lasts without renewal; a dead owner's branches move after it (Q1).
@@ -46,9 +53,16 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     #: How long a Secret read by the receiver is cached (R5).
     secret_cache: timedelta = timedelta(seconds=10)
+    #: How long the receiver keeps a receiver record (or "no receiver at this path") it read
+    #: from Redis: a new or removed GitProvider receiver takes effect within this time, and a
+    #: delivery costs one Redis round trip instead of two. ``0s`` reads Redis every time.
+    receiver_cache: timedelta = timedelta(seconds=5)
     #: gunicorn workers and threads for the receiver.
     receiver_workers: int = 2
     receiver_threads: int = 4
+    #: Where gunicorn listens for webhooks: every interface, on the unprivileged port the
+    #: chart's Service targets.
+    receiver_bind: str = "0.0.0.0:8080"
     #: Port of the ``/metrics`` and health endpoint of the non-HTTP processes (0 = off).
     metrics_port: int = 0
     #: rq queue that carries apply attempts (D1).
@@ -83,8 +97,30 @@ class Settings:
         for name in ("max_body_bytes", "receiver_workers", "receiver_threads"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"{PREFIX}{name.upper()} must be positive")
-        if self.steady_tick <= timedelta(0) or self.lease_period <= timedelta(0):
+        if not self.namespace:
+            raise SettingsError(f"{PREFIX}NAMESPACE must not be empty")
+        if not _is_bind(self.receiver_bind):
+            raise SettingsError(f"{PREFIX}RECEIVER_BIND must be HOST:PORT")
+        durations = (self.steady_tick, self.lease_period, self.reconcile_period)
+        if any(value <= timedelta(0) for value in durations):
             raise SettingsError("durations must be positive")
+
+
+def prometheus_multiproc_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The Prometheus multiprocess directory, when the start-up shell set one.
+
+    prometheus_client reads ``PROMETHEUS_MULTIPROC_DIR`` itself (facts: webhooks-git-libs.md
+    §3.5: it must be set in the shell that starts the process), so it is not a
+    ``GITOPS_REVERSER_*`` setting; gunicorn's config reads it here to wipe it at start.
+    """
+    env = os.environ if environ is None else environ
+    value = env.get("PROMETHEUS_MULTIPROC_DIR", "")
+    return Path(value) if value else None
+
+
+def _is_bind(text: str) -> bool:
+    host, _, port = text.rpartition(":")
+    return bool(host) and port.isdigit() and 0 <= int(port) <= 65535
 
 
 def _positive_or_zero_int(text: str) -> int:
@@ -113,12 +149,16 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "key_prefix": str,
     "log_level": str.upper,
     "kubeconfig": str,
+    "namespace": str,
+    "reconcile_period": _duration,
     "steady_tick": _duration,
     "lease_period": _duration,
     "max_body_bytes": _positive_or_zero_int,
     "secret_cache": _duration,
+    "receiver_cache": _duration,
     "receiver_workers": _positive_or_zero_int,
     "receiver_threads": _positive_or_zero_int,
+    "receiver_bind": str,
     "metrics_port": _positive_or_zero_int,
     "apply_queue": str,
     "work_dir": str,

@@ -3,7 +3,8 @@
 A GitTarget is served (its watches run, its config is published) only when every check
 passes; the first failing check names the reason, so a person fixes one thing at a time in the
 order the checks run: the GitProvider exists, the branch matches its ``allowedBranches``, the
-path stays inside the repository, the ClusterProvider exists and admits the namespace.
+path stays inside the repository, ``spec.applier`` names exactly one applier (the CRD's CEL
+rule, checked again), the ClusterProvider exists and admits the namespace.
 
 Its conditions follow from that verdict and from what others report: a standing refusal
 (``GitPathAccepted=False``, M10) stalls it, as does an ``ApplierConfigured=False``; a
@@ -26,6 +27,7 @@ BRANCH_NOT_ALLOWED = "BranchNotAllowed"
 INVALID_PATH = "InvalidPath"
 CLUSTER_PROVIDER_NOT_FOUND = "ClusterProviderNotFound"
 NOT_ADMITTED = "NotAdmitted"
+INVALID_APPLIER = "InvalidApplier"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,8 @@ def validate(target: GitTargetView, around: Surroundings) -> Verdict:
     problem = path_problem(target.path)
     if problem:
         return Verdict(INVALID_PATH, problem)
+    if target.applier_problem:
+        return Verdict(INVALID_APPLIER, target.applier_problem)
     if around.cluster is None:
         return Verdict(
             CLUSTER_PROVIDER_NOT_FOUND, f"ClusterProvider {target.cluster_provider} not found"

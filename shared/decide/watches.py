@@ -3,6 +3,7 @@
 A watch is one (GitTarget incarnation, group/resource, namespace): the WatchRules that name a
 served GitTarget in their own namespace select resource types through the GitTarget's
 ClusterProvider, and rules that select the same type merge (their operations add up). The
+namespace watched is the WatchRule's own, by name, in the ClusterProvider's cluster. The
 watcher diffs this set against the watches it runs; it never decides anything itself.
 """
 

@@ -12,7 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from shared.model.config import DEFAULT_MANY_WRITES, DEFAULT_ONE_WRITE, OnRefusal, PruneMode
+from shared.model.config import (
+    DEFAULT_MANY_WRITES,
+    DEFAULT_ONE_WRITE,
+    ApplierRef,
+    OnRefusal,
+    PruneMode,
+)
 from shared.model.duration import DurationError, parse_duration
 from shared.model.events import OPERATIONS, Operation
 from shared.model.ids import GitTargetUid
@@ -22,6 +28,8 @@ Raw = Mapping[str, Any]
 DEFAULT_CLUSTER_PROVIDER = "default"
 #: GitProvider ``spec.push.commitWindow`` default (CRD schema default).
 DEFAULT_COMMIT_WINDOW_S = 5.0
+#: GitTarget ``spec.applier.quietPeriod`` when omitted (behaviour.md §1; no schema default).
+DEFAULT_QUIET_PERIOD_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +130,8 @@ class GitTargetView:
     prune: PruneMode = "OnEvent"
     on_refusal: OnRefusal = "None"
     conditions: tuple[Condition, ...] = ()
+    applier: ApplierRef | None = None  # spec.applier, resolved to its ClusterProvider
+    applier_problem: str = ""  # why spec.applier cannot be used (the CRD's CEL rules again)
 
     @property
     def uid(self) -> GitTargetUid:
@@ -247,22 +257,46 @@ def parse_git_provider(raw: Raw) -> GitProviderView:
     )
 
 
+def parse_applier(spec: Raw, own_cluster: str) -> tuple[ApplierRef | None, str]:
+    """``spec.applier`` as a reference, or why it cannot be one (absent: None and "")."""
+    applier = _map(spec.get("applier"))
+    if not applier:
+        return None, ""
+    kustomization, application = applier.get("kustomizationRef"), applier.get("applicationRef")
+    if bool(kustomization) == bool(application):
+        return None, "spec.applier must name exactly one of kustomizationRef and applicationRef"
+    if application and "quietPeriod" in applier:
+        return None, "spec.applier.quietPeriod only applies to a kustomizationRef"
+    try:
+        quiet = parse_duration(str(applier.get("quietPeriod", "30s"))).total_seconds()
+    except DurationError as err:
+        return None, f"spec.applier.quietPeriod: {err}"
+    ref = _map(kustomization or application)
+    cluster = str(_map(applier.get("clusterProviderRef")).get("name") or own_cluster)
+    name, namespace = str(ref.get("name", "")), str(ref.get("namespace", ""))
+    if kustomization:
+        return ApplierRef("Kustomization", namespace, name, cluster, quiet), ""
+    return ApplierRef("Application", namespace, name, cluster, quiet), ""
+
+
 def parse_git_target(raw: Raw) -> GitTargetView:
     """A GitTarget."""
     spec = _map(raw.get("spec"))
     prune = str(_map(spec.get("prune")).get("mode") or "OnEvent")
     on_refusal = str(spec.get("onRefusal") or "None")
+    cluster = str(_map(spec.get("clusterProviderRef")).get("name") or DEFAULT_CLUSTER_PROVIDER)
+    applier, applier_problem = parse_applier(spec, cluster)
     return GitTargetView(
         meta=parse_meta(raw),
         provider=str(_map(spec.get("providerRef")).get("name", "")),
         branch=str(spec.get("branch", "")),
         path=str(spec.get("path", "")),
-        cluster_provider=str(
-            _map(spec.get("clusterProviderRef")).get("name") or DEFAULT_CLUSTER_PROVIDER
-        ),
+        cluster_provider=cluster,
         prune=cast(PruneMode, prune if prune in ("Never", "OnEvent", "Always") else "OnEvent"),
         on_refusal=cast(OnRefusal, on_refusal if on_refusal == "Reapply" else "None"),
         conditions=parse_conditions(raw),
+        applier=applier,
+        applier_problem=applier_problem,
     )
 
 

@@ -117,12 +117,14 @@ class PushNotice:
         return Branch(self.url, self.branch)
 
     def to_fields(self) -> dict[str, str]:
-        """Stream fields, named as ``shared.model.notices.Notice.from_fields`` reads them."""
+        """Stream fields, named as ``shared.model.notices.Notice.from_fields`` reads them.
+
+        The stream is the branch's own, so neither the branch nor the receiver type is
+        repeated in every entry.
+        """
         return {
             "provider": self.provider,
-            "type": self.type,
             "url": self.url,
-            "branch": self.branch,
             "ref": self.ref,
             "after": self.after,
             "delivery": self.delivery,

@@ -17,7 +17,15 @@ each does or does not expire:
 - ``applier:{ak}``: obligations (no TTL: dropped when empty).
 - ``ledger:{uid}``: status.applier per GitTarget incarnation (deleted with the GitTarget).
 - ``receiver:delivery:{provider}:{id}``: replay guard (TTL: a day, longer than any host retries).
+- ``receiver:{digest}``: a GitProvider's webhook receiver as the watcher publishes it (no TTL:
+  forgotten with the GitProvider or its ``spec.receiver``); ``receivers``: the set of published
+  digests, so one left behind while no watcher ran is still forgotten.
 - ``watch:{uid}:{group/resource}:{namespace}:rv``: resume cursors (deleted with the GitTarget).
+- ``watch:{uid}:{group/resource}:{namespace}:known``: hash of the objects a watch has seen
+  (name -> uid, kind, version), which a relist sweeps against (M9; deleted with the GitTarget,
+  since ``watch_cursors`` matches it too).
+- ``watcher:targets``: set of GitTarget uids whose config the watcher published, so a
+  GitTarget deleted while no watcher ran is still forgotten (no TTL: the live list).
 """
 
 from __future__ import annotations
@@ -94,9 +102,27 @@ class Keys:
         """A seen webhook delivery id (R4)."""
         return self._k("receiver", "delivery", provider, delivery_id)
 
+    def receiver(self, digest: str) -> str:
+        """A webhook receiver by its path digest (R1): which GitProvider, type, Secret, branches."""
+        return self._k("receiver", digest)
+
+    @property
+    def receivers(self) -> str:
+        """Set of every receiver digest the watcher has published."""
+        return self._k("receivers")
+
     def watch_cursor(self, uid: GitTargetUid, group_resource: str, namespace: str) -> str:
         """Resume cursor of one watch (M1)."""
         return self._k("watch", uid, group_resource, namespace or "_cluster", "rv")
+
+    def watch_known(self, uid: GitTargetUid, group_resource: str, namespace: str) -> str:
+        """Objects one watch has seen, by name (M9 sweeps)."""
+        return self._k("watch", uid, group_resource, namespace or "_cluster", "known")
+
+    @property
+    def watcher_targets(self) -> str:
+        """Set of GitTarget uids the watcher has published config for."""
+        return self._k("watcher", "targets")
 
     def watch_cursors(self, uid: GitTargetUid) -> str:
         """Pattern matching every cursor of one GitTarget incarnation (for cleanup)."""

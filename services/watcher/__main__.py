@@ -1,0 +1,96 @@
+"""``python -m services.watcher [--burst]``: the watcher process.
+
+Settings come from ``GITOPS_REVERSER_*`` variables; logs are JSON lines; ``/metrics`` is
+served on ``GITOPS_REVERSER_METRICS_PORT`` when it is not 0. The first SIGTERM (or SIGINT)
+finishes the event in hand and exits; a second one exits at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from types import FrameType
+
+from services.watcher.app import Watcher, WatcherParts
+from services.watcher.metrics import WatcherMetrics
+from shared import logging as json_logging
+from shared import metrics
+from shared.kube.clients import ClientFactory
+from shared.kube.errors import KubeError
+from shared.settings import Settings, SettingsError
+from shared.store.config import ConfigStore
+from shared.store.connection import connect
+from shared.store.keys import Keys
+from shared.store.streams import EventStream
+from shared.store.watches import WatchState
+
+logger = logging.getLogger("services.watcher")
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m services.watcher", description=__doc__)
+    parser.add_argument(
+        "--burst",
+        action="store_true",
+        help="one reconcile pass, drain every watch until idle, then exit",
+    )
+    return parser.parse_args(argv)
+
+
+def _install_signals(watcher: Watcher) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if watcher.stop_event.is_set():
+            os._exit(128 + signum)  # the second signal: no more waiting
+        logger.info("signal %d: finishing the work in hand", signum)
+        watcher.request_stop()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def _parts(settings: Settings) -> WatcherParts:
+    """The watcher's adapters, as the environment configures them."""
+    redis_client = connect(settings.redis_url, client_name="watcher")
+    keys = Keys(settings.key_prefix)
+    return WatcherParts(
+        settings=settings,
+        events=EventStream(redis_client, keys),
+        config=ConfigStore(redis_client, keys),
+        state=WatchState(redis_client, keys),
+        factory=ClientFactory(settings, clock=time.time),
+        metrics=WatcherMetrics(),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the watcher; returns the exit status."""
+    args = _parse(argv)
+    try:
+        settings = Settings.from_env()
+    except SettingsError as err:
+        print(f"watcher: {err}", file=sys.stderr)
+        return 2
+    json_logging.configure(settings.log_level)
+    metrics.serve(settings.metrics_port)
+    watcher = Watcher(_parts(settings), burst=args.burst)
+    _install_signals(watcher)
+    try:
+        if args.burst:
+            watcher.run_burst()
+        else:
+            watcher.run()
+    except KubeError as err:
+        logger.error("cannot reach the cluster: %s", err)
+        return 1
+    finally:
+        watcher.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""The watcher process: reconcile passes on a period, and the watches they ask for.
+
+``Watcher.run`` reconciles every ``Settings.reconcile_period`` until ``stop`` is set, then
+stops every watch after the event in hand. ``Watcher.run_burst`` makes one pass, lets every
+watch list or resume and drain until a short watch request sees nothing new, and returns
+(tests and ``--burst``, like rq's ``work(burst=True)``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from services.watcher.metrics import WatcherMetrics
+from services.watcher.reconcile import Plan, Reconciler
+from services.watcher.supervisor import Supervisor
+from services.watcher.watching import WatchDeps, WatchWorker
+from shared.decide.watches import WatchSpec
+from shared.kube.api import KubeClient
+from shared.kube.clients import ClientFactory
+from shared.model.ids import GitTargetUid
+from shared.settings import Settings
+from shared.store.config import ConfigStore
+from shared.store.streams import EventStream
+from shared.store.watches import WatchState
+
+logger = logging.getLogger(__name__)
+
+#: timeoutSeconds of a watch request in normal operation: long enough to be cheap, short
+#: enough that a stuck stream is noticed (the server double and real servers both honour it).
+SESSION_S = 300
+#: timeoutSeconds of a watch request in burst mode: one quiet second means drained.
+BURST_SESSION_S = 1
+
+
+@dataclass(frozen=True, slots=True)
+class WatcherParts:
+    """What a watcher is built from; tests hand in a client for the sandbox and a registry."""
+
+    settings: Settings
+    events: EventStream
+    config: ConfigStore
+    state: WatchState
+    factory: ClientFactory
+    metrics: WatcherMetrics
+    clock: Callable[[], float] = time.time
+
+
+class Watcher:
+    """Reconciles our custom resources and runs the watches they ask for."""
+
+    def __init__(self, parts: WatcherParts, burst: bool = False) -> None:
+        self._parts = parts
+        self._burst = burst
+        self._deps = WatchDeps(
+            events=parts.events,
+            state=parts.state,
+            metrics=parts.metrics,
+            clock=parts.clock,
+            session_s=BURST_SESSION_S if burst else SESSION_S,
+            burst=burst,
+        )
+        self._reconciler = Reconciler(
+            parts.factory, parts.config, parts.state, parts.metrics, parts.clock
+        )
+        self._supervisor = Supervisor(self._worker)
+        self._clients: dict[str, KubeClient] = {}
+        self.stop_event = threading.Event()
+
+    def _worker(self, spec: WatchSpec) -> WatchWorker | None:
+        client = self._clients.get(spec.cluster)
+        return WatchWorker(spec, client, self._deps) if client is not None else None
+
+    def reconcile_once(self) -> Plan:
+        """One pass, performed: watches started and stopped, gone GitTargets forgotten."""
+        plan = self._reconciler.reconcile()
+        self._clients = plan.clients
+        self._supervisor.apply(plan.desired)
+        busy = {GitTargetUid(key.uid) for key in self._supervisor.busy_keys()}
+        gone = self._reconciler.forget_gone(plan.target_uids, busy)
+        for uid in gone:
+            logger.info("forgot GitTarget %s", uid)
+        return plan
+
+    def run_burst(self) -> Plan:
+        """One pass, then every watch until it is drained (or ``stop_event`` is set)."""
+        plan = self.reconcile_once()
+        if not self._supervisor.wait(self.stop_event):
+            self._supervisor.stop_all()
+        return plan
+
+    def run(self) -> None:
+        """Reconcile on a period until ``stop_event`` is set, then stop every watch."""
+        period = self._parts.settings.reconcile_period.total_seconds()
+        while not self.stop_event.is_set():
+            try:
+                self.reconcile_once()
+            except Exception:  # the outermost loop: a failed pass is retried next period
+                logger.exception("reconcile pass failed")
+            self.stop_event.wait(period)
+        self._supervisor.stop_all()
+
+    def request_stop(self) -> None:
+        """Finish the work in hand and end (safe from a signal handler)."""
+        self.stop_event.set()
+
+    def close(self) -> None:
+        """Stop every watch and release the clients."""
+        self._supervisor.stop_all()
+        self._parts.factory.close()

@@ -1,0 +1,115 @@
+"""Can we reach a GitProvider's repository with its credentials? An ``ls-remote`` probe.
+
+The probe reads the remote's ref advertisement with the credentials of the GitProvider's
+Secret: ``username``/``password`` (or ``password`` alone, a token with an empty user) and
+``bearerToken`` travel as an ``http.extraHeader`` in git's environment (``shared.git.auth``;
+never in the URL, which git would print in errors); an SSH ``identity`` and
+``known_hosts`` are written to a private temporary folder for the one call. Results are kept
+for ``ttl_s`` per GitProvider generation and credentials, so a converged cluster does not
+ls-remote every reconcile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from shared.decide.conditions import Problem
+from shared.git.auth import basic_auth_env, bearer_env
+from shared.git.errors import GitError, GitPermanent
+from shared.git.remote import ls_remote
+from shared.model.crds import GitProviderView
+
+CONNECTION_FAILED = "ConnectionFailed"
+#: How long a probe result stands before the repository is probed again.
+DEFAULT_PROBE_TTL_S = 300.0
+#: The ref probed: any answer (even "no such branch") proves the repository is reachable.
+PROBE_REF = "HEAD"
+
+LsRemote = Callable[[str, str, Mapping[str, str]], str | None]
+
+
+def http_auth_env(secret: Mapping[str, bytes]) -> dict[str, str]:
+    """Git environment for HTTP credentials (empty when the Secret holds none)."""
+    if "bearerToken" in secret:
+        return bearer_env(secret["bearerToken"].decode().strip())
+    if "password" in secret:
+        user = secret.get("username", b"").decode().strip()
+        return basic_auth_env(user, secret["password"].decode().strip())
+    return {}
+
+
+def ssh_env(secret: Mapping[str, bytes], folder: Path) -> dict[str, str]:
+    """Git environment for an SSH identity, written into ``folder`` (empty without one)."""
+    if "identity" not in secret:
+        return {}
+    identity = folder / "identity"
+    identity.write_bytes(secret["identity"])
+    identity.chmod(0o600)
+    options = ["ssh", "-i", str(identity), "-o", "IdentitiesOnly=yes"]
+    if "known_hosts" in secret:
+        known = folder / "known_hosts"
+        known.write_bytes(secret["known_hosts"])
+        options += ["-o", f"UserKnownHostsFile={known}", "-o", "StrictHostKeyChecking=yes"]
+    return {"GIT_SSH_COMMAND": shlex.join(options)}
+
+
+def _fingerprint(provider: GitProviderView, secret: Mapping[str, bytes] | None) -> str:
+    digest = hashlib.sha256(f"{provider.meta.uid}\0{provider.meta.generation}".encode())
+    for key in sorted(secret or {}):
+        digest.update(b"\0" + key.encode() + b"\0" + (secret or {})[key])
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class _Result:
+    fingerprint: str
+    at: float
+    problem: Problem | None
+
+
+class Prober:
+    """ls-remote probes of GitProviders, cached per generation and credentials."""
+
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        ttl_s: float = DEFAULT_PROBE_TTL_S,
+        lister: LsRemote = ls_remote,
+    ) -> None:
+        self._clock = clock
+        self._ttl_s = ttl_s
+        self._lister = lister
+        self._results: dict[str, _Result] = {}
+
+    def probe(
+        self, provider: GitProviderView, secret: Mapping[str, bytes] | None
+    ) -> Problem | None:
+        """None when the repository answered; else a ConnectionFailed problem."""
+        fingerprint = _fingerprint(provider, secret)
+        now = self._clock()
+        known = self._results.get(provider.meta.uid)
+        if known and known.fingerprint == fingerprint and now - known.at < self._ttl_s:
+            return known.problem
+        problem = self._ls_remote(provider.url, secret or {})
+        self._results[provider.meta.uid] = _Result(fingerprint, now, problem)
+        return problem
+
+    def _ls_remote(self, url: str, secret: Mapping[str, bytes]) -> Problem | None:
+        with tempfile.TemporaryDirectory(prefix="gr-probe-") as folder:
+            env = {**http_auth_env(secret), **ssh_env(secret, Path(folder))}
+            try:
+                self._lister(url, PROBE_REF, env)
+            except GitError as err:
+                permanent = isinstance(err, GitPermanent)
+                return Problem(CONNECTION_FAILED, str(err), permanent=permanent)
+        return None
+
+    def forget(self, keep: set[str]) -> None:
+        """Drop the results of GitProviders that are gone."""
+        for uid in [uid for uid in self._results if uid not in keep]:
+            del self._results[uid]

@@ -1,0 +1,114 @@
+"""One reconcile pass: read our custom resources, report their status, decide the watches.
+
+The pass lists ClusterProviders, GitProviders, GitTargets, WatchRules and Namespaces from the
+cluster we run in, then in order: reaches each ClusterProvider's cluster (its discovery is
+what rules resolve against), probes each GitProvider, validates each GitTarget and publishes
+the served ones' config, reports each WatchRule, and computes the watches the served
+GitTargets' rules ask for. Performing them is the caller's job (``services.watcher.app``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from services.watcher.clusters import reconcile_clusters
+from services.watcher.metrics import WatcherMetrics
+from services.watcher.probe import Prober
+from services.watcher.providers import reconcile_providers
+from services.watcher.rules import reconcile_rules
+from services.watcher.status import StatusPublisher
+from services.watcher.targets import TargetReconciler, World, verdict_of
+from shared.decide.watches import WatchKey, WatchSpec, desired_watches
+from shared.kube.api import KubeClient
+from shared.kube.clients import ClientFactory
+from shared.kube.crds import CrdReader
+from shared.kube.status import StatusWriter
+from shared.model.crds import (
+    ClusterProviderView,
+    GitProviderView,
+    GitTargetView,
+    WatchRuleView,
+)
+from shared.model.ids import GitTargetUid
+from shared.store.config import ConfigStore
+from shared.store.watches import WatchState
+
+#: The component name our Events and status writes carry.
+COMPONENT = "gitops-reverser-watcher"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Our custom resources and the namespaces' labels, as one pass read them."""
+
+    clusters: list[ClusterProviderView]
+    providers: list[GitProviderView]
+    targets: list[GitTargetView]
+    rules: list[WatchRuleView]
+    namespace_labels: dict[str, dict[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a pass decided: the watches to run and the client of each cluster they use."""
+
+    desired: dict[WatchKey, WatchSpec]
+    clients: dict[str, KubeClient]
+    target_uids: frozenset[str]
+
+
+class Reconciler:
+    """Reconcile passes over the cluster we run in."""
+
+    def __init__(
+        self,
+        factory: ClientFactory,
+        config: ConfigStore,
+        state: WatchState,
+        metrics: WatcherMetrics,
+        clock: Callable[[], float],
+    ) -> None:
+        local = factory.local()
+        self._factory = factory
+        self._reader = CrdReader(local.client)
+        writer = StatusWriter(local.client, COMPONENT, clock)
+        self._status = StatusPublisher(writer, metrics, clock)
+        self._prober = Prober(clock)
+        self._targets = TargetReconciler(config, state, self._status)
+
+    def read(self) -> Snapshot:
+        """List everything a pass needs (KubeError when the local API fails)."""
+        return Snapshot(
+            clusters=self._reader.cluster_providers(),
+            providers=self._reader.git_providers(),
+            targets=self._reader.git_targets(),
+            rules=self._reader.watch_rules(),
+            namespace_labels=self._reader.namespace_labels(),
+        )
+
+    def reconcile(self) -> Plan:
+        """One pass: status written, configs published, watches decided."""
+        snap = self.read()
+        states = reconcile_clusters(self._factory, snap.clusters, self._status)
+        problems = reconcile_providers(snap.providers, self._reader, self._prober, self._status)
+        world = World(
+            providers={(p.meta.namespace, p.meta.name): p for p in snap.providers},
+            provider_problems=problems,
+            clusters={c.meta.name: c for c in snap.clusters},
+            cluster_states=states,
+            namespace_labels=snap.namespace_labels,
+        )
+        served = self._targets.reconcile(snap.targets, world)
+        verdicts = {
+            (t.meta.namespace, t.meta.name): (t, verdict_of(t, world)) for t in snap.targets
+        }
+        reconcile_rules(snap.rules, verdicts, states, self._status)
+        catalogs = {name: s.catalog for name, s in states.items() if s.catalog is not None}
+        clients = {name: s.cluster.client for name, s in states.items() if s.cluster is not None}
+        desired = desired_watches(served, snap.rules, catalogs)
+        return Plan(desired, clients, frozenset(t.meta.uid for t in snap.targets))
+
+    def forget_gone(self, live: frozenset[str], busy: set[GitTargetUid]) -> list[GitTargetUid]:
+        """Forget GitTargets that are gone, once none of their watches runs any more."""
+        return self._targets.forget_gone(live, busy)

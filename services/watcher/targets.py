@@ -1,0 +1,170 @@
+"""GitTargets: validate, report, and publish the config the branch workers read.
+
+For every GitTarget the watcher decides ``Validated`` (``shared.decide.targets``), reflects a
+standing refusal as ``GitPathAccepted=False`` (the branch worker records it with
+``ConfigStore.set_refusal``), writes the Ready trio, and records an Event when Ready moves.
+A valid GitTarget is *served*: its ``TargetConfig`` and its branch's ``BranchConfig`` are
+published before any of its watches start. When several GitProviders point at one branch
+(the same repository URL), the branch's config comes from the first by namespace and name,
+so the published config does not flap between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from services.watcher.clusters import ClusterState
+from services.watcher.providers import ProviderKey
+from services.watcher.status import StatusPublisher
+from shared.decide.conditions import Problem, find
+from shared.decide.targets import (
+    APPLIER_CONFIGURED,
+    Surroundings,
+    TargetFindings,
+    Verdict,
+    target_conditions,
+    validate,
+)
+from shared.decide.watches import ServedTarget
+from shared.kube.kinds import GIT_TARGETS
+from shared.model.config import BranchConfig, TargetConfig
+from shared.model.crds import ClusterProviderView, GitProviderView, GitTargetView
+from shared.model.ids import Branch, BranchKey, GitTargetUid
+from shared.store.config import ConfigStore
+from shared.store.watches import WatchState
+
+
+@dataclass(frozen=True, slots=True)
+class World:
+    """What a reconcile pass read, indexed the way GitTargets refer to it."""
+
+    providers: Mapping[ProviderKey, GitProviderView]
+    provider_problems: Mapping[ProviderKey, list[Problem]]
+    clusters: Mapping[str, ClusterProviderView]
+    cluster_states: Mapping[str, ClusterState]
+    namespace_labels: Mapping[str, dict[str, str]]
+
+
+def verdict_of(target: GitTargetView, world: World) -> Verdict:
+    """The GitTarget's validation verdict."""
+    ns = target.meta.namespace
+    around = Surroundings(
+        provider=world.providers.get((ns, target.provider)),
+        cluster=world.clusters.get(target.cluster_provider),
+        namespace_labels=world.namespace_labels.get(ns, {}),
+    )
+    return validate(target, around)
+
+
+def branch_config(provider: GitProviderView, branch: str) -> BranchConfig:
+    """A branch's settings, from the GitProvider that writes it."""
+    return BranchConfig(
+        url=provider.url,
+        branch=branch,
+        provider_namespace=provider.meta.namespace,
+        provider_name=provider.meta.name,
+        secret_name=provider.secret_name,
+        commit_window_s=provider.commit_window_s,
+        committer_name=provider.committer_name,
+        committer_email=provider.committer_email,
+        message_one=provider.message_one,
+        message_many=provider.message_many,
+    )
+
+
+def target_config(target: GitTargetView, provider: GitProviderView) -> TargetConfig:
+    """A served GitTarget's settings for the branch worker."""
+    return TargetConfig(
+        uid=target.uid,
+        namespace=target.meta.namespace,
+        name=target.meta.name,
+        url=provider.url,
+        branch=target.branch,
+        path=target.path,
+        prune=target.prune,
+        on_refusal=target.on_refusal,
+        applier=target.applier,
+    )
+
+
+def branch_configs(
+    served: Iterable[tuple[GitTargetView, GitProviderView]],
+) -> dict[BranchKey, BranchConfig]:
+    """One config per branch, from its first GitProvider by (namespace, name)."""
+    chosen: dict[BranchKey, BranchConfig] = {}
+    ordered = sorted(served, key=lambda p: (p[1].meta.namespace, p[1].meta.name))
+    for target, provider in ordered:
+        config = branch_config(provider, target.branch)
+        chosen.setdefault(config.ref.key, config)
+    return chosen
+
+
+class TargetReconciler:
+    """Status and config publication for GitTargets."""
+
+    def __init__(self, config: ConfigStore, state: WatchState, status: StatusPublisher) -> None:
+        self._config = config
+        self._state = state
+        self._status = status
+        self._published: dict[str, str] = {}  # Redis key -> JSON last published by us
+
+    def reconcile(self, targets: list[GitTargetView], world: World) -> list[ServedTarget]:
+        """Write every GitTarget's status; publish and return the served ones."""
+        served: list[tuple[GitTargetView, GitProviderView]] = []
+        for target in targets:
+            verdict = verdict_of(target, world)
+            self._report(target, verdict, world)
+            provider = world.providers.get((target.meta.namespace, target.provider))
+            if verdict.valid and provider is not None:
+                served.append((target, provider))
+        self._publish(served)
+        return [
+            ServedTarget(target, Branch(provider.url, target.branch).key)
+            for target, provider in served
+        ]
+
+    def _report(self, target: GitTargetView, verdict: Verdict, world: World) -> None:
+        ns = target.meta.namespace
+        cluster = world.cluster_states.get(target.cluster_provider)
+        findings = TargetFindings(
+            verdict=verdict,
+            refusal=self._config.refusal(target.uid),
+            cluster_problem=cluster.problem if cluster else None,
+            provider_problems=tuple(world.provider_problems.get((ns, target.provider), ())),
+            applier=find(target.conditions, APPLIER_CONFIGURED),
+        )
+        wanted = target_conditions(findings)
+        self._status.publish(GIT_TARGETS, target.meta, target.conditions, wanted, True)
+
+    def _publish(self, served: list[tuple[GitTargetView, GitProviderView]]) -> None:
+        for branch in branch_configs(served).values():
+            if self._changed(f"branch:{branch.ref.key}", branch.to_json()):
+                self._config.publish_branch(branch)
+        for target, provider in served:
+            config = target_config(target, provider)
+            if self._changed(f"target:{target.uid}", config.to_json()):
+                self._config.publish_target(config)
+                self._state.mark_published(target.uid)
+
+    def _changed(self, key: str, text: str) -> bool:
+        if self._published.get(key) == text:
+            return False
+        self._published[key] = text
+        return True
+
+    def forget_gone(self, live: frozenset[str], busy: set[GitTargetUid]) -> list[GitTargetUid]:
+        """Forget GitTargets not in ``live`` (by uid) whose watches have all ended.
+
+        ``ConfigStore.forget_target`` drops their config, refusal, cursors and ledger; a
+        watch still ending could write a cursor after that, so those wait for the next pass.
+        """
+        published = self._state.published_targets()
+        gone = sorted(uid for uid in published if uid not in live and uid not in busy)
+        for uid in gone:
+            config = self._config.target(uid)
+            if config is not None:
+                self._config.forget_target(config)
+            self._state.unmark(uid)
+            self._published.pop(f"target:{uid}", None)
+        return gone

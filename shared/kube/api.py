@@ -1,0 +1,178 @@
+"""One cluster's API as raw JSON: get, list, watch, create, and merge-patch of status.
+
+The product reads and writes objects as plain dicts (``shared.model`` parses what it needs),
+so every call goes through the official client's ``DynamicClient`` request path, which
+builds the URL, authenticates, and raises ``ApiException`` with the server's Status. Types
+are resolved by our own discovery (``shared.kube.discovery``), not by the dynamic client's,
+which would keep a cache file per host in the temp directory. Every failure leaves this
+module as a ``shared.kube.errors`` error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes.client import ApiClient
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.resource import Resource
+from kubernetes.watch import Watch
+
+from shared.kube.errors import translated
+from shared.model.resources import ApiResource
+
+Obj = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+#: Seconds to wait for a connection; a cluster that does not answer this fast is down.
+CONNECT_TIMEOUT_S = 10.0
+#: Plain requests (not watches) that take longer than this have hung.
+REQUEST_TIMEOUT_S = 30.0
+#: A watch's read timeout beyond its ``timeoutSeconds``: the server ends the stream itself,
+#: so a socket silent for longer than this is dead.
+WATCH_GRACE_S = 30.0
+
+
+class _NoDiscovery:
+    """Stands in for DynamicClient's discoverer, which would read and write a cache file."""
+
+    def __init__(self, client: DynamicClient, cache_file: str | None) -> None:
+        self.client = client
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectList:
+    """A list response: the items and the resourceVersion to watch from."""
+
+    items: list[Obj]
+    resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One watch event: ADDED, MODIFIED, DELETED or BOOKMARK, with the raw object."""
+
+    type: str
+    object: Obj
+
+    @property
+    def resource_version(self) -> str:
+        """The object's (or the bookmark's) resourceVersion."""
+        return str(self.object.get("metadata", {}).get("resourceVersion", ""))
+
+
+class StreamHandle:
+    """Lets another thread cut an open watch stream (one handle per watch request)."""
+
+    def __init__(self) -> None:
+        self.watch = Watch()  # type: ignore[no-untyped-call]
+        self.stopped = False
+
+    def stop(self) -> None:
+        """End the stream: its socket is shut down, and the iteration stops."""
+        self.stopped = True
+        self.watch.stop()  # type: ignore[no-untyped-call]
+
+
+class KubeClient:
+    """Raw JSON access to one cluster."""
+
+    def __init__(self, api_client: ApiClient, cluster: str) -> None:
+        self.api_client = api_client
+        self.cluster = cluster
+        self._dynamic = DynamicClient(api_client, discoverer=_NoDiscovery)  # type: ignore[no-untyped-call]
+
+    def _resource(self, res: ApiResource) -> Resource:
+        return Resource(  # type: ignore[no-untyped-call]
+            prefix="apis" if res.group else "api",
+            group=res.group,
+            api_version=res.version,
+            kind=res.kind,
+            namespaced=res.namespaced,
+            name=res.resource,
+            client=self._dynamic,
+        )
+
+    def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        """One request; returns the decoded JSON answer."""
+        with translated(f"{method.upper()} {path} on cluster {self.cluster}"):
+            response = self._dynamic.request(
+                method,
+                path,
+                body=body,
+                serialize=False,
+                _request_timeout=(CONNECT_TIMEOUT_S, REQUEST_TIMEOUT_S),
+                **params,
+            )
+            return json.loads(response.data or b"null")
+
+    def path(self, res: ApiResource, namespace: str = "", name: str = "") -> str:
+        """The URL path of a collection or an object."""
+        resource = self._resource(res)
+        return str(resource.path(name=name or None, namespace=namespace or None))  # type: ignore[no-untyped-call]
+
+    def get(self, res: ApiResource, namespace: str, name: str) -> Obj:
+        """One object; NotFound when it does not exist."""
+        return dict(self.request("get", self.path(res, namespace, name)))
+
+    def list(self, res: ApiResource, namespace: str = "", label_selector: str = "") -> ObjectList:
+        """Every object of a type (in one namespace, or all), with the list's resourceVersion."""
+        params = {"label_selector": label_selector} if label_selector else {}
+        answer = self.request("get", self.path(res, namespace), **params)
+        version = str(answer.get("metadata", {}).get("resourceVersion", ""))
+        items = [_with_type(item, res) for item in answer.get("items") or []]
+        return ObjectList(items, version)
+
+    def create(self, res: ApiResource, namespace: str, body: Obj) -> Obj:
+        """Create an object."""
+        return dict(self.request("post", self.path(res, namespace), body=body))
+
+    def patch_status(self, res: ApiResource, namespace: str, name: str, patch: Obj) -> Obj:
+        """A JSON merge patch of the ``/status`` subresource."""
+        path = self.path(res, namespace, name) + "/status"
+        return dict(self.request("patch", path, body=patch, content_type=MERGE_PATCH))
+
+    def watch(
+        self,
+        res: ApiResource,
+        namespace: str,
+        resource_version: str,
+        timeout_s: int,
+        handle: StreamHandle,
+    ) -> Iterator[WatchEvent]:
+        """Events after ``resource_version`` until the server ends the stream (``timeout_s``).
+
+        Bookmarks are asked for; a 410 (as a status or an ERROR event) raises ``Expired``.
+        ``handle.stop()`` from another thread ends the stream early.
+        """
+        if handle.stopped:
+            return
+        with translated(f"watch {res.group_resource} in {namespace or 'all'}"):
+            stream = handle.watch.stream(  # type: ignore[no-untyped-call]
+                self._resource(res).get,
+                namespace=namespace or None,
+                resource_version=resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=timeout_s,
+                serialize=False,
+                _request_timeout=(CONNECT_TIMEOUT_S, timeout_s + WATCH_GRACE_S),
+            )
+            for event in stream:
+                if handle.stopped:
+                    return
+                raw = event.get("raw_object") if isinstance(event, dict) else None
+                if isinstance(raw, dict):
+                    yield WatchEvent(str(event.get("type", "")), _with_type(raw, res))
+
+    def close(self) -> None:
+        """Release the client's connections."""
+        self.api_client.close()  # type: ignore[no-untyped-call]
+        self.api_client.rest_client.pool_manager.clear()
+
+
+def _with_type(obj: Obj, res: ApiResource) -> Obj:
+    """List items carry no apiVersion/kind on a real server: fill them in."""
+    obj.setdefault("apiVersion", res.api_version)
+    obj.setdefault("kind", res.kind)
+    return obj

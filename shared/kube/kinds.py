@@ -1,0 +1,29 @@
+"""The resource types the product itself reads and writes, known without discovery.
+
+Our four CRDs (group ``gitopsreverser.io``, version ``v1alpha1``, as the chart defines them)
+and the built-in kinds the watcher needs (Namespace for admission, Secret for credentials and
+kubeconfigs, Event for what it tells people). Watched types, by contrast, always come from
+discovery.
+"""
+
+from __future__ import annotations
+
+from shared.model.resources import ApiResource
+
+GROUP = "gitopsreverser.io"
+VERSION = "v1alpha1"
+_CRUD = frozenset({"get", "list", "watch", "create", "update", "patch", "delete"})
+
+GIT_PROVIDERS = ApiResource(GROUP, VERSION, "gitproviders", "GitProvider", True, _CRUD)
+GIT_TARGETS = ApiResource(GROUP, VERSION, "gittargets", "GitTarget", True, _CRUD)
+WATCH_RULES = ApiResource(GROUP, VERSION, "watchrules", "WatchRule", True, _CRUD)
+CLUSTER_PROVIDERS = ApiResource(GROUP, VERSION, "clusterproviders", "ClusterProvider", False, _CRUD)
+
+NAMESPACES = ApiResource("", "v1", "namespaces", "Namespace", False, _CRUD)
+SECRETS = ApiResource("", "v1", "secrets", "Secret", True, _CRUD)
+EVENTS = ApiResource("", "v1", "events", "Event", True, _CRUD)
+
+
+def is_sensitive(resource: ApiResource) -> bool:
+    """Objects whose payload must never leave the cluster in plain text (M10)."""
+    return resource.group == "" and resource.resource == "secrets"

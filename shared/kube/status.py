@@ -1,0 +1,76 @@
+"""Writing what we observed back to the objects: status conditions and Kubernetes Events.
+
+Status goes through the ``/status`` subresource as a JSON merge patch that replaces
+``status.conditions`` and ``status.observedGeneration`` and leaves every other status field
+(``status.applier``, ``status.receiver``) to its own writer. The patch carries the
+resourceVersion the conditions were computed from, so a write that raced with another
+writer fails with Conflict instead of dropping that writer's condition; the next reconcile
+decides again. Events follow client-go's recorder: a ``core/v1`` Event named
+``<object>.<hex nanoseconds>`` in the object's namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from shared.decide.conditions import timestamp
+from shared.kube.api import KubeClient
+from shared.kube.kinds import EVENTS
+from shared.model.crds import Condition, Meta
+from shared.model.resources import ApiResource
+
+EventType = Literal["Normal", "Warning"]
+#: Kubernetes caps an Event message at 1 KiB in practice (kubectl truncates longer ones).
+MAX_EVENT_MESSAGE = 1024
+
+
+class StatusWriter:
+    """Conditions and Events for objects of one cluster."""
+
+    def __init__(self, client: KubeClient, component: str, clock: Callable[[], float]) -> None:
+        self._client = client
+        self._component = component
+        self._clock = clock
+
+    def write_conditions(
+        self, res: ApiResource, meta: Meta, conditions: Sequence[Condition]
+    ) -> None:
+        """Store ``conditions`` and ``observedGeneration`` (Conflict if the object moved)."""
+        patch = {
+            "metadata": {"resourceVersion": meta.resource_version},
+            "status": {
+                "observedGeneration": meta.generation,
+                "conditions": [c.to_raw() for c in conditions],
+            },
+        }
+        self._client.patch_status(res, meta.namespace, meta.name, patch)
+
+    def record_event(
+        self, res: ApiResource, meta: Meta, kind: EventType, reason: str, message: str
+    ) -> None:
+        """Record a Kubernetes Event about one object."""
+        now = self._clock()
+        stamp = timestamp(now)
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{meta.name}.{int(now * 1e9):x}", "namespace": meta.namespace},
+            "involvedObject": {
+                "apiVersion": res.api_version,
+                "kind": res.kind,
+                "name": meta.name,
+                "namespace": meta.namespace,
+                "uid": meta.uid,
+                "resourceVersion": meta.resource_version,
+            },
+            "reason": reason,
+            "message": message[:MAX_EVENT_MESSAGE],
+            "type": kind,
+            "source": {"component": self._component},
+            "reportingComponent": self._component,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        self._client.create(EVENTS, meta.namespace or "default", event)

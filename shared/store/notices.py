@@ -1,0 +1,97 @@
+"""The receiver's side of the notice streams: append a verified delivery's notices, once.
+
+A notice is a hint (R4, Q5), so each branch's stream is capped (``MAXLEN ~``): losing an old
+hint costs nothing, the branch reads its tip on the steady tick anyway (Q7). A delivery id is
+remembered for a day in the same Lua step that appends its notices, so a replayed delivery
+(the host retrying, or a user pressing "redeliver") stores nothing new, and a delivery is never
+half stored. A delivery without an id cannot be told from a new one and is always stored.
+The branch worker reads the streams with ``shared.store.notice_reader``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import timedelta
+
+import redis
+
+from shared.model.receivers import PushNotice
+from shared.store.errors import unavailable_as_error
+from shared.store.keys import Keys
+
+#: Notices kept per branch. The owner reads them within a wake, so a thousand is far more than
+#: ever wait; a bound keeps a flood of deliveries from growing Redis.
+MAX_NOTICES = 1000
+#: How long a delivery id is remembered: GitHub never redelivers on its own and other hosts
+#: retry within hours, so a day covers every retry and a user's manual redelivery that day.
+SEEN_FOR = timedelta(days=1)
+#: Longer ids (the host's choice) are hashed so a key stays short.
+MAX_ID_CHARS = 128
+
+#: KEYS[1]     the delivery's replay guard (Keys.delivery)
+#: KEYS[2..n]  one notice stream per notice (Keys.branch_notices)
+#: ARGV[1]     the guard's TTL in seconds
+#: ARGV[2]     the approximate MAXLEN of each stream
+#: ARGV[3]     how many field/value items one notice has
+#: ARGV[4..]   the notices' field/value items, one notice after another, in KEYS[2..] order
+#: Returns the number of notices appended, or -1 when the delivery was seen before.
+_STORE_ONCE = """
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+  return -1
+end
+local width = tonumber(ARGV[3])
+for i = 2, #KEYS do
+  local first = 4 + (i - 2) * width
+  redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, first, first + width - 1))
+end
+return #KEYS - 1
+"""
+
+
+def _flat(notice: PushNotice) -> list[str]:
+    return [item for pair in notice.to_fields().items() for item in pair]
+
+
+class NoticeWriter:
+    """Appends notices to branch streams, at most once per (GitProvider, delivery id)."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, max_len: int = MAX_NOTICES) -> None:
+        self._r = client
+        self._keys = keys
+        self._max_len = max_len
+        self._store_once = client.register_script(_STORE_ONCE)
+
+    def guard_key(self, provider: str, delivery: str) -> str:
+        """The replay guard of one delivery to one GitProvider's receiver."""
+        if len(delivery) > MAX_ID_CHARS:
+            delivery = hashlib.sha256(delivery.encode()).hexdigest()
+        return self._keys.delivery(provider, delivery)
+
+    def store(self, provider: str, delivery: str, notices: Sequence[PushNotice]) -> bool:
+        """Append ``notices``; False (and nothing stored) when ``delivery`` was seen before.
+
+        Raises ``StoreUnavailable`` when Redis does not answer.
+        """
+        if not notices:
+            return True
+        with unavailable_as_error("storing notices"):
+            if not delivery:
+                return self._store_always(notices)
+            streams = [self._keys.branch_notices(n.target.key) for n in notices]
+            flat = [_flat(notice) for notice in notices]
+            items = [item for fields in flat for item in fields]
+            width = len(flat[0])
+            ttl = int(SEEN_FOR.total_seconds())
+            args: list[str | int] = [ttl, self._max_len, width, *items]
+            added = self._store_once(keys=[self.guard_key(provider, delivery), *streams], args=args)
+        return int(added) >= 0
+
+    def _store_always(self, notices: Sequence[PushNotice]) -> bool:
+        pipe = self._r.pipeline(transaction=True)
+        for notice in notices:
+            key = self._keys.branch_notices(notice.target.key)
+            fields = notice.to_fields()
+            pipe.xadd(key, fields, maxlen=self._max_len, approximate=True)  # type: ignore[arg-type]
+        pipe.execute()
+        return True

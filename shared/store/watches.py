@@ -1,0 +1,119 @@
+"""The watcher's durable state: resume cursors, the objects each watch has seen, its targets.
+
+A watch resumes from its cursor after a restart (M1). The cursor is saved only after the
+events it covers are published, so a crash replays rather than loses (the branch worker
+drops a write that changes no bytes, M3). Each watch also keeps the names of the objects it
+has seen, so that a relist after ``410 Gone`` can tell which objects disappeared while no
+watch was running (M9). The set of GitTarget uids the watcher published lets it forget a
+GitTarget that was deleted while it was down.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import redis
+
+from shared.model.ids import GitTargetUid
+from shared.store.keys import Keys
+
+
+@dataclass(frozen=True, slots=True)
+class KnownObject:
+    """What a sweep needs to publish the DELETE of an object that vanished."""
+
+    uid: str
+    kind: str
+    version: str
+
+    def to_json(self) -> str:
+        """Compact JSON for a hash field."""
+        return json.dumps([self.uid, self.kind, self.version])
+
+    @classmethod
+    def from_json(cls, text: str) -> KnownObject:
+        """The inverse of ``to_json``."""
+        uid, kind, version = json.loads(text)
+        return cls(str(uid), str(kind), str(version))
+
+
+@dataclass(frozen=True, slots=True)
+class WatchAddress:
+    """Which watch: a GitTarget incarnation, a group/resource, a namespace."""
+
+    uid: GitTargetUid
+    group_resource: str
+    namespace: str
+
+
+class WatchState:
+    """Cursors and seen objects per watch, and the published GitTarget uids."""
+
+    def __init__(self, client: redis.Redis, keys: Keys) -> None:
+        self._r = client
+        self._keys = keys
+
+    def _cursor_key(self, at: WatchAddress) -> str:
+        return self._keys.watch_cursor(at.uid, at.group_resource, at.namespace)
+
+    def _known_key(self, at: WatchAddress) -> str:
+        return self._keys.watch_known(at.uid, at.group_resource, at.namespace)
+
+    def cursor(self, at: WatchAddress) -> str | None:
+        """The resourceVersion to resume from, if the watch has one."""
+        value = self._r.get(self._cursor_key(at))
+        return str(value) if value else None
+
+    def known(self, at: WatchAddress) -> dict[str, KnownObject]:
+        """The objects the watch has seen, by name."""
+        raw = self._r.hgetall(self._known_key(at))
+        return {str(name): KnownObject.from_json(str(value)) for name, value in raw.items()}
+
+    def advance(
+        self,
+        at: WatchAddress,
+        resource_version: str,
+        seen: Mapping[str, KnownObject] | None = None,
+        gone: Iterable[str] = (),
+    ) -> None:
+        """After publishing: record seen and gone objects and move the cursor, atomically."""
+        known_key = self._known_key(at)
+        pipe = self._r.pipeline(transaction=True)
+        if seen:
+            pipe.hset(known_key, mapping={n: o.to_json() for n, o in seen.items()})
+        names = list(gone)
+        if names:
+            pipe.hdel(known_key, *names)
+        pipe.set(self._cursor_key(at), resource_version)
+        pipe.execute()
+
+    def replace(
+        self, at: WatchAddress, resource_version: str, objects: Mapping[str, KnownObject]
+    ) -> None:
+        """After a relist: the seen set becomes exactly ``objects``; the cursor moves."""
+        known_key = self._known_key(at)
+        pipe = self._r.pipeline(transaction=True)
+        pipe.delete(known_key)
+        if objects:
+            pipe.hset(known_key, mapping={n: o.to_json() for n, o in objects.items()})
+        pipe.set(self._cursor_key(at), resource_version)
+        pipe.execute()
+
+    def published_targets(self) -> set[GitTargetUid]:
+        """The GitTarget uids the watcher published config for and has not forgotten."""
+        return {GitTargetUid(str(uid)) for uid in self._r.smembers(self._keys.watcher_targets)}
+
+    def mark_published(self, uid: GitTargetUid) -> None:
+        """Remember that a GitTarget's config is published (so it is forgotten when gone)."""
+        self._r.sadd(self._keys.watcher_targets, uid)
+
+    def unmark(self, uid: GitTargetUid) -> None:
+        """The GitTarget is forgotten; drop it from the list, with any cursor left over."""
+        leftovers = list(self._r.scan_iter(self._keys.watch_cursors(uid)))
+        pipe = self._r.pipeline(transaction=True)
+        pipe.srem(self._keys.watcher_targets, uid)
+        if leftovers:
+            pipe.delete(*leftovers)
+        pipe.execute()

@@ -1,0 +1,222 @@
+"""A sandbox cluster and a watcher wired to it, for the watcher's integration tests.
+
+Objects are created with the official client (``kubernetes.dynamic``), as a user's tooling
+would; the watcher under test gets the sandbox's ApiClient and a private Redis key prefix,
+and its metrics go to a registry of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+from kubernetes.dynamic import DynamicClient
+from prometheus_client import CollectorRegistry
+
+from sandbox.kube.server import KubeApiServer
+from sandbox.paths import all_crd_files
+from services.watcher.app import Watcher, WatcherParts
+from services.watcher.metrics import WatcherMetrics
+from shared.kube.clients import ClientFactory
+from shared.model.events import ObjectEvent
+from shared.model.ids import Branch, BranchKey
+from shared.settings import Settings
+from shared.store.config import ConfigStore
+from shared.store.keys import Keys
+from shared.store.streams import EventStream
+from shared.store.watches import WatchState
+
+GROUP = "gitopsreverser.io/v1alpha1"
+#: A clock far from the real one, so nothing can pass by reading real time.
+T0 = 1_900_000_000.0
+
+
+@dataclass
+class FakeClock:
+    """A settable clock for the watcher (time is injected, never read)."""
+
+    now: float = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Cluster:
+    """A sandbox API server with helpers to create and edit objects through the client."""
+
+    server: KubeApiServer
+    cache_dir: Path
+    dynamic: DynamicClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        cache = str(self.cache_dir / f"discovery-{self.server.port}.json")
+        self.dynamic = DynamicClient(self.server.api_client(), cache_file=cache)
+
+    def resource(self, api_version: str, kind: str) -> Any:
+        return self.dynamic.resources.get(api_version=api_version, kind=kind)
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        res = self.resource(body["apiVersion"], body["kind"])
+        ns = body["metadata"].get("namespace")
+        return dict(res.create(body=body, namespace=ns).to_dict())
+
+    def get(self, api_version: str, kind: str, name: str, ns: str | None = None) -> dict[str, Any]:
+        return dict(self.resource(api_version, kind).get(name=name, namespace=ns).to_dict())
+
+    def patch(self, api_version: str, kind: str, name: str, ns: str | None, body: Any) -> None:
+        self.resource(api_version, kind).patch(
+            name=name, namespace=ns, body=body, content_type="application/merge-patch+json"
+        )
+
+    def delete(self, api_version: str, kind: str, name: str, ns: str | None = None) -> None:
+        self.resource(api_version, kind).delete(name=name, namespace=ns)
+
+    def namespace(self, name: str, labels: dict[str, str] | None = None) -> None:
+        meta: dict[str, Any] = {"name": name, "labels": labels or {}}
+        self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+
+    def configmap(self, ns: str, name: str, data: dict[str, str]) -> dict[str, Any]:
+        return self.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": ns},
+                "data": data,
+            }
+        )
+
+    def conditions(self, kind: str, name: str, ns: str | None = None) -> dict[str, dict[str, Any]]:
+        obj = self.get(GROUP, kind, name, ns)
+        return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def cluster_provider(name: str = "default", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": GROUP,
+        "kind": "ClusterProvider",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def git_provider(ns: str, url: str, name: str = "repo", **spec: Any) -> dict[str, Any]:
+    body = {"url": url, "allowedBranches": ["main", "env/*"], **spec}
+    return {
+        "apiVersion": GROUP,
+        "kind": "GitProvider",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": body,
+    }
+
+
+def git_target(ns: str, name: str = "target", **spec: Any) -> dict[str, Any]:
+    body = {"providerRef": {"name": "repo"}, "branch": "main", "path": f"clusters/{ns}", **spec}
+    return {
+        "apiVersion": GROUP,
+        "kind": "GitTarget",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": body,
+    }
+
+
+def watch_rule(
+    ns: str, rules: list[dict[str, Any]], name: str = "rule", target: str = "target"
+) -> dict[str, Any]:
+    return {
+        "apiVersion": GROUP,
+        "kind": "WatchRule",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"targetRef": {"name": target}, "rules": rules},
+    }
+
+
+CONFIGMAPS = [{"apiGroups": [""], "resources": ["configmaps"]}]
+
+
+@dataclass
+class Rig:
+    """Everything a watcher test needs: the cluster, Redis and how to run the watcher."""
+
+    cluster: Cluster
+    redis: redis.Redis
+    prefix: str
+    clock: FakeClock = field(default_factory=FakeClock)
+    settings_overrides: dict[str, Any] = field(default_factory=dict)
+    last_metrics: WatcherMetrics | None = None
+    registry: CollectorRegistry | None = None
+
+    @property
+    def keys(self) -> Keys:
+        return Keys(self.prefix)
+
+    @property
+    def config(self) -> ConfigStore:
+        return ConfigStore(self.redis, self.keys)
+
+    def watcher(self) -> Watcher:
+        settings = Settings(key_prefix=self.prefix, **self.settings_overrides)
+        self.registry = CollectorRegistry()
+        self.last_metrics = WatcherMetrics(self.registry)
+        parts = WatcherParts(
+            settings=settings,
+            events=EventStream(self.redis, self.keys),
+            config=self.config,
+            state=WatchState(self.redis, self.keys),
+            factory=ClientFactory(settings, self.clock, local=self.cluster.server.api_client()),
+            metrics=self.last_metrics,
+            clock=self.clock,
+        )
+        return Watcher(parts, burst=True)
+
+    def burst(self) -> None:
+        """One ``--burst`` run of a fresh watcher (a restart, as far as Redis can tell)."""
+        watcher = self.watcher()
+        try:
+            watcher.run_burst()
+        finally:
+            watcher.close()
+
+    def events(self, url: str, branch: str = "main") -> list[ObjectEvent]:
+        return self.events_of(Branch(url, branch).key)
+
+    def events_of(self, bk: BranchKey) -> list[ObjectEvent]:
+        entries = self.redis.xrange(self.keys.branch_events(bk))
+        return [ObjectEvent.from_fields(fields) for _, fields in entries]
+
+    def metric(self, name: str, **labels: str) -> float:
+        assert self.registry is not None
+        value = self.registry.get_sample_value(name, labels)
+        return float(value or 0.0)
+
+
+@contextmanager
+def sandbox_cluster(cache_dir: Path, history: int = 1000) -> Iterator[Cluster]:
+    """A started API server double with every CRD the product knows (ours, Flux, Argo CD)."""
+    server = KubeApiServer(all_crd_files(), history=history)
+    server.start()
+    try:
+        yield Cluster(server, cache_dir)
+    finally:
+        server.stop()
+
+
+def mirror_setup(
+    rig: Rig,
+    url: str,
+    ns: str = "team-a",
+    rules: list[dict[str, Any]] | None = None,
+    **target_spec: Any,
+) -> str:
+    """A namespace mirrored to ``url`` (main, ``clusters/<ns>``); returns the GitTarget uid."""
+    c = rig.cluster
+    c.namespace(ns)
+    c.create(cluster_provider(accessFrom={"names": [ns]}))
+    c.create(git_provider(ns, url))
+    target = c.create(git_target(ns, **target_spec))
+    c.create(watch_rule(ns, rules or CONFIGMAPS))
+    return str(target["metadata"]["uid"])
