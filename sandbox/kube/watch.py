@@ -89,8 +89,9 @@ class WatchStream:
         if initial_end:
             meta["annotations"] = {INITIAL_EVENTS_END: "true"}
         rtype = self._req.rtype
-        return _line("BOOKMARK", {"kind": rtype.kind, "apiVersion": rtype.api_version,
-                                  "metadata": meta})
+        return _line(
+            "BOOKMARK", {"kind": rtype.kind, "apiVersion": rtype.api_version, "metadata": meta}
+        )
 
     def _initial(self) -> tuple[list[bytes], int]:
         rtype = self._req.rtype
@@ -102,6 +103,10 @@ class WatchStream:
         return lines, rv
 
     def __iter__(self) -> Iterator[bytes]:
+        # The real API server answers a watch with its status line and headers at once, before
+        # any event (chunked streaming starts immediately); an empty first chunk makes the WSGI
+        # server send them now, so a client can see the watch is open and cut it if it must.
+        yield b""
         rv_text = self._req.resource_version
         if self._req.send_initial_events or rv_text in (None, "", "0"):
             lines, cursor = self._initial()

@@ -16,8 +16,9 @@ pytestmark = pytest.mark.integration
 
 
 def _cm(name: str, labels: dict[str, str] | None = None) -> client.V1ConfigMap:
-    return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels=labels),
-                              data={"k": "v"})
+    return client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name=name, labels=labels), data={"k": "v"}
+    )
 
 
 def _events(stream: Any) -> list[tuple[str, str]]:
@@ -36,8 +37,11 @@ def test_watch_replays_history_after_a_resource_version(kube: KubeApiServer) -> 
     core.create_namespaced_config_map("default", _cm("b"))
     core.patch_namespaced_config_map("a", "default", {"data": {"k": "w"}})
     core.delete_namespaced_config_map("b", "default")
-    events = _events(watch.Watch().stream(core.list_namespaced_config_map, "default",
-                                          resource_version=rv, timeout_seconds=1))
+    events = _events(
+        watch.Watch().stream(
+            core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=1
+        )
+    )
     assert events == [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
 
 
@@ -72,14 +76,20 @@ def test_bookmarks_carry_only_a_resource_version(kube: KubeApiServer) -> None:
     core = client.CoreV1Api(kube.api_client())
     created = core.create_namespaced_config_map("default", _cm("a"))
     watcher = watch.Watch()
-    stream = watcher.stream(core.list_namespaced_config_map, "default",
-                            resource_version=created.metadata.resource_version,
-                            allow_watch_bookmarks=True, timeout_seconds=5)
+    stream = watcher.stream(
+        core.list_namespaced_config_map,
+        "default",
+        resource_version=created.metadata.resource_version,
+        allow_watch_bookmarks=True,
+        timeout_seconds=5,
+    )
     bookmark = next(e for e in stream if e["type"] == "BOOKMARK")
     watcher.stop()
     assert bookmark["raw_object"] == {
-        "kind": "ConfigMap", "apiVersion": "v1",
-        "metadata": {"resourceVersion": created.metadata.resource_version}}
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": created.metadata.resource_version},
+    }
     assert watcher.resource_version == created.metadata.resource_version
 
 
@@ -91,8 +101,11 @@ def test_timeout_seconds_ends_the_stream(kube: KubeApiServer) -> None:
     """
     core = client.CoreV1Api(kube.api_client())
     started = time.monotonic()
-    events = list(watch.Watch().stream(core.list_namespaced_config_map, "default",
-                                       resource_version="1", timeout_seconds=1))
+    events = list(
+        watch.Watch().stream(
+            core.list_namespaced_config_map, "default", resource_version="1", timeout_seconds=1
+        )
+    )
     assert events == []
     assert 0.9 <= time.monotonic() - started < 5
 
@@ -112,16 +125,22 @@ def test_too_old_resource_version_is_410_expired() -> None:
         for name in "abcdef":
             core.create_namespaced_config_map("default", _cm(name))
         pool = kube.api_client().rest_client.pool_manager
-        raw = pool.request("GET", kube.url + "/api/v1/namespaces/default/configmaps"
-                           "?watch=true&resourceVersion=2&timeoutSeconds=1")
+        raw = pool.request(
+            "GET",
+            kube.url + "/api/v1/namespaces/default/configmaps"
+            "?watch=true&resourceVersion=2&timeoutSeconds=1",
+        )
         assert raw.status == 200
         event = json.loads(raw.data.splitlines()[0])
         assert event["type"] == "ERROR"
         assert event["object"]["code"] == 410 and event["object"]["reason"] == "Expired"
         assert event["object"]["message"] == "too old resource version: 2 (6)"
         with pytest.raises(ApiException) as caught:
-            list(watch.Watch().stream(core.list_namespaced_config_map, "default",
-                                      resource_version="2"))
+            list(
+                watch.Watch().stream(
+                    core.list_namespaced_config_map, "default", resource_version="2"
+                )
+            )
         assert caught.value.status == 410
         assert caught.value.reason.startswith("Expired: too old resource version: 2")
     finally:
@@ -142,9 +161,15 @@ def test_selector_watch_sees_objects_leave_and_enter(kube: KubeApiServer) -> Non
     core.patch_namespaced_config_map("a", "default", {"metadata": {"labels": {"tier": "db"}}})
     core.patch_namespaced_config_map("a", "default", {"metadata": {"labels": {"tier": "web"}}})
     core.patch_namespaced_config_map("a", "default", {"data": {"k": "2"}})
-    events = _events(watch.Watch().stream(core.list_namespaced_config_map, "default",
-                                          label_selector="tier=web", resource_version=rv,
-                                          timeout_seconds=1))
+    events = _events(
+        watch.Watch().stream(
+            core.list_namespaced_config_map,
+            "default",
+            label_selector="tier=web",
+            resource_version=rv,
+            timeout_seconds=1,
+        )
+    )
     assert events == [("ADDED", "a"), ("DELETED", "a"), ("ADDED", "a"), ("MODIFIED", "a")]
 
 
@@ -158,13 +183,22 @@ def test_custom_resources_and_field_selectors_watch(kube: KubeApiServer) -> None
     args = ("source.toolkit.fluxcd.io", "v1", "default", "gitrepositories")
     rv = custom.list_namespaced_custom_object(*args)["metadata"]["resourceVersion"]
     for name in ("one", "two"):
-        custom.create_namespaced_custom_object(*args, {
-            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-            "metadata": {"name": name},
-            "spec": {"url": "https://example.com/r.git", "interval": "1m"}})
-    stream = watch.Watch().stream(custom.list_namespaced_custom_object, *args,
-                                  field_selector="metadata.name=two", resource_version=rv,
-                                  timeout_seconds=1)
+        custom.create_namespaced_custom_object(
+            *args,
+            {
+                "apiVersion": "source.toolkit.fluxcd.io/v1",
+                "kind": "GitRepository",
+                "metadata": {"name": name},
+                "spec": {"url": "https://example.com/r.git", "interval": "1m"},
+            },
+        )
+    stream = watch.Watch().stream(
+        custom.list_namespaced_custom_object,
+        *args,
+        field_selector="metadata.name=two",
+        resource_version=rv,
+        timeout_seconds=1,
+    )
     events = [(e["type"], e["object"]["metadata"]["name"]) for e in stream]
     assert events == [("ADDED", "two")]
 
@@ -177,9 +211,30 @@ def test_watch_1_is_a_watch_too(kube: KubeApiServer) -> None:
     """
     client.CoreV1Api(kube.api_client()).create_namespaced_config_map("default", _cm("a"))
     pool = kube.api_client().rest_client.pool_manager
-    raw = pool.request("GET", kube.url + "/api/v1/namespaces/default/configmaps"
-                       "?watch=1&timeoutSeconds=1")
+    raw = pool.request(
+        "GET", kube.url + "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1"
+    )
     lines = raw.data.splitlines()
     assert raw.status == 200 and raw.headers["Content-Type"] == "application/json"
     first = json.loads(lines[0])
     assert first["type"] == "ADDED" and first["object"]["kind"] == "ConfigMap"
+
+
+def test_a_watch_answers_with_headers_before_any_event(kube: KubeApiServer) -> None:
+    """The API server starts a watch's chunked response at once, before the first event.
+
+    Source: k8s.io/apiserver pkg/endpoints/handlers/watch.go (``serveWatch`` writes the 200
+    header and flushes before it reads the first event). Clients rely on it to know the watch
+    is open (and to be able to cut it).
+    """
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", kube.port, timeout=5)
+    conn.request(
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1&timeoutSeconds=30",
+    )
+    response = conn.getresponse()  # times out (and fails) if headers wait for an event
+    assert response.status == 200
+    assert response.getheader("Transfer-Encoding") == "chunked"
+    conn.close()
