@@ -1,7 +1,8 @@
 """``python -m sandbox up``: the local stand-ins for a cluster, in the foreground.
 
 Starts the Kubernetes API server double (with the project's CRDs and the real Flux and Argo CD
-CRDs) and the Git host, writes ``DIR/kubeconfig`` (context ``sandbox``) and ``DIR/sandbox.json``
+CRDs), the Git host, and the Flux source- and kustomize-controller doubles (``--no-flux`` to
+leave them out), writes ``DIR/kubeconfig`` (context ``sandbox``) and ``DIR/sandbox.json``
 (URLs, ports, repositories), and stops cleanly on Ctrl-C or SIGTERM.
 """
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from sandbox.flux import FluxControllers
 from sandbox.githost import GitHost
 from sandbox.kube.server import KubeApiServer
 from sandbox.paths import all_crd_files
@@ -31,6 +33,7 @@ class Sandbox:
     kube: KubeApiServer
     githost: GitHost
     repos: list[str]
+    flux: FluxControllers | None = None
 
     def describe(self) -> dict[str, object]:
         """What ``sandbox.json`` holds: enough for a test or a person to reach everything."""
@@ -42,13 +45,19 @@ class Sandbox:
         }
 
     def stop(self) -> None:
-        """Stop both servers; the files in ``directory`` stay for inspection."""
+        """Stop the controllers and both servers; the files in ``directory`` stay."""
+        if self.flux is not None:
+            self.flux.stop()
         self.githost.stop()
         self.kube.stop()
 
 
 def start(
-    directory: Path, kube_port: int = 0, git_port: int = 0, repos: tuple[str, ...] = (DEFAULT_REPO,)
+    directory: Path,
+    kube_port: int = 0,
+    git_port: int = 0,
+    repos: tuple[str, ...] = (DEFAULT_REPO,),
+    flux: bool = True,
 ) -> Sandbox:
     """Start the stand-ins and write ``kubeconfig`` and ``sandbox.json`` into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -60,6 +69,9 @@ def start(
         githost.create_repo(name, files={"README.md": b"Managed by gitops-reverser.\n"})
     kube.write_kubeconfig(directory / "kubeconfig", context="sandbox")
     running = Sandbox(directory, kube, githost, list(repos))
+    if flux:
+        running.flux = FluxControllers(kube.api_client(), directory / "flux")
+        running.flux.start()
     (directory / "sandbox.json").write_text(json.dumps(running.describe(), indent=2) + "\n")
     return running
 
@@ -78,7 +90,11 @@ def _wait_for_signal() -> None:
 def up(args: argparse.Namespace) -> int:
     """Run the sandbox until a signal arrives."""
     running = start(
-        Path(args.dir), args.kube_port, args.git_port, tuple(args.repo or [DEFAULT_REPO])
+        Path(args.dir),
+        args.kube_port,
+        args.git_port,
+        tuple(args.repo or [DEFAULT_REPO]),
+        flux=not args.no_flux,
     )
     kubeconfig = args.dir + "/kubeconfig"
     print(
@@ -109,6 +125,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--repo", action="append", help=f"a repository to create (default {DEFAULT_REPO})"
     )
+    run.add_argument("--no-flux", action="store_true", help="do not run the Flux controllers")
     run.set_defaults(func=up)
     return top
 
