@@ -12,14 +12,13 @@ ls-remote every reconcile.
 from __future__ import annotations
 
 import hashlib
-import shlex
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from shared.decide.conditions import Problem
-from shared.git.auth import basic_auth_env, bearer_env
+from shared.git.auth import http_auth_env, ssh_env
 from shared.git.errors import GitError, GitPermanent
 from shared.git.remote import ls_remote
 from shared.model.crds import GitProviderView
@@ -31,31 +30,6 @@ DEFAULT_PROBE_TTL_S = 300.0
 PROBE_REF = "HEAD"
 
 LsRemote = Callable[[str, str, Mapping[str, str]], str | None]
-
-
-def http_auth_env(secret: Mapping[str, bytes]) -> dict[str, str]:
-    """Git environment for HTTP credentials (empty when the Secret holds none)."""
-    if "bearerToken" in secret:
-        return bearer_env(secret["bearerToken"].decode().strip())
-    if "password" in secret:
-        user = secret.get("username", b"").decode().strip()
-        return basic_auth_env(user, secret["password"].decode().strip())
-    return {}
-
-
-def ssh_env(secret: Mapping[str, bytes], folder: Path) -> dict[str, str]:
-    """Git environment for an SSH identity, written into ``folder`` (empty without one)."""
-    if "identity" not in secret:
-        return {}
-    identity = folder / "identity"
-    identity.write_bytes(secret["identity"])
-    identity.chmod(0o600)
-    options = ["ssh", "-i", str(identity), "-o", "IdentitiesOnly=yes"]
-    if "known_hosts" in secret:
-        known = folder / "known_hosts"
-        known.write_bytes(secret["known_hosts"])
-        options += ["-o", f"UserKnownHostsFile={known}", "-o", "StrictHostKeyChecking=yes"]
-    return {"GIT_SSH_COMMAND": shlex.join(options)}
 
 
 def _fingerprint(provider: GitProviderView, secret: Mapping[str, bytes] | None) -> str:

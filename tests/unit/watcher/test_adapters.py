@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from services.watcher.probe import http_auth_env, ssh_env
+from shared.git.auth import http_auth_env, ssh_env
 from shared.kube.clients import kubeconfig_problem
 from shared.kube.errors import (
     Conflict,
