@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.report import Section, render
 
-BENCHMARKS = ("kube_api", "githost", "mirror", "redis_memory")
+BENCHMARKS = ("kube_api", "githost", "mirror", "redis_memory", "receiver")
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 

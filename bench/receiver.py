@@ -1,0 +1,365 @@
+"""Verified deliveries per second through the receiver, beside a bare Flask endpoint.
+
+Both apps run under gunicorn with the same config file (``services/receiver/gunicorn.conf.py``:
+gthread, the same workers and threads), side by side in one run, and get the same load: a
+real-looking signed GitHub push (JSON) posted over keep-alive connections on loopback, each
+with its own delivery id. The bare endpoint reads the body and answers 202; the receiver looks
+its receiver record up in Redis, reads the token (through shared.kube from the sandbox
+Kubernetes API, cached), verifies the HMAC, parses the JSON and stores one notice with its
+replay guard (one Lua call). Throughput is measured closed-loop (every connection sends its
+next request when the answer arrives), best of two rounds each; latency is then measured
+open-loop at half the receiver's throughput, from each request's scheduled send time.
+Bounded: a fixed number of requests per round and a time cap. Run alone:
+``scripts/with-redis .venv/bin/python -m bench receiver``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from flask import Flask, Response, jsonify, request
+from kubernetes import client as k8s
+
+from bench.report import Section, percentile
+from sandbox.kube.server import KubeApiServer
+from shared.model.receivers import ReceiverRecord, webhook_digest, webhook_path
+from shared.settings import Settings
+from shared.store.connection import connect
+from shared.store.keys import Keys
+from shared.store.receivers import ReceiverDirectory
+
+ROOT = Path(__file__).resolve().parent.parent
+GUNICORN = Path(sys.executable).parent / "gunicorn"
+#: Requests per throughput round, and the cap on a round's duration (whichever comes first).
+ROUND_REQUESTS = 6000
+ROUND_SECONDS = 15.0
+ROUNDS = 2
+#: Concurrent keep-alive connections of the closed-loop load.
+CONNECTIONS = 16
+#: Requests of the open-loop latency run (at half the receiver's throughput).
+LATENCY_REQUESTS = 3000
+START_TIMEOUT_S = 20.0
+TOKEN = b"bench token"
+LISTENING = re.compile(r"Listening at: (http://[0-9.]+:\d+)")
+
+
+def bare_app(redis_round_trip: bool = False) -> Flask:
+    """The baseline: a Flask endpoint that reads the body and answers 202 JSON, nothing else.
+
+    With ``redis_round_trip`` it also sends Redis one PING per request: the floor of any
+    design that stores something before it answers, as R4 requires.
+    """
+    app = Flask(__name__)
+    client = (
+        connect(Settings.from_env().redis_url, client_name="bench") if redis_round_trip else None
+    )
+
+    @app.post("/hook/<digest>")
+    def hook(digest: str) -> Response:
+        request.get_data()
+        if client is not None:
+            client.ping()
+        response = jsonify({"status": "accepted", "reason": "bare"})
+        response.status_code = 202
+        return response
+
+    return app
+
+
+@dataclass
+class Server:
+    """One gunicorn process and its base URL."""
+
+    process: subprocess.Popen[str]
+    url: str
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=35)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def start(app_spec: str, env: dict[str, str], log: Path) -> Server:
+    """``gunicorn -c services/receiver/gunicorn.conf.py APP`` on a port it picks itself.
+
+    Its output goes to a file, not a pipe: reading a pipe would take CPU from the load
+    generator in this process for every log line, and the receiver logs each delivery.
+    """
+    command = [str(GUNICORN), "-c", "services/receiver/gunicorn.conf.py", app_spec]
+    with log.open("w") as sink:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stderr=sink, stdout=subprocess.DEVNULL, text=True
+        )
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline and process.poll() is None:
+        match = LISTENING.search(log.read_text())
+        if match:
+            return Server(process, match.group(1))
+        time.sleep(0.05)  # nothing to block on: gunicorn writes the line when it has bound
+    process.kill()
+    raise RuntimeError(f"{app_spec} did not start:\n{log.read_text()}")
+
+
+def delivery(repo_url: str) -> tuple[bytes, dict[str, str]]:
+    """A GitHub push delivery with one commit (about 2 KiB), signed with TOKEN."""
+    sha = hashlib.sha1(b"bench").hexdigest()
+    commit = {
+        "id": sha,
+        "message": "scale up",
+        "timestamp": "2026-11-29T10:00:00Z",
+        "author": {"name": "Bench", "email": "b@x.invalid"},
+        "committer": {"name": "Bench", "email": "b@x.invalid"},
+        "added": [],
+        "removed": [],
+        "modified": ["apps/app.yaml"],
+    }
+    payload = {
+        "ref": "refs/heads/main",
+        "before": "0" * 39 + "1",
+        "after": sha,
+        "created": False,
+        "deleted": False,
+        "forced": False,
+        "compare": repo_url,
+        "commits": [commit],
+        "head_commit": commit,
+        "repository": {
+            "id": 1,
+            "full_name": "bench/apps",
+            "clone_url": repo_url,
+            "html_url": repo_url.removesuffix(".git"),
+            "private": False,
+        },
+        "pusher": {"name": "bench", "email": "b@x.invalid"},
+        "sender": {"login": "bench"},
+    }
+    body = json.dumps(payload).encode()
+    signature = "sha256=" + hmac.new(TOKEN, body, hashlib.sha256).hexdigest()
+    headers = {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": "push",
+        "X-Hub-Signature-256": signature,
+        "User-Agent": "GitHub-Hookshot/bench",
+    }
+    return body, headers
+
+
+class Load:
+    """Posts the delivery to one URL path over keep-alive connections; counts the answers."""
+
+    def __init__(self, base_url: str, path: str, body: bytes, headers: dict[str, str]) -> None:
+        host, _, port = base_url.removeprefix("http://").partition(":")
+        self._address = (host, int(port))
+        self._path, self._body, self._headers = path, body, headers
+        self.failures: list[int] = []
+        self._lock = threading.Lock()
+
+    def _post(self, connection: http.client.HTTPConnection) -> None:
+        headers = {**self._headers, "X-GitHub-Delivery": str(uuid.uuid4())}
+        connection.request("POST", self._path, body=self._body, headers=headers)
+        response = connection.getresponse()
+        response.read()
+        if response.status != 202:
+            with self._lock:
+                self.failures.append(response.status)
+
+    def _worker(self, take: Callable[[], float | None], latencies: list[float]) -> None:
+        connection = http.client.HTTPConnection(*self._address, timeout=30)
+        try:
+            while (due := take()) is not None:
+                if due:  # open loop: wait for the request's scheduled time
+                    time.sleep(max(0.0, due - time.perf_counter()))
+                self._post(connection)
+                if due:
+                    latencies.append(time.perf_counter() - due)
+        finally:
+            connection.close()
+
+    def _run(self, take: Callable[[], float | None], threads: int) -> list[float]:
+        latencies: list[float] = []
+        workers = [
+            threading.Thread(target=self._worker, args=(take, latencies)) for _ in range(threads)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        return latencies
+
+    def saturate(self, count: int, seconds: float) -> float:
+        """Closed loop with CONNECTIONS connections: answered requests per second."""
+        lock, sent = threading.Lock(), [0]
+        deadline = time.perf_counter() + seconds
+
+        def take() -> float | None:
+            with lock:
+                if sent[0] >= count or time.perf_counter() > deadline:
+                    return None
+                sent[0] += 1
+                return 0.0
+
+        started = time.perf_counter()
+        self._run(take, CONNECTIONS)
+        return sent[0] / (time.perf_counter() - started)
+
+    def paced(self, rate: float, count: int) -> list[float]:
+        """Open loop at ``rate`` requests/s: latency from each request's scheduled time."""
+        lock, sent = threading.Lock(), [0]
+        start_at = time.perf_counter() + 0.2
+
+        def take() -> float | None:
+            with lock:
+                if sent[0] >= count:
+                    return None
+                sent[0] += 1
+                return start_at + (sent[0] - 1) / rate
+
+        return self._run(take, CONNECTIONS * 2)
+
+
+def _environment(scratch: Path, kubeconfig: Path, prefix: str) -> dict[str, str]:
+    settings = Settings.from_env()
+    (scratch / "prom").mkdir()
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(scratch),
+        "PROMETHEUS_MULTIPROC_DIR": str(scratch / "prom"),
+        "GITOPS_REVERSER_REDIS_URL": settings.redis_url,
+        "GITOPS_REVERSER_KEY_PREFIX": prefix,
+        "GITOPS_REVERSER_KUBECONFIG": str(kubeconfig),
+        "GITOPS_REVERSER_RECEIVER_BIND": "127.0.0.1:0",
+        "GITOPS_REVERSER_RECEIVER_WORKERS": str(settings.receiver_workers),
+        "GITOPS_REVERSER_RECEIVER_THREADS": str(settings.receiver_threads),
+    }
+
+
+def _publish(kube: KubeApiServer, prefix: str, repo_url: str) -> str:
+    core = k8s.CoreV1Api(kube.api_client())
+    core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name="bench")))
+    core.create_namespaced_secret(
+        "bench",
+        k8s.V1Secret(metadata=k8s.V1ObjectMeta(name="hook"), string_data={"token": TOKEN.decode()}),
+    )
+    record = ReceiverRecord("bench", "gp", "github", "hook", repo_url, ("main",))
+    client = connect(Settings.from_env().redis_url, client_name="bench")
+    ReceiverDirectory(client, Keys(prefix)).publish(webhook_digest(TOKEN, "gp", "bench"), record)
+    client.close()
+    return webhook_path(TOKEN, "gp", "bench")
+
+
+#: The apps measured side by side: gunicorn app specs, by what the page calls them.
+APPS = {
+    "receiver": "services.receiver.app:create_app()",
+    "bare": "bench.receiver:bare_app()",
+    "bare+PING": "bench.receiver:bare_app(redis_round_trip=True)",
+}
+
+
+def _measure(loads: dict[str, Load]) -> tuple[dict[str, float], list[float]]:
+    """Best-of-ROUNDS throughput of each app, then the receiver's latency at half its own."""
+    rates = dict.fromkeys(loads, 0.0)
+    for load in loads.values():
+        load.saturate(300, ROUND_SECONDS)  # warm up: connections, caches, the Lua script
+    for _ in range(ROUNDS):
+        for name, load in loads.items():
+            rates[name] = max(rates[name], load.saturate(ROUND_REQUESTS, ROUND_SECONDS))
+    ours = rates["receiver"]
+    count = min(LATENCY_REQUESTS, int(ours * ROUND_SECONDS / 2))
+    return rates, loads["receiver"].paced(ours / 2, count)
+
+
+def _cleanup(prefix: str) -> None:
+    client = connect(Settings.from_env().redis_url, client_name="bench")
+    keys = list(client.scan_iter(f"{prefix}:*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+def _run(root: Path, kube: KubeApiServer, prefix: str) -> tuple[dict[str, float], list[float], int]:
+    repo_url = "https://git.example.com/bench/apps.git"
+    kube.write_kubeconfig(root / "kubeconfig")
+    path = _publish(kube, prefix, repo_url)
+    body, headers = delivery(repo_url)
+    servers: dict[str, Server] = {}
+    try:
+        for i, (name, spec) in enumerate(APPS.items()):
+            (root / str(i)).mkdir()
+            env = _environment(root / str(i), root / "kubeconfig", prefix)
+            servers[name] = start(spec, env, root / f"{i}.log")
+        loads = {name: Load(server.url, path, body, headers) for name, server in servers.items()}
+        rates, latencies = _measure(loads)
+    finally:
+        for server in servers.values():
+            server.stop()
+    failures = {name: load.failures[:5] for name, load in loads.items() if load.failures}
+    if failures:
+        raise RuntimeError(f"answers other than 202: {failures}")
+    return rates, latencies, len(body)
+
+
+def bench() -> Section:
+    """The three apps under the same gunicorn settings, the same load, one run."""
+    section = Section(
+        "Receiver: verified deliveries beside a bare Flask endpoint",
+        "make bench  (python -m bench receiver)",
+    )
+    prefix = f"bench:{uuid.uuid4().hex[:8]}"
+    kube = KubeApiServer()
+    kube.start()
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            rates, latencies, size = _run(Path(scratch), kube, prefix)
+    finally:
+        kube.stop()
+        _cleanup(prefix)
+    ours, bare, floor = rates["receiver"], rates["bare"], rates["bare+PING"]
+    settings = Settings.from_env()
+    section.add(
+        "receiver, verified deliveries stored",
+        ours,
+        "deliveries/s",
+        f"{CONNECTIONS} keep-alive connections, {size} B signed GitHub push",
+    )
+    section.add("bare Flask endpoint, same gunicorn settings", bare, "requests/s")
+    section.add("ratio (receiver / bare)", ours / bare, "", "goal: at least 0.85")
+    section.add(
+        "bare endpoint + one Redis PING per request",
+        floor,
+        "requests/s",
+        "the floor of storing before answering (R4)",
+    )
+    section.add("ratio (receiver / bare + PING)", ours / floor, "")
+    section.add(
+        "latency at half load, p50",
+        percentile(latencies, 50) * 1000,
+        "ms",
+        f"{ours / 2:.0f} deliveries/s, {len(latencies)} requests, open loop",
+    )
+    section.add("latency at half load, p99", percentile(latencies, 99) * 1000, "ms")
+    section.notes.append(
+        f"gunicorn gthread, {settings.receiver_workers} workers x {settings.receiver_threads} "
+        f"threads for every app; the load generator, the servers, Redis and the Kubernetes API "
+        f"double share this machine's {os.cpu_count()} cores. Throughput is the best of "
+        f"{ROUNDS} rounds of up to {ROUND_REQUESTS} requests (or {ROUND_SECONDS:.0f} s) each. "
+        "Each stored delivery costs the receiver one Redis round trip (the notice and its "
+        "replay guard in one Lua call); receiver records and tokens come from short caches."
+    )
+    return section

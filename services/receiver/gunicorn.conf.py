@@ -1,0 +1,51 @@
+"""gunicorn settings for the receiver: threads, no control socket, multiprocess metrics (R1).
+
+- ``gthread`` workers, counts from ``Settings`` (``GITOPS_REVERSER_RECEIVER_WORKERS``/
+  ``_THREADS``): a delivery spends most of its time waiting on Redis, so threads are cheap
+  concurrency;
+- ``control_socket_disable``: gunicorn >= 25.1 opens a control socket under ``$HOME`` by
+  default, which fails on a read-only root filesystem (facts: webhooks-git-libs.md §3.7);
+- ``PROMETHEUS_MULTIPROC_DIR`` is wiped before the arbiter starts and a dead worker's live
+  gauges are forgotten in ``child_exit`` (facts §3.5);
+- JSON logs in every worker; no access log (every answer is logged by the app with its reason).
+
+Run: ``gunicorn -c services/receiver/gunicorn.conf.py "services.receiver.app:create_app()"``.
+"""
+
+# ruff: noqa: N999  (the name is gunicorn's convention and the Procfile's, not an import path)
+from __future__ import annotations
+
+from typing import Any
+
+from shared import logging as json_logging
+from shared.metrics import mark_worker_dead, wipe_multiprocess_dir
+from shared.settings import Settings, prometheus_multiproc_dir
+
+_settings = Settings.from_env()
+
+bind = [_settings.receiver_bind]
+worker_class = "gthread"
+workers = _settings.receiver_workers
+threads = _settings.receiver_threads
+control_socket_disable = True
+accesslog = None
+#: GitHub counts a delivery as failed after 10 s (facts §1.1); a worker silent for 30 s is hung.
+timeout = 30
+
+
+def on_starting(server: Any) -> None:
+    """Before any worker exists: empty the multiprocess metrics directory, log as JSON."""
+    json_logging.configure(_settings.log_level)
+    directory = prometheus_multiproc_dir()
+    if directory is not None:
+        wipe_multiprocess_dir(directory)
+
+
+def post_fork(server: Any, worker: Any) -> None:
+    """In each new worker: JSON logs at the configured level."""
+    json_logging.configure(_settings.log_level)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """A worker is gone: drop its live gauges (its counters stay, so totals stay right)."""
+    mark_worker_dead(int(worker.pid))

@@ -1,0 +1,37 @@
+"""The receiver's Prometheus metrics: deliveries by receiver type and by how they were answered.
+
+Created once per app (``ReceiverMetrics()``) on the default registry that ``shared.metrics``
+serves (under gunicorn the values go to the multiprocess directory and add up across
+workers); tests pass a registry of their own so that several apps can live in one process.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+
+#: Seconds; a delivery is answered in milliseconds, and GitHub gives up after 10 s (facts §1.1).
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+
+
+class ReceiverMetrics:
+    """Counters of deliveries and a histogram of how long answering them took."""
+
+    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        self.deliveries = Counter(
+            "receiver_deliveries_total",
+            "Webhook deliveries, by receiver type (unknown for no receiver) and result.",
+            ["type", "result"],
+            registry=registry,
+        )
+        self.notices = Counter(
+            "receiver_notices_total",
+            "Push notices stored on branch streams, by receiver type.",
+            ["type"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "receiver_delivery_seconds",
+            "Time from the start of a hook request to its answer.",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )

@@ -1,0 +1,77 @@
+"""Which branches a verified push is a hint for: pure, from the receiver record and the push.
+
+A push becomes one notice per branch it names that a GitTarget of this GitProvider uses (R4);
+a ref no GitTarget uses (another branch, a tag) is answered 202 and dropped. A push whose
+payload names a repository other than the GitProvider's (an organisation-wide hook, a secret
+shared between repositories) is dropped too. Repositories are compared by the tail of their
+path (``owner/repo``, or ``group/sub/repo``), case-insensitively, ignoring the scheme, host,
+port and ``.git``: hosts name themselves in payloads by their public URL, which is often not
+the one the GitProvider clones from (an in-cluster Service, SSH instead of HTTPS).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from services.receiver.deliveries import Push
+from shared.model.receivers import PushNotice, ReceiverRecord
+
+HEADS = "refs/heads/"
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """The notices to store for a push, or why there are none."""
+
+    notices: tuple[PushNotice, ...]
+    reason: str
+
+
+def repository_path(url: str) -> tuple[str, ...]:
+    """The lower-cased path segments of a repository URL (scp-style ``git@host:o/r`` too)."""
+    text = url.strip()
+    first = text.split("/", 1)[0]
+    path = text.split(":", 1)[1] if "://" not in text and ":" in first else urlsplit(text).path
+    segments = [s for s in path.lower().split("/") if s]
+    if segments:
+        segments[-1] = segments[-1].removesuffix(".git")
+    return tuple(s for s in segments if s)
+
+
+def same_repository(a: str, b: str) -> bool:
+    """True when one URL's path ends with the other's (and neither is empty)."""
+    short, long = sorted((repository_path(a), repository_path(b)), key=len)
+    return bool(short) and long[len(long) - len(short) :] == short
+
+
+def route(record: ReceiverRecord, push: Push, received_at: float) -> Routed:
+    """The notices a push means for this receiver's branches."""
+    if push.repositories and not any(same_repository(u, record.url) for u in push.repositories):
+        return Routed((), "the delivery is about another repository")
+    wanted = set(record.branches)
+    if push.every_branch:
+        moved = {name: "" for name in sorted(wanted)}
+    else:
+        moved = {
+            u.ref.removeprefix(HEADS): u.after
+            for u in push.updates
+            if u.ref.startswith(HEADS) and u.ref.removeprefix(HEADS) in wanted
+        }
+    if not moved:
+        refs = ", ".join(sorted({u.ref[:200] for u in push.updates})[:3]) or "no ref"
+        return Routed((), f"no GitTarget of this GitProvider uses {refs}")
+    notices = tuple(
+        PushNotice(
+            record.provider,
+            record.type,
+            record.url,
+            name,
+            HEADS + name,
+            after,
+            push.delivery,
+            received_at,
+        )
+        for name, after in sorted(moved.items())
+    )
+    return Routed(notices, f"stored {len(notices)} notice(s)")

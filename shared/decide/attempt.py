@@ -1,0 +1,99 @@
+"""One apply attempt, decided purely (D2, D3, D4, D6).
+
+The dispatcher gathers facts (the GitTargets as they are now, the branch and the applier) and
+these functions say what to do with them: which reasons still have a holder (D2; a reason
+without one is not asked, and nothing weaker is asked instead), whether the request is stale
+(D3), which Flux object to stamp (D4), and when the applier has finished (D6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from shared.decide.obligations import Reason
+
+
+@dataclass(frozen=True, slots=True)
+class TargetFacts:
+    """What an attempt needs to know of one GitTarget named by the request, read just now."""
+
+    uid: str
+    exists: bool  # the same incarnation (uid) still exists
+    names_applier: bool  # spec.applier still names this applier
+    on_branch: bool  # its GitProvider's repository and its branch are the request's
+    admitted: bool  # the applier's ClusterProvider admits its namespace
+    consents: bool  # spec.onRefusal: Reapply (S1)
+
+
+@dataclass(frozen=True, slots=True)
+class Holders:
+    """The reasons that still have holders, and those that lost all of them."""
+
+    kept: dict[Reason, list[str]]
+    dropped: list[Reason]
+
+
+def holders(reasons: Mapping[Reason, Iterable[str]], facts: Mapping[str, TargetFacts]) -> Holders:
+    """D2: keep each reason's GitTargets that still hold it."""
+    kept: dict[Reason, list[str]] = {}
+    dropped: list[Reason] = []
+    for reason, uids in reasons.items():
+        still = [u for u in uids if _holds(facts.get(u), reason)]
+        if still:
+            kept[reason] = sorted(still)
+        else:
+            dropped.append(reason)
+    return Holders(kept, dropped)
+
+
+def _holds(fact: TargetFacts | None, reason: Reason) -> bool:
+    if fact is None or not (
+        fact.exists and fact.names_applier and fact.on_branch and fact.admitted
+    ):
+        return False
+    return fact.consents if reason == "Refusal" else True
+
+
+def stale(
+    commit: str, tip: str | None, pending_total: int, windows_open: int, push_in_flight: bool
+) -> str | None:
+    """D3: why the request may not be stamped now, or None when it may."""
+    if tip != commit:
+        return f"the branch tip moved to {tip or 'nothing'}"
+    if pending_total or windows_open or push_in_flight:
+        return "writes are pending on the branch"
+    return None
+
+
+def revision_commit(revision: str) -> str:
+    """The commit of a Flux artifact revision ``[<ref>@]<algo>:<hex>`` (facts F2)."""
+    _, _, digest = revision.rpartition("@")
+    return digest.partition(":")[2] if ":" in digest else digest
+
+
+Plan = Literal["stamp-source", "stamp-kustomization", "nothing"]
+
+
+def flux_plan(reasons: Iterable[Reason], artifact_revision: str, commit: str) -> Plan:
+    """D4: stamp the GitRepository when its artifact lacks the commit; else only a Refusal
+    stamps the Kustomization (to revert drift at an unchanged commit). Never both."""
+    if revision_commit(artifact_revision) != commit:
+        return "stamp-source"
+    return "stamp-kustomization" if "Refusal" in set(reasons) else "nothing"
+
+
+def flux_handled(
+    plan: Plan, stamp: str, commit: str, handled_at: str, attempted_revision: str
+) -> bool:
+    """D6: the Kustomization finished our request.
+
+    A Kustomization stamp is handled when ``lastHandledReconcileAt`` carries it; a source stamp
+    when the Kustomization attempted the new revision.
+    """
+    if plan == "stamp-kustomization":
+        return handled_at == stamp
+    if plan == "stamp-source":
+        return revision_commit(attempted_revision) == commit
+    return True

@@ -1,0 +1,116 @@
+"""Receiver store behaviour that must hold on fakeredis and on real Redis alike (R4, R5).
+
+Included by ``test_store_fake.py`` (unit tier) and ``tests/integration/receiver/
+test_store_redis.py``; each supplies a ``store`` fixture (a client and a fresh key prefix).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from shared.model.ids import Branch
+from shared.model.notices import Notice
+from shared.model.receivers import PushNotice, ReceiverRecord, webhook_digest
+from shared.store.keys import Keys
+from shared.store.notice_reader import NoticeReader
+from shared.store.notices import SEEN_FOR, NoticeWriter
+from shared.store.receivers import ReceiverDirectory
+
+URL = "https://git.example.com/team/apps.git"
+
+
+@dataclass
+class StoreUnderTest:
+    client: redis.Redis
+    keys: Keys
+
+
+def _notice(branch: str = "main", delivery: str = "d-1", after: str = "a" * 40) -> PushNotice:
+    return PushNotice(
+        "team/gp", "github", URL, branch, f"refs/heads/{branch}", after, delivery, 100.0
+    )
+
+
+def _stream(store: StoreUnderTest, branch: str = "main") -> list[Notice]:
+    reader = NoticeReader(store.client, store.keys)
+    return reader.read(Branch(URL, branch).key, count=10_000)
+
+
+def test_publish_lookup_forget_a_receiver(store: StoreUnderTest) -> None:
+    """The watcher publishes receiver:{digest}; the receiver finds it by the path digest."""
+    directory = ReceiverDirectory(store.client, store.keys)
+    record = ReceiverRecord("team", "gp", "gitea", "hook-token", URL, ("main",))
+    digest = webhook_digest(b"token", "gp", "team")
+    assert directory.lookup(digest) is None
+    directory.publish(digest, record)
+    assert directory.lookup(digest) == record
+    assert directory.published() == {digest}
+    directory.forget(digest)
+    assert directory.lookup(digest) is None and directory.published() == set()
+
+
+def test_an_unreadable_record_is_no_receiver(store: StoreUnderTest) -> None:
+    """A record written by another version (or damaged) answers 404, never a crash."""
+    store.client.set(store.keys.receiver("ab" * 32), "{not json")
+    assert ReceiverDirectory(store.client, store.keys).lookup("ab" * 32) is None
+
+
+def test_a_delivery_is_stored_once(store: StoreUnderTest) -> None:
+    """R4: a delivery id seen before stores no second notice."""
+    writer = NoticeWriter(store.client, store.keys)
+    assert writer.store("team/gp", "d-1", [_notice()]) is True
+    assert writer.store("team/gp", "d-1", [_notice(after="b" * 40)]) is False
+    notices = _stream(store)
+    assert [(n.delivery, n.after) for n in notices] == [("d-1", "a" * 40)]
+
+
+def test_the_guard_expires_after_a_day(store: StoreUnderTest) -> None:
+    """R4 (keys.py): the replay guard has a TTL of a day, so it never accumulates."""
+    writer = NoticeWriter(store.client, store.keys)
+    writer.store("team/gp", "d-1", [_notice()])
+    ttl = store.client.ttl(writer.guard_key("team/gp", "d-1"))
+    assert SEEN_FOR.total_seconds() - 5 <= int(ttl) <= SEEN_FOR.total_seconds()  # type: ignore[arg-type]
+
+
+def test_the_same_id_at_two_providers_is_two_deliveries(store: StoreUnderTest) -> None:
+    """GitHub gives every hook of one event the same delivery id (github/docs#32822)."""
+    writer = NoticeWriter(store.client, store.keys)
+    assert writer.store("team/gp", "same", [_notice()]) is True
+    assert writer.store("other/gp", "same", [_notice()]) is True
+    assert len(_stream(store)) == 2
+
+
+def test_several_branches_are_stored_together(store: StoreUnderTest) -> None:
+    """One delivery naming two used branches writes both notices in one step."""
+    writer = NoticeWriter(store.client, store.keys)
+    assert writer.store("team/gp", "d-2", [_notice("main", "d-2"), _notice("staging", "d-2")])
+    assert len(_stream(store, "main")) == 1 and len(_stream(store, "staging")) == 1
+
+
+def test_without_a_delivery_id_every_delivery_is_stored(store: StoreUnderTest) -> None:
+    """A host that sends no id cannot be told apart from a new push: store each."""
+    writer = NoticeWriter(store.client, store.keys)
+    assert writer.store("team/gp", "", [_notice(delivery="")])
+    assert writer.store("team/gp", "", [_notice(delivery="")])
+    assert len(_stream(store)) == 2
+
+
+def test_streams_are_bounded(store: StoreUnderTest) -> None:
+    """R4 / architecture: the notices stream has a bounded length (MAXLEN ~)."""
+    writer = NoticeWriter(store.client, store.keys, max_len=10)
+    for i in range(300):
+        writer.store("team/gp", f"d-{i}", [_notice(delivery=f"d-{i}")])
+    length = int(store.client.xlen(store.keys.branch_notices(Branch(URL, "main").key)))  # type: ignore[arg-type]
+    assert 10 <= length < 300
+
+
+def test_long_delivery_ids_are_hashed_into_short_keys(store: StoreUnderTest) -> None:
+    """Delivery ids are the sender's choice; keys stay short, replays still match."""
+    writer = NoticeWriter(store.client, store.keys)
+    long_id = "x" * 5000
+    assert writer.guard_key("team/gp", long_id) != writer.guard_key("team/gp", "x" * 4999)
+    assert len(writer.guard_key("team/gp", long_id)) < 200
+    assert writer.store("team/gp", long_id, [_notice()]) is True
+    assert writer.store("team/gp", long_id, [_notice()]) is False
