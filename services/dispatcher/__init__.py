@@ -1,0 +1,1 @@
+"""The dispatcher: rq workers that make one apply attempt per job and report one outcome (D1-D6)."""

@@ -26,6 +26,18 @@ JOB_TIMEOUT_S = 360
 RESULT_TTL_S = 600
 FAILURE_TTL_S = 86_400
 _SAFE = re.compile(r"[^A-Za-z0-9_-]")
+#: How long a token's outcome guard lives: far past any attempt's deadline.
+OUTCOME_GUARD_TTL_S = 86_400
+
+# KEYS[1] the token's outcome guard, KEYS[2] the branch's outcomes stream; ARGV[1] guard TTL,
+# then the outcome's field/value pairs. Adds the outcome only the first time; returns 1 or 0.
+_REPORT_ONCE = """
+if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', '10000', '*', unpack(ARGV, 2))
+  return 1
+end
+return 0
+"""
 
 
 def job_id(token: str) -> str:
@@ -40,6 +52,7 @@ class Attempts:
         self._r = client
         self._keys = keys
         self._queue_name = queue
+        self._report_once = client.register_script(_REPORT_ONCE)
 
     def queue(self) -> Queue:
         """The rq queue (rq needs a client that does not decode responses)."""
@@ -64,6 +77,14 @@ class Attempts:
             description=f"{request.applier.kind} {request.applier.namespace}/"
             f"{request.applier.name} {'+'.join(request.reasons)} @ {request.commit[:8]}",
         )
+
+    def report_once(self, bk: BranchKey, outcome: AttemptOutcome) -> bool:
+        """Report a token's outcome unless one was reported already; True when this one was."""
+        keys = [self._keys.outcome_guard(outcome.token), self._keys.branch_outcomes(bk)]
+        args: list[str | int] = [OUTCOME_GUARD_TTL_S]
+        for name, value in outcome.to_fields().items():
+            args += [name, value]
+        return bool(self._report_once(keys=keys, args=args))
 
     def report(self, bk: BranchKey, outcome: AttemptOutcome) -> None:
         """The dispatcher's one outcome for a token, onto the branch's outcomes stream."""

@@ -15,6 +15,8 @@ each does or does not expire:
 - ``target:{uid}``: a GitTarget's published config and refusal state (deleted with it);
   ``branch:{bk}:targets``: the uids writing to a branch.
 - ``applier:{ak}``: obligations (no TTL: dropped when empty).
+- ``outcome:{token}``: guard that makes a token's outcome unique (TTL: a day, far past any
+  attempt's deadline).
 - ``ledger:{uid}``: status.applier per GitTarget incarnation (deleted with the GitTarget).
 - ``receiver:delivery:{provider}:{id}``: replay guard (TTL: a day, longer than any host retries).
 - ``receiver:{digest}``: a GitProvider's webhook receiver as the watcher publishes it (no TTL:
@@ -93,6 +95,10 @@ class Keys:
     def applier(self, ak: ApplierKey) -> str:
         """What an applier is owed, the attempt out, and its backoff (A1-A5)."""
         return self._k("applier", ak)
+
+    def outcome_guard(self, token: str) -> str:
+        """Set once when a token's outcome is reported, so there is never a second (D1)."""
+        return self._k("outcome", token)
 
     def ledger(self, uid: GitTargetUid) -> str:
         """status.applier of one GitTarget incarnation (S3)."""

@@ -1,0 +1,72 @@
+"""What an attempt reads, just before it acts: the GitTargets (D2) and the branch (D3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from shared.decide.attempt import TargetFacts
+from shared.decide.selectors import admits
+from shared.kube.crds import CrdReader
+from shared.model.config import ApplierRef
+from shared.model.crds import ClusterProviderView, GitProviderView, GitTargetView
+from shared.model.ids import normalise_url
+from shared.model.requests import ApplyRequest
+
+
+def _same_applier(a: ApplierRef | None, b: ApplierRef) -> bool:
+    return a is not None and (a.kind, a.namespace, a.name, a.cluster_provider) == (
+        b.kind,
+        b.namespace,
+        b.name,
+        b.cluster_provider,
+    )
+
+
+def target_facts(request: ApplyRequest, reader: CrdReader) -> dict[str, TargetFacts]:
+    """D2: each GitTarget the request names, read again now."""
+    wanted = {uid for uids in request.reasons.values() for uid in uids}
+    targets = {t.meta.uid: t for t in reader.git_targets() if t.meta.uid in wanted}
+    providers = {(p.meta.namespace, p.meta.name): p for p in reader.git_providers()}
+    clusters = {c.meta.name: c for c in reader.cluster_providers()}
+    labels = reader.namespace_labels()
+    world = _World(providers, clusters, labels)
+    return {uid: _facts(uid, targets.get(uid), request, world) for uid in wanted}
+
+
+@dataclass(frozen=True, slots=True)
+class _World:
+    providers: Mapping[tuple[str, str], GitProviderView]
+    clusters: Mapping[str, ClusterProviderView]
+    labels: Mapping[str, Mapping[str, str]]
+
+
+def _facts(
+    uid: str, target: GitTargetView | None, request: ApplyRequest, world: _World
+) -> TargetFacts:
+    if target is None:
+        return TargetFacts(uid, False, False, False, False, False)
+    provider = world.providers.get((target.meta.namespace, target.provider))
+    on_branch = (
+        provider is not None
+        and target.branch == request.branch
+        and (normalise_url(provider.url) == normalise_url(request.url))
+    )
+    cluster = world.clusters.get(request.applier.cluster_provider)
+    admitted = cluster is not None and admits(
+        cluster.access_from, target.meta.namespace, world.labels.get(target.meta.namespace, {})
+    )
+    return TargetFacts(
+        uid,
+        True,
+        _same_applier(target.applier, request.applier),
+        on_branch,
+        admitted,
+        target.on_refusal == "Reapply",
+    )
+
+
+def target_views(request: ApplyRequest, reader: CrdReader) -> dict[str, GitTargetView]:
+    """The live GitTargets of the request, by uid (for Events and the ledger)."""
+    wanted = {uid for uids in request.reasons.values() for uid in uids}
+    return {t.meta.uid: t for t in reader.git_targets() if t.meta.uid in wanted}

@@ -1,0 +1,140 @@
+"""The rq job: ``attempt(request_json)`` makes one attempt and reports exactly one outcome (D1).
+
+The job is what rq runs for each request the branch worker enqueues (by this module path,
+``services.dispatcher.jobs.attempt``). Its connections are built once per dispatcher process
+(``_context``), since every job of the process talks to the same Redis and clusters.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from services.dispatcher import attempt as attempts
+from services.dispatcher import metrics
+from services.dispatcher.facts import target_views
+from shared.decide.obligations import Reason
+from shared.git.auth import http_auth_env
+from shared.git.remote import ls_remote
+from shared.kube.clients import ClientFactory
+from shared.kube.crds import CrdReader
+from shared.kube.flux import FluxClient
+from shared.kube.kinds import GIT_TARGETS
+from shared.kube.status import StatusWriter
+from shared.model.ids import BranchKey
+from shared.model.requests import ApplyRequest, AttemptOutcome
+from shared.settings import Settings
+from shared.store.attempts import Attempts
+from shared.store.branch_state import BranchStates
+from shared.store.config import ConfigStore
+from shared.store.connection import connect
+from shared.store.keys import Keys
+from shared.store.ledger import Ledger
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """One dispatcher process's connections."""
+
+    settings: Settings
+    attempts: Attempts
+    states: BranchStates
+    configs: ConfigStore
+    ledger: Ledger
+    clusters: ClientFactory
+
+
+@functools.cache
+def _context() -> Context:
+    settings = Settings.from_env()
+    client = connect(settings.redis_url, client_name="dispatcher")
+    keys = Keys(settings.key_prefix)
+    return Context(
+        settings,
+        Attempts(client, keys, settings.apply_queue),
+        BranchStates(client, keys),
+        ConfigStore(client, keys),
+        Ledger(client, keys),
+        ClientFactory(settings, time.time),
+    )
+
+
+def _pause(seconds: float) -> None:
+    """Between two reads of the applier's status: an interruptible wait, not a busy loop."""
+    threading.Event().wait(seconds)
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def attempt(request_json: str) -> str:
+    """Make one attempt; returns the outcome's name (also kept by rq for the dashboard)."""
+    ctx = _context()
+    request = ApplyRequest.from_json(request_json)
+    outcome = attempts.run(request, ports(ctx))
+    finish(ctx, request, outcome)
+    return outcome.outcome
+
+
+def ports(ctx: Context) -> attempts.Ports:
+    """The attempt's view of the world, for this process."""
+    local = ctx.clusters.local()
+    reader = CrdReader(local.client)
+
+    def flux_for(name: str) -> FluxClient:
+        found = [c for c in reader.cluster_providers() if c.meta.name == name]
+        cluster = ctx.clusters.for_provider(found[0]) if found else local
+        return FluxClient(cluster.client)
+
+    def tip(request: ApplyRequest) -> str | None:
+        config = ctx.configs.branch(BranchKey(request.branch_key))
+        secret = (
+            reader.secret_data(config.provider_namespace, config.secret_name)
+            if config and config.secret_name
+            else None
+        )
+        return ls_remote(request.url, request.branch, http_auth_env(secret or {}))
+
+    def stamped(request: ApplyRequest, reasons: dict[Reason, list[str]], plan: str) -> None:
+        writer = StatusWriter(local.client, "gitops-reverser-dispatcher", time.time)
+        message = (
+            f"{'+'.join(reasons)} at {request.commit[:12]}: asked {request.applier.kind} "
+            f"{request.applier.namespace}/{request.applier.name} ({plan})"
+        )
+        for view in target_views(request, reader).values():
+            writer.record_event(GIT_TARGETS, view.meta, "Normal", "ApplyRequested", message)
+
+    return attempts.Ports(
+        reader,
+        flux_for,
+        tip,
+        lambda bk: ctx.states.read(BranchKey(bk)),
+        stamped,
+        time.time,
+        _pause,
+    )
+
+
+def finish(ctx: Context, request: ApplyRequest, outcome: AttemptOutcome) -> None:
+    """Report the one outcome, record it in the ledger (S3) and count it (O1)."""
+    if not ctx.attempts.report_once(BranchKey(request.branch_key), outcome):
+        return  # an outcome for this token exists already: never a second one
+    uids = {uid for held in request.reasons.values() for uid in held}
+    ctx.ledger.record(
+        uids,
+        {
+            "reasons": sorted(request.reasons),
+            "commit": request.commit,
+            "token": request.token,
+            "sentAt": _iso(request.sent_at),
+            "finishedAt": _iso(outcome.finished_at),
+            "outcome": outcome.outcome,
+            "message": outcome.message[:1000],
+        },
+    )
+    for reason in request.reasons:
+        metrics.APPLY_REQUESTS.labels(request.applier.kind.lower(), reason, outcome.outcome).inc()

@@ -1,0 +1,322 @@
+"""One attempt against the sandbox: the API double, the Flux doubles, the Git host, real Redis.
+
+D2 (GitTargets read again), D3 (stale), D4 (what is stamped), D6 (delivered when Flux handled
+it), D1 (one outcome per token), S4 (ApplyRequested Events), S3 (the ledger).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from kubernetes import client
+
+from sandbox.flux import FluxControllers
+from sandbox.githost import GitHost
+from sandbox.kube.server import KubeApiServer
+from sandbox.paths import all_crd_files
+from services.dispatcher import attempt as attempts
+from services.dispatcher.jobs import Context, finish, ports
+from shared.kube.clients import ClientFactory
+from shared.model.config import ApplierRef, BranchConfig
+from shared.model.ids import Branch, GitTargetUid
+from shared.model.requests import ApplyRequest, AttemptOutcome
+from shared.settings import Settings
+from shared.store.attempts import Attempts
+from shared.store.branch_state import BranchStates
+from shared.store.config import ConfigStore
+from shared.store.keys import Keys
+from shared.store.leases import Leases
+from shared.store.ledger import Ledger
+
+pytestmark = pytest.mark.integration
+
+NS = "team"
+GROUP = "gitopsreverser.io"
+
+
+def _git(*args: str, cwd: Path | None = None) -> str:
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@x",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@x",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(cwd or "/tmp"),
+    }
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True, timeout=30
+    )
+    return done.stdout.strip()
+
+
+@dataclass
+class World:
+    kube: KubeApiServer
+    host: GitHost
+    flux: FluxControllers
+    url: str
+    clone: Path
+    ctx: Context
+    custom: client.CustomObjectsApi
+    core: client.CoreV1Api
+    redis: redis.Redis
+    keys: Keys
+
+    def push(self, path: str, text: str) -> str:
+        (self.clone / path).parent.mkdir(parents=True, exist_ok=True)
+        (self.clone / path).write_text(text)
+        _git("add", "-A", cwd=self.clone)
+        _git("commit", "-qm", f"edit {path}", cwd=self.clone)
+        _git("push", "-q", "origin", "HEAD:main", cwd=self.clone)
+        return _git("rev-parse", "HEAD", cwd=self.clone)
+
+    def create(self, group: str, version: str, plural: str, body: dict[str, Any]) -> Any:
+        return self.custom.create_namespaced_custom_object(group, version, NS, plural, body)
+
+    def target_uid(self) -> str:
+        obj = self.custom.get_namespaced_custom_object(GROUP, "v1alpha1", NS, "gittargets", "gt")
+        return str(obj["metadata"]["uid"])
+
+    def request(self, reasons: dict[str, list[str]], commit: str) -> ApplyRequest:
+        bk = Branch(self.url, "main").key
+        return ApplyRequest(
+            uuid.uuid4().hex,
+            bk,
+            self.url,
+            "main",
+            commit,
+            reasons,  # type: ignore[arg-type]
+            ApplierRef("Kustomization", NS, "apps", "default"),
+            time.time(),
+        )
+
+    def run(self, request: ApplyRequest) -> AttemptOutcome:
+        outcome = attempts.run(request, ports(self.ctx))
+        finish(self.ctx, request, outcome)
+        return outcome
+
+    def source(self) -> dict[str, Any]:
+        return self.custom.get_namespaced_custom_object(
+            "source.toolkit.fluxcd.io", "v1", NS, "gitrepositories", "repo"
+        )
+
+    def kustomization(self) -> dict[str, Any]:
+        return self.custom.get_namespaced_custom_object(
+            "kustomize.toolkit.fluxcd.io", "v1", NS, "kustomizations", "apps"
+        )
+
+
+CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team\ndata:\n  v: '{v}'\n"
+
+
+@pytest.fixture
+def world(tmp_path: Path, redis_client: redis.Redis, key_prefix: str) -> Iterator[World]:
+    kube = KubeApiServer(all_crd_files(), bookmark_interval=0.2)
+    kube.start()
+    host = GitHost(tmp_path / "git")
+    host.start()
+    url = host.create_repo("apps", files={"apps/cm.yaml": CM.format(v=1).encode()})
+    clone = tmp_path / "clone"
+    _git("clone", "-q", url, str(clone))
+    api = kube.api_client()
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
+    flux = FluxControllers(kube.api_client(), tmp_path / "flux")
+    settings = Settings.from_env(
+        {
+            "GITOPS_REVERSER_REDIS_URL": Settings.from_env().redis_url,
+            "GITOPS_REVERSER_KEY_PREFIX": key_prefix,
+        }
+    )
+    keys = Keys(key_prefix)
+    ctx = Context(
+        settings,
+        Attempts(redis_client, keys, f"{key_prefix}-q"),
+        BranchStates(redis_client, keys),
+        ConfigStore(redis_client, keys),
+        Ledger(redis_client, keys),
+        ClientFactory(settings, time.time, local=kube.api_client()),
+    )
+    w = World(kube, host, flux, url, clone, ctx, custom, core, redis_client, keys)
+    _objects(w)
+    flux.start()
+    w.flux.log.wait_applied(NS, "apps", f"main@sha1:{_git('rev-parse', 'HEAD', cwd=clone)}", 20)
+    yield w
+    flux.stop()
+    host.stop()
+    kube.stop()
+
+
+def _objects(w: World) -> None:
+    w.create(
+        GROUP,
+        "v1alpha1",
+        "gitproviders",
+        {
+            "apiVersion": f"{GROUP}/v1alpha1",
+            "kind": "GitProvider",
+            "metadata": {"name": "gp"},
+            "spec": {"url": w.url, "allowedBranches": ["main"]},
+        },
+    )
+    w.create(
+        GROUP,
+        "v1alpha1",
+        "gittargets",
+        {
+            "apiVersion": f"{GROUP}/v1alpha1",
+            "kind": "GitTarget",
+            "metadata": {"name": "gt"},
+            "spec": {
+                "providerRef": {"name": "gp"},
+                "branch": "main",
+                "path": "apps",
+                "onRefusal": "Reapply",
+                "applier": {"kustomizationRef": {"name": "apps", "namespace": NS}},
+            },
+        },
+    )
+    w.custom.create_cluster_custom_object(
+        GROUP,
+        "v1alpha1",
+        "clusterproviders",
+        {
+            "apiVersion": f"{GROUP}/v1alpha1",
+            "kind": "ClusterProvider",
+            "metadata": {"name": "default"},
+            "spec": {"accessFrom": {"selector": {}}},
+        },
+    )
+    w.create(
+        "source.toolkit.fluxcd.io",
+        "v1",
+        "gitrepositories",
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": "repo"},
+            "spec": {"url": w.url, "interval": "24h", "ref": {"branch": "main"}},
+        },
+    )
+    w.create(
+        "kustomize.toolkit.fluxcd.io",
+        "v1",
+        "kustomizations",
+        {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "apps"},
+            "spec": {
+                "interval": "24h",
+                "path": "./apps",
+                "prune": True,
+                "sourceRef": {"kind": "GitRepository", "name": "repo"},
+            },
+        },
+    )
+    w.ctx.configs.publish_branch(BranchConfig(w.url, "main", NS, "gp"))
+
+
+def _quiet(w: World, tip: str) -> None:
+    lease = Leases(w.redis, w.keys, 60_000).acquire(Branch(w.url, "main").key, "t")
+    assert lease is not None
+    w.ctx.states.publish(lease, {"observed_tip": tip, "windows_open": 0, "push_in_flight": 0})
+
+
+def test_a_foreign_commit_stamps_the_source_and_is_delivered_once_applied(world: World) -> None:
+    commit = world.push("apps/cm.yaml", CM.format(v=2))
+    _quiet(world, commit)
+    uid = world.target_uid()
+    request = world.request({"ForeignCommit": [uid]}, commit)
+    outcome = world.run(request)
+    assert outcome.outcome == "Delivered", outcome.message
+    annotations = world.source()["metadata"]["annotations"]
+    assert annotations["reconcile.fluxcd.io/requestedAt"] == request.token
+    assert "reconcile.fluxcd.io/requestedAt" not in (
+        world.kustomization()["metadata"].get("annotations") or {}
+    ), "never both objects"
+    assert world.kustomization()["status"]["lastAttemptedRevision"] == f"main@sha1:{commit}"
+    assert world.core.read_namespaced_config_map("app", NS).data == {"v": "2"}
+    events = world.core.list_namespaced_event(NS).items
+    assert any(e.reason == "ApplyRequested" and "ForeignCommit" in e.message for e in events)
+    last, _ = world.ctx.ledger.last_request(GitTargetUid(uid))
+    assert last is not None and last["outcome"] == "Delivered" and last["token"] == request.token
+    assert not world.ctx.attempts.report_once(
+        request.branch_key,  # type: ignore[arg-type]
+        AttemptOutcome(request.token, "Failed"),
+    )
+    assert len(world.ctx.attempts.outcomes(request.branch_key)) == 1  # type: ignore[arg-type]
+
+
+def test_a_moved_tip_is_stale_and_stamps_nothing(world: World) -> None:
+    decided = world.push("apps/cm.yaml", CM.format(v=3))
+    newer = world.push("apps/cm.yaml", CM.format(v=4))
+    _quiet(world, newer)
+    outcome = world.run(world.request({"ForeignCommit": [world.target_uid()]}, decided))
+    assert outcome.outcome == "Stale"
+    assert "reconcile.fluxcd.io/requestedAt" not in (
+        world.source()["metadata"].get("annotations") or {}
+    )
+
+
+def test_a_pending_write_is_stale(world: World) -> None:
+    commit = world.push("apps/cm.yaml", CM.format(v=5))
+    _quiet(world, commit)
+    lease = Leases(world.redis, world.keys, 60_000)
+    holder = lease.holder(Branch(world.url, "main").key)
+    assert holder is not None
+    token = int(holder.split("|")[1])
+    from shared.store.leases import Lease
+
+    world.ctx.states.publish(Lease(Branch(world.url, "main").key, "t", token), {"pending:t": 2})
+    outcome = world.run(world.request({"ForeignCommit": [world.target_uid()]}, commit))
+    assert outcome.outcome == "Stale" and "pending" in outcome.message
+
+
+def test_a_source_on_another_branch_is_a_source_mismatch(world: World) -> None:
+    world.custom.patch_namespaced_custom_object(
+        "source.toolkit.fluxcd.io",
+        "v1",
+        NS,
+        "gitrepositories",
+        "repo",
+        {"spec": {"ref": {"branch": "other"}}},
+    )
+    commit = world.push("apps/cm.yaml", CM.format(v=6))
+    _quiet(world, commit)
+    outcome = world.run(world.request({"ForeignCommit": [world.target_uid()]}, commit))
+    assert outcome.outcome == "Failed" and outcome.message.startswith("SourceMismatch")
+    assert "reconcile.fluxcd.io/requestedAt" not in (
+        world.source()["metadata"].get("annotations") or {}
+    )
+
+
+def test_a_deleted_gittarget_leaves_nothing_to_ask(world: World) -> None:
+    uid = world.target_uid()
+    world.custom.delete_namespaced_custom_object(GROUP, "v1alpha1", NS, "gittargets", "gt")
+    commit = world.push("apps/cm.yaml", CM.format(v=7))
+    _quiet(world, commit)
+    outcome = world.run(world.request({"ForeignCommit": [uid]}, commit))
+    assert outcome.outcome == "NothingToAsk" and outcome.dropped == ["ForeignCommit"]
+
+
+def test_a_refusal_at_an_unchanged_commit_stamps_the_kustomization_and_reverts(
+    world: World,
+) -> None:
+    tip = _git("rev-parse", "HEAD", cwd=world.clone)
+    _quiet(world, tip)
+    world.core.patch_namespaced_config_map("app", NS, {"data": {"v": "drift"}})
+    request = world.request({"Refusal": [world.target_uid()]}, tip)
+    outcome = world.run(request)
+    assert outcome.outcome == "Delivered", outcome.message
+    status = world.kustomization()["status"]
+    assert status["lastHandledReconcileAt"] == request.token
+    assert world.core.read_namespaced_config_map("app", NS).data == {"v": "1"}
