@@ -114,7 +114,10 @@ class World:
         )
 
 
-CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team\ndata:\n  v: '{v}'\n"
+CM = (
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team\n"
+    "data:\n  v: '{v}'\n"
+)
 
 
 @pytest.fixture
