@@ -127,7 +127,16 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-flux", action="store_true", help="do not run the Flux controllers")
     run.set_defaults(func=up)
+    demo = sub.add_parser("demo", help="run the product on the sandbox: an edit and a push")
+    demo.add_argument("--dir", default=".demo", help="where everything goes (wiped first)")
+    demo.set_defaults(func=_demo)
     return top
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from sandbox.demo import main as demo_main  # the demo imports this module
+
+    return demo_main(["--dir", args.dir])
 
 
 def main(argv: list[str] | None = None) -> int:
