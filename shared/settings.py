@@ -71,6 +71,15 @@ class Settings:
     work_dir: str = "/tmp/gitops-reverser"
     #: Longest a commit window stays open while writes keep coming (M6).
     max_window: timedelta = timedelta(seconds=60)
+    #: Longest one ApplierConfigured check may take (S2); a check that overruns reports
+    #: Unknown/CheckTimedOut instead of holding up the reconcile pass.
+    applier_check_deadline: timedelta = timedelta(seconds=10)
+    #: Shortest GitRepository ``spec.interval`` that counts as "does not fetch on its own"
+    #: (S2): the product wakes the source when it wants, so the interval is only a backstop.
+    min_source_interval: timedelta = timedelta(hours=1)
+    #: How often the watcher re-reads the ledger to publish ``status.applier`` (O6): one
+    #: Redis round trip per pass, so a request shows in status within seconds.
+    applier_status_period: timedelta = timedelta(seconds=2)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -101,7 +110,13 @@ class Settings:
             raise SettingsError(f"{PREFIX}NAMESPACE must not be empty")
         if not _is_bind(self.receiver_bind):
             raise SettingsError(f"{PREFIX}RECEIVER_BIND must be HOST:PORT")
-        durations = (self.steady_tick, self.lease_period, self.reconcile_period)
+        durations = (
+            self.steady_tick,
+            self.lease_period,
+            self.reconcile_period,
+            self.applier_check_deadline,
+            self.applier_status_period,
+        )
         if any(value <= timedelta(0) for value in durations):
             raise SettingsError("durations must be positive")
 
@@ -163,6 +178,9 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "apply_queue": str,
     "work_dir": str,
     "max_window": _duration,
+    "applier_check_deadline": _duration,
+    "min_source_interval": _duration,
+    "applier_status_period": _duration,
 }
 #: Variables of the test tooling that share the prefix but configure no process.
 _TOOLING = frozenset({PREFIX + "SHARED_DIR"})

@@ -26,6 +26,7 @@ from shared.settings import Settings, SettingsError
 from shared.store.config import ConfigStore
 from shared.store.connection import connect
 from shared.store.keys import Keys
+from shared.store.ledger import Ledger
 from shared.store.streams import EventStream
 from shared.store.watches import WatchState
 
@@ -64,6 +65,7 @@ def _parts(settings: Settings) -> WatcherParts:
         state=WatchState(redis_client, keys),
         factory=ClientFactory(settings, clock=time.time),
         metrics=WatcherMetrics(),
+        ledger=Ledger(redis_client, keys),
     )
 
 

@@ -1,7 +1,8 @@
 """The watcher process: reconcile passes on a period, and the watches they ask for.
 
 ``Watcher.run`` reconciles every ``Settings.reconcile_period`` until ``stop`` is set, then
-stops every watch after the event in hand. ``Watcher.run_burst`` makes one pass, lets every
+stops every watch after the event in hand; a light thread publishes ``status.applier`` from
+the ledger in between (O6). ``Watcher.run_burst`` makes one pass, lets every
 watch list or resume and drain until a short watch request sees nothing new, and returns
 (tests and ``--burst``, like rq's ``work(burst=True)``).
 """
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.watcher.metrics import WatcherMetrics
-from services.watcher.reconcile import Plan, Reconciler
+from services.watcher.reconcile import AppliersSetup, Plan, Reconciler
 from services.watcher.supervisor import Supervisor
 from services.watcher.watching import WatchDeps, WatchWorker
 from shared.decide.watches import WatchSpec
@@ -24,6 +25,7 @@ from shared.kube.clients import ClientFactory
 from shared.model.ids import GitTargetUid
 from shared.settings import Settings
 from shared.store.config import ConfigStore
+from shared.store.ledger import Ledger
 from shared.store.streams import EventStream
 from shared.store.watches import WatchState
 
@@ -46,6 +48,7 @@ class WatcherParts:
     state: WatchState
     factory: ClientFactory
     metrics: WatcherMetrics
+    ledger: Ledger
     clock: Callable[[], float] = time.time
 
 
@@ -64,7 +67,12 @@ class Watcher:
             burst=burst,
         )
         self._reconciler = Reconciler(
-            parts.factory, parts.config, parts.state, parts.metrics, parts.clock
+            parts.factory,
+            parts.config,
+            parts.state,
+            parts.metrics,
+            parts.clock,
+            appliers=AppliersSetup(parts.settings, parts.ledger),
         )
         self._supervisor = Supervisor(self._worker)
         self._clients: dict[str, KubeClient] = {}
@@ -92,15 +100,36 @@ class Watcher:
             self._supervisor.stop_all()
         return plan
 
+    def publish_applier_status(self) -> int:
+        """One light pass (O6): publish ``status.applier`` where the ledger moved."""
+        return self._reconciler.publish_applier_status()
+
+    def _applier_status_loop(self) -> None:
+        period = self._parts.settings.applier_status_period.total_seconds()
+        while not self.stop_event.wait(period):
+            try:
+                self.publish_applier_status()
+            except Exception:  # the outermost loop of its thread: retried next period
+                logger.exception("status.applier pass failed")
+
     def run(self) -> None:
-        """Reconcile on a period until ``stop_event`` is set, then stop every watch."""
+        """Reconcile on a period until ``stop_event`` is set, then stop every watch.
+
+        Beside the passes, a thread publishes ledger changes every
+        ``Settings.applier_status_period`` (O6).
+        """
         period = self._parts.settings.reconcile_period.total_seconds()
+        light = threading.Thread(
+            target=self._applier_status_loop, name="applier-status", daemon=True
+        )
+        light.start()
         while not self.stop_event.is_set():
             try:
                 self.reconcile_once()
             except Exception:  # the outermost loop: a failed pass is retried next period
                 logger.exception("reconcile pass failed")
             self.stop_event.wait(period)
+        light.join()
         self._supervisor.stop_all()
 
     def request_stop(self) -> None:
@@ -110,4 +139,5 @@ class Watcher:
     def close(self) -> None:
         """Stop every watch and release the clients."""
         self._supervisor.stop_all()
+        self._reconciler.close()
         self._parts.factory.close()

@@ -3,8 +3,10 @@
 The pass lists ClusterProviders, GitProviders, GitTargets, WatchRules and Namespaces from the
 cluster we run in, then in order: reaches each ClusterProvider's cluster (its discovery is
 what rules resolve against), probes each GitProvider, validates each GitTarget and publishes
-the served ones' config, reports each WatchRule, and computes the watches the served
-GitTargets' rules ask for. Performing them is the caller's job (``services.watcher.app``).
+the served ones' config (checking each one's applier, S2), publishes ``status.applier``
+from the ledger (S3), reports each WatchRule, and computes the watches the served
+GitTargets' rules ask for; performing them is the caller's job (``services.watcher.app``).
+Between passes, ``publish_applier_status`` publishes ledger changes on their own (O6).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from services.watcher.applier_status import ApplierStatus
+from services.watcher.appliers import ApplierChecker
 from services.watcher.clusters import reconcile_clusters
 from services.watcher.metrics import WatcherMetrics
 from services.watcher.probe import Prober
@@ -31,11 +35,21 @@ from shared.model.crds import (
     WatchRuleView,
 )
 from shared.model.ids import GitTargetUid
+from shared.settings import Settings
 from shared.store.config import ConfigStore
+from shared.store.ledger import Ledger
 from shared.store.watches import WatchState
 
 #: The component name our Events and status writes carry.
 COMPONENT = "gitops-reverser-watcher"
+
+
+@dataclass(frozen=True, slots=True)
+class AppliersSetup:
+    """What the applier checks and ``status.applier`` need: their settings and the ledger."""
+
+    settings: Settings
+    ledger: Ledger
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +82,8 @@ class Reconciler:
         state: WatchState,
         metrics: WatcherMetrics,
         clock: Callable[[], float],
+        *,
+        appliers: AppliersSetup,
     ) -> None:
         local = factory.local()
         self._factory = factory
@@ -75,7 +91,12 @@ class Reconciler:
         writer = StatusWriter(local.client, COMPONENT, clock)
         self._status = StatusPublisher(writer, metrics, clock)
         self._prober = Prober(clock)
-        self._targets = TargetReconciler(config, state, self._status)
+        self._checker = ApplierChecker.for_settings(
+            appliers.settings.applier_check_deadline.total_seconds(),
+            appliers.settings.min_source_interval.total_seconds(),
+        )
+        self._targets = TargetReconciler(config, state, self._status, self._checker)
+        self._applier_status = ApplierStatus(writer, appliers.ledger)
 
     def read(self) -> Snapshot:
         """List everything a pass needs (KubeError when the local API fails)."""
@@ -100,6 +121,7 @@ class Reconciler:
             namespace_labels=snap.namespace_labels,
         )
         served = self._targets.reconcile(snap.targets, world)
+        self._applier_status.track(snap.targets)
         verdicts = {
             (t.meta.namespace, t.meta.name): (t, verdict_of(t, world)) for t in snap.targets
         }
@@ -112,3 +134,11 @@ class Reconciler:
     def forget_gone(self, live: frozenset[str], busy: set[GitTargetUid]) -> list[GitTargetUid]:
         """Forget GitTargets that are gone, once none of their watches runs any more."""
         return self._targets.forget_gone(live, busy)
+
+    def publish_applier_status(self) -> int:
+        """The light pass of O6: ``status.applier`` of GitTargets whose ledger entry moved."""
+        return self._applier_status.sync()
+
+    def close(self) -> None:
+        """Stop the applier checks' threads."""
+        self._checker.close()

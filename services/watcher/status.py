@@ -1,16 +1,17 @@
 """Publishing conditions: merge, write only on change, and an Event when Ready moves.
 
 Every status write of the watcher goes through ``StatusPublisher.publish``: it keeps the
-conditions other writers own (``ApplierConfigured``), moves ``lastTransitionTime`` only on a
-status change, writes nothing when nothing changed, and records a Kubernetes Event when an
-object's Ready status or reason moved (``Normal`` when Ready, else ``Warning``). A write that
-loses a race (Conflict) is left to the next reconcile.
+conditions it is not asked to set or drop (a GitTarget that no longer names an applier drops
+``ApplierConfigured``), moves ``lastTransitionTime`` only on a status change, writes nothing
+when nothing changed, and records a Kubernetes Event when an object's Ready status or reason
+moved (``Normal`` when Ready, else ``Warning``). A write that loses a race (Conflict) is left
+to the next reconcile.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from services.watcher.metrics import WatcherMetrics
 from shared.decide.conditions import TRUE, Wanted, changed, merge, ready_moved
@@ -39,9 +40,15 @@ class StatusPublisher:
         current: Sequence[Condition],
         wanted: Sequence[Wanted],
         with_events: bool = False,
+        *,
+        drop: Collection[str] = (),
     ) -> bool:
-        """Store the wanted conditions if anything changes; True when a write happened."""
+        """Store the wanted conditions (without the ``drop`` types) if anything changes.
+
+        True when a write happened.
+        """
         merged = merge(current, wanted, meta.generation, self._clock())
+        merged = tuple(c for c in merged if c.type not in drop)
         if not changed(current, merged):
             return False
         where = f"{res.kind} {meta.namespace}/{meta.name}"

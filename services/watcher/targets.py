@@ -2,7 +2,9 @@
 
 For every GitTarget the watcher decides ``Validated`` (``shared.decide.targets``), reflects a
 standing refusal as ``GitPathAccepted=False`` (the branch worker records it with
-``ConfigStore.set_refusal``), writes the Ready trio, and records an Event when Ready moves.
+``ConfigStore.set_refusal``), checks its applier (``ApplierConfigured``, S2, through
+``services.watcher.appliers``; a configuration error stalls it), writes the Ready trio, and
+records an Event when Ready moves.
 A valid GitTarget is *served*: its ``TargetConfig`` and its branch's ``BranchConfig`` are
 published before any of its watches start. When several GitProviders point at one branch
 (the same repository URL), the branch's config comes from the first by namespace and name,
@@ -14,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from services.watcher.appliers import ApplierChecker, ApplierWorld, CheckJob, plan_check
 from services.watcher.clusters import ClusterState
 from services.watcher.providers import ProviderKey
 from services.watcher.status import StatusPublisher
-from shared.decide.conditions import Problem, find
+from shared.decide.conditions import Problem, Wanted
 from shared.decide.targets import (
     APPLIER_CONFIGURED,
     Surroundings,
@@ -29,7 +32,7 @@ from shared.decide.targets import (
 from shared.decide.watches import ServedTarget
 from shared.kube.kinds import GIT_TARGETS
 from shared.model.config import BranchConfig, TargetConfig
-from shared.model.crds import ClusterProviderView, GitProviderView, GitTargetView
+from shared.model.crds import ClusterProviderView, Condition, GitProviderView, GitTargetView
 from shared.model.ids import Branch, BranchKey, GitTargetUid
 from shared.store.config import ConfigStore
 from shared.store.watches import WatchState
@@ -100,21 +103,36 @@ def branch_configs(
     return chosen
 
 
+def _as_condition(wanted: Wanted | None) -> Condition | None:
+    if wanted is None:
+        return None
+    return Condition(wanted.type, wanted.status, wanted.reason, wanted.message)
+
+
 class TargetReconciler:
     """Status and config publication for GitTargets."""
 
-    def __init__(self, config: ConfigStore, state: WatchState, status: StatusPublisher) -> None:
+    def __init__(
+        self,
+        config: ConfigStore,
+        state: WatchState,
+        status: StatusPublisher,
+        checker: ApplierChecker,
+    ) -> None:
         self._config = config
         self._state = state
         self._status = status
+        self._checker = checker
         self._published: dict[str, str] = {}  # Redis key -> JSON last published by us
 
     def reconcile(self, targets: list[GitTargetView], world: World) -> list[ServedTarget]:
         """Write every GitTarget's status; publish and return the served ones."""
         served: list[tuple[GitTargetView, GitProviderView]] = []
+        verdicts = {t.meta.uid: verdict_of(t, world) for t in targets}
+        appliers = self._check_appliers(targets, verdicts, world)
         for target in targets:
-            verdict = verdict_of(target, world)
-            self._report(target, verdict, world)
+            verdict = verdicts[target.meta.uid]
+            self._report(target, verdict, world, appliers[target.meta.uid])
             provider = world.providers.get((target.meta.namespace, target.provider))
             if verdict.valid and provider is not None:
                 served.append((target, provider))
@@ -124,7 +142,26 @@ class TargetReconciler:
             for target, provider in served
         ]
 
-    def _report(self, target: GitTargetView, verdict: Verdict, world: World) -> None:
+    def _check_appliers(
+        self, targets: list[GitTargetView], verdicts: Mapping[str, Verdict], world: World
+    ) -> dict[str, Wanted | None]:
+        """ApplierConfigured of every GitTarget (None: it names no applier), S2."""
+        where = ApplierWorld(world.clusters, world.cluster_states, world.namespace_labels)
+        planned: dict[str, Wanted | CheckJob | None] = {}
+        for target in targets:
+            provider = world.providers.get((target.meta.namespace, target.provider))
+            url = provider.url if provider is not None else None
+            planned[target.meta.uid] = plan_check(target, verdicts[target.meta.uid], url, where)
+        jobs = {uid: job for uid, job in planned.items() if isinstance(job, CheckJob)}
+        checked = self._checker.run(jobs)
+        return {
+            uid: checked[uid] if isinstance(plan, CheckJob) else plan
+            for uid, plan in planned.items()
+        }
+
+    def _report(
+        self, target: GitTargetView, verdict: Verdict, world: World, applier: Wanted | None
+    ) -> None:
         ns = target.meta.namespace
         cluster = world.cluster_states.get(target.cluster_provider)
         findings = TargetFindings(
@@ -132,10 +169,15 @@ class TargetReconciler:
             refusal=self._config.refusal(target.uid),
             cluster_problem=cluster.problem if cluster else None,
             provider_problems=tuple(world.provider_problems.get((ns, target.provider), ())),
-            applier=find(target.conditions, APPLIER_CONFIGURED),
+            applier=_as_condition(applier),
         )
         wanted = target_conditions(findings)
-        self._status.publish(GIT_TARGETS, target.meta, target.conditions, wanted, True)
+        drop: tuple[str, ...] = ()
+        if applier is None:
+            drop = (APPLIER_CONFIGURED,)
+        else:
+            wanted.append(applier)
+        self._status.publish(GIT_TARGETS, target.meta, target.conditions, wanted, True, drop=drop)
 
     def _publish(self, served: list[tuple[GitTargetView, GitProviderView]]) -> None:
         for branch in branch_configs(served).values():

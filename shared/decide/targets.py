@@ -8,7 +8,8 @@ rule, checked again), the ClusterProvider exists and admits the namespace.
 
 Its conditions follow from that verdict and from what others report: a standing refusal
 (``GitPathAccepted=False``, M10) stalls it, as does an ``ApplierConfigured=False``; a
-GitProvider or cluster that is not ready yet keeps it Reconciling.
+GitProvider or cluster that is not ready yet, or an applier check that reached no verdict
+(``ApplierConfigured=Unknown``), keeps it Reconciling.
 """
 
 from __future__ import annotations
@@ -137,6 +138,8 @@ def _problems(found: TargetFindings) -> list[Problem]:
         first = found.provider_problems[0]
         message = f"GitProvider is not ready: {first.reason}: {first.message}"
         problems.append(Problem(GIT_PROVIDER_NOT_READY, message, permanent=False))
+    if found.applier is not None and found.applier.status == "Unknown":
+        problems.append(Problem(found.applier.reason, found.applier.message, permanent=False))
     return problems
 
 

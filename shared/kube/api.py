@@ -21,6 +21,7 @@ from kubernetes.dynamic.resource import Resource
 from kubernetes.watch import Watch
 
 from shared.kube.errors import translated
+from shared.kube.kinds import SELF_SUBJECT_ACCESS_REVIEWS
 from shared.model.resources import ApiResource
 
 Obj = dict[str, Any]
@@ -127,6 +128,18 @@ class KubeClient:
     def create(self, res: ApiResource, namespace: str, body: Obj) -> Obj:
         """Create an object."""
         return dict(self.request("post", self.path(res, namespace), body=body))
+
+    def ssar(self, verb: str, group: str, resource: str, namespace: str, name: str = "") -> bool:
+        """Whether our identity may ``verb`` the resource (a SelfSubjectAccessReview)."""
+        attributes = {"verb": verb, "group": group, "resource": resource}
+        attributes |= {k: v for k, v in (("namespace", namespace), ("name", name)) if v}
+        review = {
+            "apiVersion": SELF_SUBJECT_ACCESS_REVIEWS.api_version,
+            "kind": SELF_SUBJECT_ACCESS_REVIEWS.kind,
+            "spec": {"resourceAttributes": attributes},
+        }
+        answer = self.create(SELF_SUBJECT_ACCESS_REVIEWS, "", review)
+        return bool((answer.get("status") or {}).get("allowed"))
 
     def patch_status(self, res: ApiResource, namespace: str, name: str, patch: Obj) -> Obj:
         """A JSON merge patch of the ``/status`` subresource."""

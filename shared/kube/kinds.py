@@ -2,8 +2,9 @@
 
 Our four CRDs (group ``gitopsreverser.io``, version ``v1alpha1``, as the chart defines them)
 and the built-in kinds the watcher needs (Namespace for admission, Secret for credentials and
-kubeconfigs, Event for what it tells people). Watched types, by contrast, always come from
-discovery.
+kubeconfigs, Event for what it tells people, SelfSubjectAccessReview to ask what it may do),
+and the Argo CD Application (the Flux kinds are in ``shared.kube.flux``). Watched types, by
+contrast, always come from discovery.
 """
 
 from __future__ import annotations
@@ -22,6 +23,23 @@ CLUSTER_PROVIDERS = ApiResource(GROUP, VERSION, "clusterproviders", "ClusterProv
 NAMESPACES = ApiResource("", "v1", "namespaces", "Namespace", False, _CRUD)
 SECRETS = ApiResource("", "v1", "secrets", "Secret", True, _CRUD)
 EVENTS = ApiResource("", "v1", "events", "Event", True, _CRUD)
+SELF_SUBJECT_ACCESS_REVIEWS = ApiResource(
+    "authorization.k8s.io",
+    "v1",
+    "selfsubjectaccessreviews",
+    "SelfSubjectAccessReview",
+    False,
+    frozenset({"create"}),
+)
+#: The Argo CD applier (argoproj.io/v1alpha1; no status subresource, appliers.md A1).
+APPLICATIONS = ApiResource(
+    "argoproj.io",
+    "v1alpha1",
+    "applications",
+    "Application",
+    True,
+    frozenset({"get", "update"}),
+)
 
 
 def is_sensitive(resource: ApiResource) -> bool:

@@ -2,7 +2,8 @@
 
 Status goes through the ``/status`` subresource as a JSON merge patch that replaces
 ``status.conditions`` and ``status.observedGeneration`` and leaves every other status field
-(``status.applier``, ``status.receiver``) to its own writer. The patch carries the
+(``status.applier``, ``status.receiver``) to its own writer, which sets it whole with
+``write_field``. The patch carries the
 resourceVersion the conditions were computed from, so a write that raced with another
 writer fails with Conflict instead of dropping that writer's condition; the next reconcile
 decides again. Events follow client-go's recorder: a ``core/v1`` Event named
@@ -15,12 +16,13 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from shared.decide.conditions import timestamp
-from shared.kube.api import KubeClient
+from shared.kube.api import KubeClient, Obj
 from shared.kube.kinds import EVENTS
 from shared.model.crds import Condition, Meta
 from shared.model.resources import ApiResource
 
 EventType = Literal["Normal", "Warning"]
+JSON_PATCH = "application/json-patch+json"
 #: Kubernetes caps an Event message at 1 KiB in practice (kubectl truncates longer ones).
 MAX_EVENT_MESSAGE = 1024
 
@@ -45,6 +47,23 @@ class StatusWriter:
             },
         }
         self._client.patch_status(res, meta.namespace, meta.name, patch)
+
+    def write_field(self, res: ApiResource, meta: Meta, field: str, value: Obj | None) -> None:
+        """Set (or, for None, remove) ``status.<field>`` of the incarnation ``meta`` names.
+
+        A JSON patch whose first operation tests ``metadata.uid``: a GitTarget deleted and
+        recreated under the same name rejects the write (422) instead of receiving what
+        belonged to its predecessor (S3). The field is replaced whole, so nothing of an
+        earlier value lingers. ``status`` must exist (the conditions are written first).
+        """
+        ops: list[Obj] = [{"op": "test", "path": "/metadata/uid", "value": meta.uid}]
+        pointer = f"/status/{field}"
+        if value is None:
+            ops += [{"op": "add", "path": pointer, "value": {}}, {"op": "remove", "path": pointer}]
+        else:
+            ops.append({"op": "add", "path": pointer, "value": value})
+        path = self._client.path(res, meta.namespace, meta.name) + "/status"
+        self._client.request("patch", path, body=ops, content_type=JSON_PATCH)
 
     def record_event(
         self, res: ApiResource, meta: Meta, kind: EventType, reason: str, message: str

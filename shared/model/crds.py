@@ -9,7 +9,7 @@ was added lacks it), so every reader sees the same values.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from shared.model.config import (
@@ -132,6 +132,8 @@ class GitTargetView:
     conditions: tuple[Condition, ...] = ()
     applier: ApplierRef | None = None  # spec.applier, resolved to its ClusterProvider
     applier_problem: str = ""  # why spec.applier cannot be used (the CRD's CEL rules again)
+    #: ``status.applier`` as stored (S3), to write it only when it changes.
+    applier_status: Raw | None = field(default=None, compare=False)
 
     @property
     def uid(self) -> GitTargetUid:
@@ -279,6 +281,11 @@ def parse_applier(spec: Raw, own_cluster: str) -> tuple[ApplierRef | None, str]:
     return ApplierRef("Application", namespace, name, cluster, quiet), ""
 
 
+def _stored_applier(raw: Raw) -> Raw | None:
+    value = _map(raw.get("status")).get("applier")
+    return cast(Raw, value) if isinstance(value, Mapping) else None
+
+
 def parse_git_target(raw: Raw) -> GitTargetView:
     """A GitTarget."""
     spec = _map(raw.get("spec"))
@@ -297,6 +304,7 @@ def parse_git_target(raw: Raw) -> GitTargetView:
         conditions=parse_conditions(raw),
         applier=applier,
         applier_problem=applier_problem,
+        applier_status=_stored_applier(raw),
     )
 
 

@@ -9,7 +9,7 @@ publishes the entry into the GitTarget's status when it changes (O6).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import redis
@@ -40,3 +40,11 @@ class Ledger:
         raw: dict[str, str] = self._r.hgetall(self._keys.ledger(uid))  # type: ignore[assignment]
         text = raw.get("lastRequest")
         return (json.loads(text) if text else None), int(raw.get("version") or 0)
+
+    def versions(self, uids: Sequence[GitTargetUid]) -> dict[GitTargetUid, int]:
+        """Each entry's version in one round trip (0 when there is none): the cheap poll of O6."""
+        pipe = self._r.pipeline(transaction=False)
+        for uid in uids:
+            pipe.hget(self._keys.ledger(uid), "version")
+        answers = pipe.execute()
+        return {uid: int(v or 0) for uid, v in zip(uids, answers, strict=True)}

@@ -27,6 +27,7 @@ from shared.model.ids import Branch, BranchKey
 from shared.settings import Settings
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
+from shared.store.ledger import Ledger
 from shared.store.streams import EventStream
 from shared.store.watches import WatchState
 
@@ -155,6 +156,10 @@ class Rig:
         return Keys(self.prefix)
 
     @property
+    def ledger(self) -> Ledger:
+        return Ledger(self.redis, self.keys)
+
+    @property
     def config(self) -> ConfigStore:
         return ConfigStore(self.redis, self.keys)
 
@@ -169,6 +174,7 @@ class Rig:
             state=WatchState(self.redis, self.keys),
             factory=ClientFactory(settings, self.clock, local=self.cluster.server.api_client()),
             metrics=self.last_metrics,
+            ledger=self.ledger,
             clock=self.clock,
         )
         return Watcher(parts, burst=True)

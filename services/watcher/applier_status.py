@@ -1,0 +1,140 @@
+"""``GitTarget.status.applier`` (S3), published as soon as the ledger moves (O6).
+
+The dispatcher records each request and outcome in the ledger, keyed by GitTarget uid; this
+module copies the entry into the GitTarget's status together with the applier as resolved.
+A person (and ``kubectl get gt -o wide``) should see the last request within seconds, so
+besides every reconcile pass a light pass runs every ``Settings.applier_status_period``: it
+asks Redis for every tracked entry's version in one round trip and reads and writes only the
+entries whose version moved. Status is written only when it would change.
+
+Writes are tied to the incarnation they were computed for (``StatusWriter.write_field`` tests
+``metadata.uid``), so a GitTarget recreated under the same name never shows its
+predecessor's request; a write that finds the object gone or replaced forgets it until the
+next reconcile pass tracks its successor.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shared.decide.conditions import timestamp
+from shared.kube.errors import KubeError, KubePermanent
+from shared.kube.kinds import GIT_TARGETS
+from shared.kube.status import StatusWriter
+from shared.model.config import ApplierRef
+from shared.model.crds import GitTargetView, Meta
+from shared.model.ids import GitTargetUid
+from shared.store.ledger import Ledger
+
+logger = logging.getLogger(__name__)
+
+FIELD = "applier"
+#: The ``lastRequest`` fields the GitTarget CRD defines; anything else would be pruned.
+LAST_REQUEST_FIELDS = ("reasons", "commit", "token", "sentAt", "finishedAt", "outcome", "message")
+#: Fields that are date-times in the CRD; a ledger entry may hold them as epoch seconds.
+_TIMES = frozenset({"sentAt", "finishedAt"})
+
+
+def last_request(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A ledger entry as the CRD's ``lastRequest``: known fields only, times in RFC 3339."""
+    shown: dict[str, Any] = {}
+    for name in LAST_REQUEST_FIELDS:
+        value = entry.get(name)
+        if value is None or value == "":
+            continue
+        if name in _TIMES and isinstance(value, int | float):
+            value = timestamp(float(value))
+        shown[name] = list(value) if name == "reasons" else value
+    return shown
+
+
+def applier_status(ref: ApplierRef, entry: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``status.applier``: the applier as resolved, and the last request when there is one."""
+    value: dict[str, Any] = {
+        "kind": ref.kind,
+        "name": ref.name,
+        "namespace": ref.namespace,
+        "clusterProvider": ref.cluster_provider,
+    }
+    if entry:
+        value["lastRequest"] = last_request(entry)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class _Tracked:
+    meta: Meta
+    ref: ApplierRef
+
+
+class ApplierStatus:
+    """Keeps every GitTarget's ``status.applier`` equal to its ledger entry."""
+
+    def __init__(self, writer: StatusWriter, ledger: Ledger) -> None:
+        self._writer = writer
+        self._ledger = ledger
+        self._lock = threading.Lock()
+        self._tracked: dict[GitTargetUid, _Tracked] = {}
+        self._stored: dict[GitTargetUid, Mapping[str, Any] | None] = {}
+        self._seen: dict[GitTargetUid, int] = {}  # ledger version last published
+
+    def track(self, targets: Sequence[GitTargetView]) -> int:
+        """Follow these GitTargets from now on and publish what differs; returns the writes.
+
+        Called on every reconcile pass with what it listed: each entry is read again (the
+        listed status may be older than our last write, which costs at most a no-op write).
+        """
+        with self._lock:
+            self._tracked = {t.uid: _Tracked(t.meta, t.applier) for t in targets if t.applier}
+            self._stored = {t.uid: t.applier_status for t in targets}
+            self._seen = {}
+            writes = sum(self._clear(t) for t in targets if t.applier is None)
+            return writes + self._sync()
+
+    def sync(self) -> int:
+        """The light pass: publish the entries whose ledger version moved; returns the writes."""
+        with self._lock:
+            return self._sync()
+
+    def _sync(self) -> int:
+        uids = sorted(self._tracked)
+        versions = self._ledger.versions(uids) if uids else {}
+        moved = [uid for uid in uids if self._seen.get(uid) != versions[uid]]
+        return sum(self._publish(uid) for uid in moved)
+
+    def _publish(self, uid: GitTargetUid) -> bool:
+        tracked = self._tracked[uid]
+        entry, version = self._ledger.last_request(uid)
+        wanted = applier_status(tracked.ref, entry)
+        if self._stored.get(uid) == wanted:
+            self._seen[uid] = version
+            return False
+        if not self._write(tracked.meta, wanted):
+            return False
+        self._stored[uid] = wanted
+        self._seen[uid] = version
+        return True
+
+    def _clear(self, target: GitTargetView) -> bool:
+        """A GitTarget that no longer names an applier shows none."""
+        return target.applier_status is not None and self._write(target.meta, None)
+
+    def _write(self, meta: Meta, value: dict[str, Any] | None) -> bool:
+        try:
+            self._writer.write_field(GIT_TARGETS, meta, FIELD, value)
+        except KubePermanent as err:  # gone, or replaced by a new incarnation (uid test)
+            logger.info(
+                "status.applier of GitTarget %s/%s not written: %s", meta.namespace, meta.name, err
+            )
+            self._tracked.pop(GitTargetUid(meta.uid), None)
+            return False
+        except KubeError as err:  # retried on the next pass (its version is not marked seen)
+            logger.warning(
+                "status.applier of GitTarget %s/%s not written: %s", meta.namespace, meta.name, err
+            )
+            return False
+        return True

@@ -1,0 +1,343 @@
+"""``ApplierConfigured`` (S2): is a GitTarget's applier set up so that asking it is safe?
+
+The product decides when Git is applied, so the applier must apply only when asked, apply
+this repository's branch, cover this GitTarget's folder, and let us ask. This module is the
+pure half of the check: given the objects the watcher fetched from the applier's cluster and
+the SelfSubjectAccessReview answers, it names the first thing that is wrong, in the order a
+person would fix them (the guide ``docs/flux.md`` lists the same order):
+
+- admission: the applier's ClusterProvider exists and its ``accessFrom`` admits the
+  GitTarget's namespace (checked before anything is read through it);
+- Flux: the Kustomization exists; its ``sourceRef`` is a GitRepository that exists, follows
+  this repository and branch (``spec.ref`` by Flux's precedence, appliers.md F2), and has an
+  interval of at least ``min_source_interval``; the Kustomization's ``spec.path`` covers the
+  GitTarget's path; we may get and patch both;
+- Argo CD: the Application exists, has one source (``spec.source``; a non-empty
+  ``spec.sources`` wins over it, A1) on this repository with ``targetRevision`` the branch,
+  automated sync is off (``automated`` absent or ``enabled: false``, A1), we may get and
+  update it.
+
+A configuration error is ``False`` (it stalls the GitTarget); a check that could not finish
+is ``Unknown`` (it heals by itself).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from shared.decide.conditions import FALSE, TRUE, Wanted
+from shared.decide.selectors import admits
+from shared.decide.targets import (
+    APPLIER_CONFIGURED,
+    CLUSTER_PROVIDER_NOT_FOUND,
+    INVALID_APPLIER,
+    NOT_ADMITTED,
+)
+from shared.model.config import ApplierRef
+from shared.model.crds import ClusterProviderView
+from shared.model.duration import DurationError, parse_duration
+from shared.model.ids import normalise_url
+
+Raw = Mapping[str, Any]
+UNKNOWN = "Unknown"
+
+CONFIGURED = "Configured"
+APPLIER_NOT_FOUND = "ApplierNotFound"
+SOURCE_MISMATCH = "SourceMismatch"
+SOURCE_FETCHES_ON_ITS_OWN = "SourceFetchesOnItsOwn"
+PATH_NOT_COVERED = "PathNotCovered"
+ACCESS_DENIED = "AccessDenied"
+AUTOMATED_SYNC_ENABLED = "AutomatedSyncEnabled"
+#: Unknown reasons: the check did not reach a verdict this time.
+CHECK_TIMED_OUT = "CheckTimedOut"
+CHECK_FAILED = "CheckFailed"
+NOT_CHECKED = "NotChecked"
+
+FLUX_SOURCE_GROUP = "source.toolkit.fluxcd.io"
+FLUX_KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
+ARGO_GROUP = "argoproj.io"
+#: GitRepository ``spec.ref`` absent or empty follows this branch (appliers.md F2).
+FLUX_DEFAULT_BRANCH = "master"
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """The GitTarget side of the check: what the applier must follow and cover."""
+
+    namespace: str  # the GitTarget's namespace
+    url: str  # the GitProvider's repository URL
+    branch: str
+    path: str
+    applier: ApplierRef
+
+
+@dataclass(frozen=True, slots=True)
+class Permission:
+    """One SelfSubjectAccessReview question (``name`` empty means any name)."""
+
+    verb: str
+    group: str
+    resource: str
+    namespace: str
+    name: str = ""
+
+    def describe(self) -> str:
+        """``patch gitrepositories.source.toolkit.fluxcd.io flux-system/app``."""
+        where = f"{self.namespace}/{self.name}" if self.name else self.namespace
+        return f"{self.verb} {self.resource}.{self.group} {where}"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    """A Kustomization's ``spec.sourceRef``, its namespace defaulted to the Kustomization's."""
+
+    kind: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class FluxFound:
+    """What the watcher read for a Kustomization (None: not found)."""
+
+    kustomization: Raw | None
+    source: Raw | None
+    allowed: Mapping[Permission, bool]
+
+
+@dataclass(frozen=True, slots=True)
+class ArgoFound:
+    """What the watcher read for an Application (None: not found)."""
+
+    application: Raw | None
+    allowed: Mapping[Permission, bool]
+
+
+def _map(value: Any) -> Raw:
+    return cast(Raw, value) if isinstance(value, Mapping) else {}
+
+
+def _false(reason: str, message: str) -> Wanted:
+    return Wanted(APPLIER_CONFIGURED, FALSE, reason, message)
+
+
+def unknown(reason: str, message: str) -> Wanted:
+    """The check reached no verdict (it timed out, or the cluster did not answer)."""
+    return Wanted(APPLIER_CONFIGURED, UNKNOWN, reason, message)
+
+
+def configured(subject: Subject) -> Wanted:
+    """Every rule holds."""
+    ref = subject.applier
+    text = f"{ref.kind} {ref.namespace}/{ref.name} applies this folder only when asked"
+    return Wanted(APPLIER_CONFIGURED, TRUE, CONFIGURED, text)
+
+
+def invalid_applier(problem: str) -> Wanted:
+    """``spec.applier`` itself breaks the CRD's rules (checked again by the product)."""
+    return _false(INVALID_APPLIER, problem)
+
+
+def admission(
+    subject: Subject, cluster: ClusterProviderView | None, labels: Mapping[str, str]
+) -> Wanted | None:
+    """A problem with the applier's ClusterProvider, or None when it admits the GitTarget."""
+    name = subject.applier.cluster_provider
+    if cluster is None:
+        return _false(CLUSTER_PROVIDER_NOT_FOUND, f"applier ClusterProvider {name} not found")
+    if not admits(cluster.access_from, subject.namespace, labels):
+        return _false(
+            NOT_ADMITTED,
+            f"applier ClusterProvider {name} does not admit namespace {subject.namespace} "
+            "(spec.accessFrom)",
+        )
+    return None
+
+
+def source_ref(kustomization: Raw) -> SourceRef:
+    """The Kustomization's source, in its own namespace when ``sourceRef`` names none."""
+    ref = _map(_map(kustomization.get("spec")).get("sourceRef"))
+    own = str(_map(kustomization.get("metadata")).get("namespace", ""))
+    return SourceRef(
+        str(ref.get("kind", "")), str(ref.get("namespace") or own), str(ref.get("name", ""))
+    )
+
+
+def flux_permissions(ref: ApplierRef, source: SourceRef) -> list[Permission]:
+    """What we must be allowed to do to stamp either object (O4: get and patch, no more)."""
+    return [
+        Permission(verb, group, resource, namespace, name)
+        for group, resource, namespace, name in (
+            (FLUX_KUSTOMIZE_GROUP, "kustomizations", ref.namespace, ref.name),
+            (FLUX_SOURCE_GROUP, "gitrepositories", source.namespace, source.name),
+        )
+        for verb in ("get", "patch")
+    ]
+
+
+def argo_permissions(ref: ApplierRef) -> list[Permission]:
+    """What we must be allowed to do to set an Application's operation (get, update)."""
+    return [
+        Permission(verb, ARGO_GROUP, "applications", ref.namespace, ref.name)
+        for verb in ("get", "update")
+    ]
+
+
+def normalise_path(path: str) -> str:
+    """A folder as both sides spell it: no ``./``, no surrounding ``/``; the root is ""."""
+    return posixpath.normpath("/" + path.strip()).strip("/")
+
+
+def covers(kustomization_path: str, target_path: str) -> bool:
+    """The Kustomization's folder is the GitTarget's folder or one of its parents."""
+    outer, inner = normalise_path(kustomization_path), normalise_path(target_path)
+    return not outer or inner == outer or inner.startswith(outer + "/")
+
+
+def followed_ref(source: Raw) -> str:
+    """What a GitRepository follows, by Flux's precedence: commit > name > semver > tag > branch.
+
+    A branch is reported as ``refs/heads/<branch>`` (absent: ``master``, F2), a full ref as
+    itself, anything else as ``<field> <value>``; a commit pins the source, even with a branch.
+    """
+    ref = _map(_map(source.get("spec")).get("ref"))
+    if ref.get("commit"):
+        return f"commit {ref['commit']}"
+    if ref.get("name"):
+        return str(ref["name"])
+    for field in ("semver", "tag"):
+        if ref.get(field):
+            return f"{field} {ref[field]}"
+    return f"refs/heads/{ref.get('branch') or FLUX_DEFAULT_BRANCH}"
+
+
+def _interval_s(source: Raw) -> float | None:
+    try:
+        return parse_duration(str(_map(source.get("spec")).get("interval", ""))).total_seconds()
+    except DurationError:
+        return None
+
+
+def _denied(needed: list[Permission], allowed: Mapping[Permission, bool]) -> Wanted | None:
+    missing = [p.describe() for p in needed if not allowed.get(p, False)]
+    if not missing:
+        return None
+    return _false(ACCESS_DENIED, "not allowed to " + ", ".join(missing))
+
+
+def _flux_source(subject: Subject, ref: SourceRef, source: Raw | None) -> Wanted | None:
+    where = f"{ref.namespace}/{ref.name}"
+    if ref.kind != "GitRepository":
+        return _false(
+            SOURCE_MISMATCH,
+            f"the Kustomization reads a {ref.kind or '(no kind)'} {where}, not a GitRepository",
+        )
+    if source is None:
+        return _false(APPLIER_NOT_FOUND, f"GitRepository {where} not found")
+    url = str(_map(source.get("spec")).get("url", ""))
+    follows = followed_ref(source)
+    if normalise_url(url) != normalise_url(subject.url):
+        return _false(
+            SOURCE_MISMATCH, f"GitRepository {where} follows {url} ({follows}), not {subject.url}"
+        )
+    if follows != f"refs/heads/{subject.branch}":
+        return _false(
+            SOURCE_MISMATCH, f"GitRepository {where} follows {follows}, not branch {subject.branch}"
+        )
+    return None
+
+
+def _flux_timing_and_path(
+    subject: Subject, ref: SourceRef, found: FluxFound, min_interval_s: float
+) -> Wanted | None:
+    source, kustomization = _map(found.source), _map(found.kustomization)
+    interval = _interval_s(source)
+    if interval is None or interval < min_interval_s:
+        shown = _map(source.get("spec")).get("interval", "")
+        return _false(
+            SOURCE_FETCHES_ON_ITS_OWN,
+            f"GitRepository {ref.namespace}/{ref.name} fetches every {shown}: set "
+            f"spec.interval to at least {_shown_duration(min_interval_s)} so that it fetches "
+            "when asked",
+        )
+    path = str(_map(kustomization.get("spec")).get("path") or "")
+    if not covers(path, subject.path):
+        return _false(
+            PATH_NOT_COVERED,
+            f"the Kustomization applies {path or './'}, which "
+            f"does not hold the GitTarget's path {subject.path}",
+        )
+    return None
+
+
+def check_flux(subject: Subject, found: FluxFound, min_interval_s: float) -> Wanted:
+    """ApplierConfigured for a Kustomization and its GitRepository."""
+    ref = subject.applier
+    if found.kustomization is None:
+        return _false(APPLIER_NOT_FOUND, f"Kustomization {ref.namespace}/{ref.name} not found")
+    source = source_ref(found.kustomization)
+    problem = (
+        _flux_source(subject, source, found.source)
+        or _flux_timing_and_path(subject, source, found, min_interval_s)
+        or _denied(flux_permissions(ref, source), found.allowed)
+    )
+    return problem or configured(subject)
+
+
+def _argo_source(subject: Subject, where: str, spec: Raw) -> Wanted | None:
+    if spec.get("sources") or spec.get("sourceHydrator"):
+        return _false(
+            SOURCE_MISMATCH,
+            f"Application {where} has several sources (or a "
+            "hydrator); it must sync from a single spec.source",
+        )
+    source = _map(spec.get("source"))
+    url = str(source.get("repoURL", ""))
+    revision = str(source.get("targetRevision") or "HEAD")
+    if normalise_url(url) != normalise_url(subject.url):
+        return _false(
+            SOURCE_MISMATCH, f"Application {where} syncs {url} ({revision}), not {subject.url}"
+        )
+    if revision not in (subject.branch, f"refs/heads/{subject.branch}"):
+        return _false(
+            SOURCE_MISMATCH,
+            f"Application {where} syncs revision {revision}, not branch {subject.branch}",
+        )
+    return None
+
+
+def automated_sync(spec: Raw) -> bool:
+    """Argo CD's IsAutomatedSyncEnabled: ``automated`` set and ``enabled`` not false (A1)."""
+    automated = _map(spec.get("syncPolicy")).get("automated")
+    if not isinstance(automated, Mapping):
+        return False
+    return automated.get("enabled") is not False
+
+
+def check_argo(subject: Subject, found: ArgoFound) -> Wanted:
+    """ApplierConfigured for an Argo CD Application."""
+    ref = subject.applier
+    where = f"{ref.namespace}/{ref.name}"
+    if found.application is None:
+        return _false(APPLIER_NOT_FOUND, f"Application {where} not found")
+    spec = _map(found.application.get("spec"))
+    problem = _argo_source(subject, where, spec)
+    if problem is None and automated_sync(spec):
+        problem = _false(
+            AUTOMATED_SYNC_ENABLED,
+            f"Application {where} syncs by itself: "
+            "remove spec.syncPolicy.automated or set its enabled: false",
+        )
+    problem = problem or _denied(argo_permissions(ref), found.allowed)
+    return problem or configured(subject)
+
+
+def _shown_duration(seconds: float) -> str:
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{int(seconds // 3600)}h"
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{int(seconds // 60)}m"
+    return f"{seconds:g}s"
