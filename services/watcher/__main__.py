@@ -27,6 +27,7 @@ from shared.store.config import ConfigStore
 from shared.store.connection import connect
 from shared.store.keys import Keys
 from shared.store.ledger import Ledger
+from shared.store.receivers import ReceiverDirectory
 from shared.store.streams import EventStream
 from shared.store.watches import WatchState
 
@@ -66,6 +67,7 @@ def _parts(settings: Settings) -> WatcherParts:
         factory=ClientFactory(settings, clock=time.time),
         metrics=WatcherMetrics(),
         ledger=Ledger(redis_client, keys),
+        receivers=ReceiverDirectory(redis_client, keys),
     )
 
 

@@ -26,6 +26,7 @@ from shared.model.ids import GitTargetUid
 from shared.settings import Settings
 from shared.store.config import ConfigStore
 from shared.store.ledger import Ledger
+from shared.store.receivers import ReceiverDirectory
 from shared.store.streams import EventStream
 from shared.store.watches import WatchState
 
@@ -50,6 +51,7 @@ class WatcherParts:
     metrics: WatcherMetrics
     ledger: Ledger
     clock: Callable[[], float] = time.time
+    receivers: ReceiverDirectory | None = None  # None: receiver records are not published
 
 
 class Watcher:
@@ -73,6 +75,7 @@ class Watcher:
             parts.metrics,
             parts.clock,
             appliers=AppliersSetup(parts.settings, parts.ledger),
+            receivers=parts.receivers,
         )
         self._supervisor = Supervisor(self._worker)
         self._clients: dict[str, KubeClient] = {}

@@ -20,6 +20,7 @@ from services.watcher.clusters import reconcile_clusters
 from services.watcher.metrics import WatcherMetrics
 from services.watcher.probe import Prober
 from services.watcher.providers import reconcile_providers
+from services.watcher.receivers import publish_receivers
 from services.watcher.rules import reconcile_rules
 from services.watcher.status import StatusPublisher
 from services.watcher.targets import TargetReconciler, World, verdict_of
@@ -38,6 +39,7 @@ from shared.model.ids import GitTargetUid
 from shared.settings import Settings
 from shared.store.config import ConfigStore
 from shared.store.ledger import Ledger
+from shared.store.receivers import ReceiverDirectory
 from shared.store.watches import WatchState
 
 #: The component name our Events and status writes carry.
@@ -84,8 +86,11 @@ class Reconciler:
         clock: Callable[[], float],
         *,
         appliers: AppliersSetup,
+        receivers: ReceiverDirectory | None = None,
     ) -> None:
         local = factory.local()
+        self._local = local.client
+        self._receivers = receivers
         self._factory = factory
         self._reader = CrdReader(local.client)
         writer = StatusWriter(local.client, COMPONENT, clock)
@@ -113,6 +118,10 @@ class Reconciler:
         snap = self.read()
         states = reconcile_clusters(self._factory, snap.clusters, self._status)
         problems = reconcile_providers(snap.providers, self._reader, self._prober, self._status)
+        if self._receivers is not None:
+            publish_receivers(
+                snap.providers, snap.targets, self._reader, self._local, self._receivers
+            )
         world = World(
             providers={(p.meta.namespace, p.meta.name): p for p in snap.providers},
             provider_problems=problems,

@@ -116,6 +116,9 @@ class GitProviderView:
     message_one: str = DEFAULT_ONE_WRITE
     message_many: str = DEFAULT_MANY_WRITES
     conditions: tuple[Condition, ...] = ()
+    receiver_type: str = ""  # spec.receiver.type; empty: no webhook endpoint
+    receiver_secret: str = ""  # spec.receiver.secretRef.name (key "token")
+    webhook_path: str = ""  # status.receiver.webhookPath as last written
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +259,9 @@ def parse_git_provider(raw: Raw) -> GitProviderView:
         message_one=str(message.get("eventTemplate") or DEFAULT_ONE_WRITE),
         message_many=str(message.get("groupTemplate") or DEFAULT_MANY_WRITES),
         conditions=parse_conditions(raw),
+        receiver_type=str(_map(spec.get("receiver")).get("type") or ""),
+        receiver_secret=str(_map(_map(spec.get("receiver")).get("secretRef")).get("name") or ""),
+        webhook_path=str(_map(_map(raw.get("status")).get("receiver")).get("webhookPath") or ""),
     )
 
 

@@ -28,6 +28,7 @@ from shared.settings import Settings
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.ledger import Ledger
+from shared.store.receivers import ReceiverDirectory
 from shared.store.streams import EventStream
 from shared.store.watches import WatchState
 
@@ -176,6 +177,7 @@ class Rig:
             metrics=self.last_metrics,
             ledger=self.ledger,
             clock=self.clock,
+            receivers=ReceiverDirectory(self.redis, self.keys),
         )
         return Watcher(parts, burst=True)
 

@@ -211,3 +211,32 @@ def test_missing_cluster_provider_fails_validation(rig: Rig, repo_url: str) -> N
     )
     elsewhere = c.conditions("ClusterProvider", "elsewhere")
     assert elsewhere["Ready"]["status"] == "True"
+
+
+def test_a_git_provider_receiver_is_published_with_its_webhook_path(
+    rig: Rig, repo_url: str
+) -> None:
+    """behaviour.md §1 GitProvider: status.receiver.webhookPath = /hook/ + hex sha256(token +
+    name + namespace) (Flux's receiver path, facts webhooks-git-libs.md §1.6); the receiver
+    finds the GitProvider by that digest (R1), with the branches its GitTargets use (R4)."""
+    import hashlib
+
+    from shared.store.receivers import ReceiverDirectory
+
+    c = rig.cluster
+    c.namespace("team-a")
+    c.create(_secret("team-a", "hook", token="t0ken"))
+    c.create(
+        git_provider("team-a", repo_url, receiver={"type": "gitea", "secretRef": {"name": "hook"}})
+    )
+    c.create(git_target("team-a"))
+    rig.burst()
+    digest = hashlib.sha256(b"t0ken" + b"repo" + b"team-a").hexdigest()
+    provider = c.get(GROUP, "GitProvider", "repo", "team-a")
+    assert provider["status"]["receiver"]["webhookPath"] == f"/hook/{digest}"
+    record = ReceiverDirectory(rig.redis, rig.keys).lookup(digest)
+    assert record is not None
+    assert (record.type, record.provider, record.branches) == ("gitea", "team-a/repo", ("main",))
+    c.delete(GROUP, "GitProvider", "repo", "team-a")
+    rig.burst()
+    assert ReceiverDirectory(rig.redis, rig.keys).lookup(digest) is None
