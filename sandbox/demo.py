@@ -10,7 +10,6 @@ outside push and tells what happened to each: the commit, the request, the outco
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -18,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -53,7 +53,7 @@ def wait(what: str, check: Callable[[], Any], timeout: float = WAIT_S) -> Any:
     raise SystemExit(f"demo: timed out waiting for {what}")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -338,10 +338,32 @@ def story(sbx: Sandbox, api: client.ApiClient, directory: Path, receiver_port: i
         f"cluster: {data}"
     )
     _events(core)
-    status = _get(custom, GROUP, "gittargets", "apps")
-    last = status.get("status", {}).get("applier", {}).get("lastRequest")
-    if last:
-        say(f"   GitTarget apps status.applier.lastRequest: {json.dumps(last)}")
+    last = wait(
+        "status.applier.lastRequest to show the ForeignCommit",
+        lambda: (
+            (
+                r := _get(custom, GROUP, "gittargets", "apps")
+                .get("status", {})
+                .get("applier", {})
+                .get("lastRequest")
+            )
+            and r.get("commit") == outside
+            and r.get("outcome")
+            and r
+        ),
+    )
+    say(
+        f"   GitTarget apps status.applier.lastRequest: reasons={last.get('reasons')} "
+        f"outcome={last.get('outcome')} ({last.get('message', '')})"
+    )
+    with urllib.request.urlopen(f"http://127.0.0.1:{receiver_port}/metrics", timeout=10) as page:
+        lines = [
+            ln
+            for ln in page.read().decode().splitlines()
+            if ln.startswith("receiver_deliveries_total") and not ln.endswith(" 0.0")
+        ]
+    for line in lines:
+        say(f"   receiver /metrics: {line}")
 
 
 def _events(core: client.CoreV1Api) -> None:
@@ -359,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(directory, ignore_errors=True)
     sbx = start(directory)
     say(f"sandbox: Kubernetes API {sbx.kube.url}, Git host {sbx.githost.url}, Flux doubles")
-    port = _free_port()
+    port = free_port()
     procs = Processes(environment(directory, port), directory / "logs")
     try:
         api = configure(sbx, sbx.githost.repo_url("demo"))

@@ -1,0 +1,136 @@
+"""The whole product on the sandbox, for e2e tests: every process started as a user starts it.
+
+``System`` runs the sandbox (API double, Git host, Flux doubles) in the test process and the
+product's processes from the Procfile (``sandbox.demo.Processes``), with a private key prefix
+on the test Redis and short timings. Tests create objects through the official client, push
+with real git, and wait (bounded) for effects in other processes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from sandbox.cli import Sandbox, start
+from sandbox.demo import Processes, environment, free_port
+from sandbox.githost import Hook
+
+GROUP = "gitopsreverser.io"
+ALL = ("watcher", "branch_worker", "dispatcher", "receiver")
+
+
+def git(*args: str, cwd: Path) -> str:
+    """Run git as someone else would (an outside pusher)."""
+    env = {
+        "GIT_AUTHOR_NAME": "Someone",
+        "GIT_AUTHOR_EMAIL": "s@example.com",
+        "GIT_COMMITTER_NAME": "Someone",
+        "GIT_COMMITTER_EMAIL": "s@example.com",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(cwd),
+    }
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True, timeout=60
+    )
+    return done.stdout.strip()
+
+
+@dataclass
+class System:
+    """A running sandbox and product."""
+
+    directory: Path
+    sbx: Sandbox
+    env: dict[str, str]
+    receiver_port: int
+    procs: Processes
+    api: client.ApiClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.api = self.sbx.kube.api_client()
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    @property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api)
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Create any custom resource (namespaced or not) from its manifest."""
+        group, _, version = body["apiVersion"].rpartition("/")
+        plural = body["kind"].lower() + ("es" if body["kind"].endswith("s") else "s")
+        namespace = body["metadata"].get("namespace")
+        if namespace:
+            made = self.custom.create_namespaced_custom_object(
+                group, version, namespace, plural, body
+            )
+        else:
+            made = self.custom.create_cluster_custom_object(group, version, plural, body)
+        result: dict[str, Any] = made  # type: ignore[assignment]
+        return result
+
+    def get(self, group: str, version: str, ns: str, plural: str, name: str) -> dict[str, Any]:
+        found: dict[str, Any] = self.custom.get_namespaced_custom_object(  # type: ignore[assignment]
+            group, version, ns, plural, name
+        )
+        return found
+
+    def namespace(self, name: str) -> None:
+        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+
+    def repo(self, name: str, files: dict[str, bytes] | None = None) -> str:
+        """A repository on the Git host; its clone URL."""
+        return self.sbx.githost.create_repo(name, files=files or {"README.md": b"x\n"})
+
+    def bare(self, name: str) -> Path:
+        return self.sbx.githost.repo_path(name)
+
+    def tip(self, name: str) -> str:
+        return git("rev-parse", "main", cwd=self.bare(name))
+
+    def push(self, repo: str, files: dict[str, str], message: str = "outside change") -> str:
+        """Someone else pushes ``files`` to main; returns the new commit."""
+        work = self.directory / f"clone-{uuid.uuid4().hex[:6]}"
+        git("clone", "-q", self.sbx.githost.repo_url(repo), str(work), cwd=self.directory)
+        for path, text in files.items():
+            (work / path).parent.mkdir(parents=True, exist_ok=True)
+            (work / path).write_text(text)
+        git("add", "-A", cwd=work)
+        git("commit", "-qm", message, cwd=work)
+        git("push", "-q", "origin", "HEAD:main", cwd=work)
+        return git("rev-parse", "HEAD", cwd=work)
+
+    def hook(self, repo: str, path: str, provider: str, content_type: str, secret: str) -> None:
+        """Point the Git host's webhook for ``repo`` at the receiver."""
+        url = f"http://127.0.0.1:{self.receiver_port}{path}"
+        self.sbx.githost.add_hook(repo, Hook(url, provider, content_type, secret))  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        self.procs.stop()
+        self.sbx.stop()
+
+
+def run_system(
+    directory: Path, redis_url: str, processes: tuple[str, ...] = ALL, **settings: str
+) -> Iterator[System]:
+    """Start everything; yields the System and stops it afterwards."""
+    sbx = start(directory, repos=())
+    port = free_port()
+    env = environment(directory, port)
+    env["GITOPS_REVERSER_REDIS_URL"] = redis_url
+    env.update({f"GITOPS_REVERSER_{k.upper()}": v for k, v in settings.items()})
+    procs = Processes(env, directory / "logs")
+    system = System(directory, sbx, env, port, procs)
+    try:
+        procs.start(processes)
+        yield system
+    finally:
+        system.stop()
