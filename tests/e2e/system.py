@@ -20,6 +20,7 @@ from kubernetes import client
 from sandbox.cli import Sandbox, start
 from sandbox.demo import Processes, environment, free_port
 from sandbox.githost import Hook
+from tests.helpers import plural_of
 
 GROUP = "gitopsreverser.io"
 ALL = ("watcher", "branch_worker", "dispatcher", "receiver")
@@ -66,7 +67,7 @@ class System:
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """Create any custom resource (namespaced or not) from its manifest."""
         group, _, version = body["apiVersion"].rpartition("/")
-        plural = body["kind"].lower() + ("es" if body["kind"].endswith("s") else "s")
+        plural = plural_of(body["kind"])
         namespace = body["metadata"].get("namespace")
         if namespace:
             made = self.custom.create_namespaced_custom_object(
