@@ -26,8 +26,9 @@ TIME_LIMIT_SECONDS = 20.0
 
 
 def _configmap(name: str) -> client.V1ConfigMap:
-    return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels={"b": "1"}),
-                              data={"key": "value " * 8})
+    return client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name=name, labels={"b": "1"}), data={"key": "value " * 8}
+    )
 
 
 def bench_list(core: client.CoreV1Api) -> float:
@@ -48,14 +49,16 @@ def bench_watch(core: client.CoreV1Api) -> float:
     assert listed is not None
     start_rv = listed.resource_version
     for i in range(WATCH_EVENTS):
-        core.patch_namespaced_config_map(f"cm-{i % CONFIGMAPS}", "default",
-                                         {"data": {"n": str(i)}})
+        core.patch_namespaced_config_map(f"cm-{i % CONFIGMAPS}", "default", {"data": {"n": str(i)}})
     started, seen = time.monotonic(), 0
     watch_class: Any = watch.Watch  # the client's watch module is untyped
     watcher = watch_class()
-    stream = watcher.stream(core.list_namespaced_config_map, "default",
-                                  resource_version=start_rv,
-                                  timeout_seconds=int(TIME_LIMIT_SECONDS))
+    stream = watcher.stream(
+        core.list_namespaced_config_map,
+        "default",
+        resource_version=start_rv,
+        timeout_seconds=int(TIME_LIMIT_SECONDS),
+    )
     for _ in stream:
         seen += 1
         if seen == WATCH_EVENTS:
@@ -70,10 +73,18 @@ def bench() -> Section:
     server.start()
     try:
         core = client.CoreV1Api(server.api_client())
-        section.add(f"list of {CONFIGMAPS} ConfigMaps (CoreV1Api)", bench_list(core),
-                    "requests/s", f"{LIST_REQUESTS} requests, one client, keep-alive")
-        section.add("watch events (watch.Watch().stream)", bench_watch(core), "events/s",
-                    f"{WATCH_EVENTS} MODIFIED events replayed from a resourceVersion")
+        section.add(
+            f"list of {CONFIGMAPS} ConfigMaps (CoreV1Api)",
+            bench_list(core),
+            "requests/s",
+            f"{LIST_REQUESTS} requests, one client, keep-alive",
+        )
+        section.add(
+            "watch events (watch.Watch().stream)",
+            bench_watch(core),
+            "events/s",
+            f"{WATCH_EVENTS} MODIFIED events replayed from a resourceVersion",
+        )
     finally:
         server.stop()
     return section

@@ -80,6 +80,10 @@ class Settings:
     #: How often the watcher re-reads the ledger to publish ``status.applier`` (O6): one
     #: Redis round trip per pass, so a request shows in status within seconds.
     applier_status_period: timedelta = timedelta(seconds=2)
+    #: How long an apply request may stay out before the branch worker hands it back as
+    #: Failed (A4: a dispatcher that died never reports). The dispatcher waits up to 5 minutes
+    #: for Flux (D6), so the default is 330s: that wait plus slack.
+    attempt_deadline: timedelta = timedelta(seconds=330)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -116,6 +120,7 @@ class Settings:
             self.reconcile_period,
             self.applier_check_deadline,
             self.applier_status_period,
+            self.attempt_deadline,
         )
         if any(value <= timedelta(0) for value in durations):
             raise SettingsError("durations must be positive")
@@ -181,6 +186,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "applier_check_deadline": _duration,
     "min_source_interval": _duration,
     "applier_status_period": _duration,
+    "attempt_deadline": _duration,
 }
 #: Variables of the test tooling that share the prefix but configure no process.
 _TOOLING = frozenset({PREFIX + "SHARED_DIR"})

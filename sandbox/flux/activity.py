@@ -87,7 +87,11 @@ class ActivityLog:
     ) -> Record:
         """Await "Kustomization ``namespace/name`` applied ``revision``"."""
         return self.wait_for(
-            lambda r: r.is_for(KUSTOMIZATION, namespace, name)
-            and r.action == APPLIED and r.revision == revision,
-            timeout, since,
+            lambda r: (
+                r.is_for(KUSTOMIZATION, namespace, name)
+                and r.action == APPLIED
+                and r.revision == revision
+            ),
+            timeout,
+            since,
         )

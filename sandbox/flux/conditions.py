@@ -46,8 +46,14 @@ def with_reason(conditions: list[Condition], kind: str, reason: str) -> list[Con
 
 
 def mark(
-    conditions: list[Condition], kind: str, status: str, reason: str, message: str,
-    *, generation: int, now: float,
+    conditions: list[Condition],
+    kind: str,
+    status: str,
+    reason: str,
+    message: str,
+    *,
+    generation: int,
+    now: float,
 ) -> list[Condition]:
     """A copy of ``conditions`` with ``kind`` set; the transition time moves only on a flip."""
     old = find(conditions, kind)
@@ -55,8 +61,12 @@ def mark(
     if old is not None and old.get("status") == status:
         since = old.get("lastTransitionTime", since)
     new: Condition = {
-        "type": kind, "status": status, "reason": reason, "message": message,
-        "observedGeneration": generation, "lastTransitionTime": since,
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": since,
     }
     rest = [c for c in conditions if c.get("type") != kind]
     return [new, *rest] if kind == READY else [*_ready_first(rest), new]

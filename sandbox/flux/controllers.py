@@ -64,8 +64,12 @@ class FluxControllers:
     """source-controller and kustomize-controller doubles against one API server."""
 
     def __init__(
-        self, api_client: client.ApiClient, workdir: Path, *,
-        clock: Callable[[], float] = time.time, namespace: str | None = None,
+        self,
+        api_client: client.ApiClient,
+        workdir: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        namespace: str | None = None,
     ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self._clock = clock
@@ -74,7 +78,8 @@ class FluxControllers:
         storage = Storage(workdir / "storage")
         self._reconcilers: dict[str, Callable[[ObjectKey], Outcome]] = {
             GIT_REPOSITORY: SourceReconciler(
-                self._api, GitCache(workdir / "git"), storage, clock, self._log).reconcile,
+                self._api, GitCache(workdir / "git"), storage, clock, self._log
+            ).reconcile,
             KUSTOMIZATION: KustomizeReconciler(self._api, storage, clock, self._log).reconcile,
         }
         self._schedule = Schedule()
@@ -95,8 +100,9 @@ class FluxControllers:
         """Watch both kinds and reconcile in the background until ``stop()``."""
         if self._worker is not None:
             raise RuntimeError("the Flux doubles are already running")
-        self._watchers = [KindWatcher(kind, self._api, self._resync, self._handle)
-                          for kind in KINDS]
+        self._watchers = [
+            KindWatcher(kind, self._api, self._resync, self._handle) for kind in KINDS
+        ]
         for watcher in self._watchers:
             watcher.start()
         self._worker = threading.Thread(target=self._work, name="flux-worker", daemon=True)
@@ -152,8 +158,11 @@ class FluxControllers:
             self._seen[key] = new
             woken = [key] if wakes(old, new) else []
             if revision_changed(old, new) and new.artifact_revision is not None:
-                woken += [view.key for view in self._seen.values() if view.source == key
-                          and revision_wakes(view, new.artifact_revision)]
+                woken += [
+                    view.key
+                    for view in self._seen.values()
+                    if view.source == key and revision_wakes(view, new.artifact_revision)
+                ]
         for target in woken:
             self._schedule.wake(target)
 
@@ -184,8 +193,17 @@ class FluxControllers:
             outcome = self._reconcilers[key.kind](key)
         except TRANSIENT as err:
             logger.warning("reconcile of %s failed: %s", key, err)
-            self._log.add(Record(key.kind, key.namespace, key.name, FAILED, "", self._clock(),
-                                 message=f"{type(err).__name__}: {err}"))
+            self._log.add(
+                Record(
+                    key.kind,
+                    key.namespace,
+                    key.name,
+                    FAILED,
+                    "",
+                    self._clock(),
+                    message=f"{type(err).__name__}: {err}",
+                )
+            )
             outcome = Outcome(API_RETRY_S)
         if outcome.gone:
             self._forget(key)

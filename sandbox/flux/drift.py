@@ -26,10 +26,17 @@ from typing import Any
 
 FIELD_MANAGER = "kustomize-controller"
 #: (manager name prefix, operation) whose fields the cleanup hands to FIELD_MANAGER.
-TAKEN_OVER = (("kubectl", "Apply"), ("kubectl", "Update"), ("before-first-apply", "Update"),
-              (FIELD_MANAGER, "Update"))
-REMOVED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",
-                       "kustomize.toolkit.fluxcd.io/checksum", "fluxcd.io/sync-checksum")
+TAKEN_OVER = (
+    ("kubectl", "Apply"),
+    ("kubectl", "Update"),
+    ("before-first-apply", "Update"),
+    (FIELD_MANAGER, "Update"),
+)
+REMOVED_ANNOTATIONS = (
+    "kubectl.kubernetes.io/last-applied-configuration",
+    "kustomize.toolkit.fluxcd.io/checksum",
+    "fluxcd.io/sync-checksum",
+)
 REMOVED_LABELS = ("fluxcd.io/sync-gc-mark",)
 GROUP = "kustomize.toolkit.fluxcd.io"
 RECONCILE_KEY, SSA_KEY, PRUNE_KEY = f"{GROUP}/reconcile", f"{GROUP}/ssa", f"{GROUP}/prune"
@@ -72,9 +79,12 @@ def cleanup_patch(live: dict[str, Any]) -> list[dict[str, Any]]:
     if marked(live, SSA_KEY, "Merge"):
         return []
     meta = live.get("metadata", {})
-    ops: list[dict[str, Any]] = [{"op": "remove", "path": f"/metadata/{field}/{_escape(key)}"}
-           for field, keys in (("annotations", REMOVED_ANNOTATIONS), ("labels", REMOVED_LABELS))
-           for key in keys if key in (meta.get(field) or {})]
+    ops: list[dict[str, Any]] = [
+        {"op": "remove", "path": f"/metadata/{field}/{_escape(key)}"}
+        for field, keys in (("annotations", REMOVED_ANNOTATIONS), ("labels", REMOVED_LABELS))
+        for key in keys
+        if key in (meta.get(field) or {})
+    ]
     entries = merged_managed_fields(meta.get("managedFields") or [])
     if entries is not None:
         ops.append({"op": "replace", "path": "/metadata/managedFields", "value": entries})
@@ -87,13 +97,26 @@ def merged_managed_fields(entries: list[dict[str, Any]]) -> list[dict[str, Any]]
     if not taken:
         return None
     kept = [entry for entry in entries if not _taken_over(entry)]
-    own = next((e for e in kept if e.get("manager") == FIELD_MANAGER
-                and e.get("operation") == "Apply" and not e.get("subresource")), None)
+    own = next(
+        (
+            e
+            for e in kept
+            if e.get("manager") == FIELD_MANAGER
+            and e.get("operation") == "Apply"
+            and not e.get("subresource")
+        ),
+        None,
+    )
     fields: dict[str, Any] = {}
     for entry in ([own] if own else []) + taken:
         fields = union(fields, entry.get("fieldsV1") or {})
-    merged = {**(own or taken[0]), "manager": FIELD_MANAGER, "operation": "Apply",
-              "fieldsType": "FieldsV1", "fieldsV1": fields}
+    merged = {
+        **(own or taken[0]),
+        "manager": FIELD_MANAGER,
+        "operation": "Apply",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    }
     if own is None:
         return [*kept, merged]
     return [merged if entry is own else entry for entry in kept]

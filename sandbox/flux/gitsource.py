@@ -46,8 +46,9 @@ class GitRef:
     def from_spec(cls, spec: dict[str, Any]) -> GitRef:
         """The ref of a GitRepository spec (branch ``master`` when there is none)."""
         ref = spec.get("ref") or {"branch": DEFAULT_BRANCH}
-        return cls(*(str(ref.get(field) or "") for field in
-                     ("branch", "tag", "semver", "name", "commit")))
+        return cls(
+            *(str(ref.get(field) or "") for field in ("branch", "tag", "semver", "name", "commit"))
+        )
 
     def describe(self) -> str:
         """The ref as the controller names it in messages."""
@@ -79,8 +80,11 @@ class GitCache:
             return Resolved(sha, _revision(ref.name, sha))
         if ref.semver:
             raise GitFailure(f"semver ref '{ref.semver}' is not supported by the sandbox double")
-        full, short = (f"refs/tags/{ref.tag}", ref.tag) if ref.tag else (
-            f"refs/heads/{ref.branch}", ref.branch)
+        full, short = (
+            (f"refs/tags/{ref.tag}", ref.tag)
+            if ref.tag
+            else (f"refs/heads/{ref.branch}", ref.branch)
+        )
         sha = self._remote_sha(url, full, timeout)
         return Resolved(sha, _revision(short, sha))
 
@@ -91,8 +95,9 @@ class GitCache:
             tip = self._remote_sha(url, f"refs/heads/{ref.branch}", timeout)
             self._git(repo, timeout, "fetch", "--no-tags", "--quiet", url, tip)
             if self._git_status(repo, timeout, "merge-base", "--is-ancestor", sha, tip) != 0:
-                raise GitFailure(f"unable to resolve commit object for '{sha}': "
-                                 f"not on branch '{ref.branch}'")
+                raise GitFailure(
+                    f"unable to resolve commit object for '{sha}': not on branch '{ref.branch}'"
+                )
             return repo
         self._git(repo, timeout, "fetch", "--no-tags", "--quiet", url, sha)
         return repo
@@ -119,11 +124,22 @@ class GitCache:
         return repo
 
     def _run(self, cwd: Path, timeout: float, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self._home),
-               "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "LANG": "C"}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self._home),
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "LANG": "C",
+        }
         try:
-            return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
-                                  env=env, timeout=timeout, check=False)
+            return subprocess.run(
+                ["git", "-C", str(cwd), *args],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=timeout,
+                check=False,
+            )
         except subprocess.TimeoutExpired as err:
             raise GitFailure(f"git {args[0]} timed out after {timeout:g}s") from err
 

@@ -44,8 +44,12 @@ class FluxApi:
         """The object now, or None if it does not exist."""
         group, version, plural = RESOURCES[key.kind]
         try:
-            found = cast(dict[str, Any], self._custom.get_namespaced_custom_object(
-                group, version, key.namespace, plural, key.name))
+            found = cast(
+                dict[str, Any],
+                self._custom.get_namespaced_custom_object(
+                    group, version, key.namespace, plural, key.name
+                ),
+            )
         except ApiException as err:
             if err.status == NOT_FOUND:
                 return None
@@ -63,16 +67,27 @@ class FluxApi:
         group, version, plural = RESOURCES[kind]
         if self._namespace is None:
             return self._custom.list_cluster_custom_object, (group, version, plural)
-        return (self._custom.list_namespaced_custom_object,
-                (group, version, self._namespace, plural))
+        return (
+            self._custom.list_namespaced_custom_object,
+            (group, version, self._namespace, plural),
+        )
 
     def patch_status(self, key: ObjectKey, status: dict[str, Any]) -> dict[str, Any] | None:
         """Merge ``status`` into the object's status; None if the object is gone."""
         group, version, plural = RESOURCES[key.kind]
         try:
-            patched = cast(dict[str, Any], self._custom.patch_namespaced_custom_object_status(
-                group, version, key.namespace, plural, key.name, {"status": status},
-                field_manager=STATUS_MANAGERS[key.kind]))
+            patched = cast(
+                dict[str, Any],
+                self._custom.patch_namespaced_custom_object_status(
+                    group,
+                    version,
+                    key.namespace,
+                    plural,
+                    key.name,
+                    {"status": status},
+                    field_manager=STATUS_MANAGERS[key.kind],
+                ),
+            )
         except ApiException as err:
             if err.status == NOT_FOUND:
                 return None
@@ -83,5 +98,6 @@ class FluxApi:
         """A dynamic client for applied objects (discovery cached under the work directory)."""
         if self._dynamic is None:
             self._dynamic = dynamic.DynamicClient(  # type: ignore[no-untyped-call]
-                self._api_client, cache_file=str(self._discovery_cache))
+                self._api_client, cache_file=str(self._discovery_cache)
+            )
         return self._dynamic

@@ -58,8 +58,9 @@ class Failure(Exception):
 class KustomizeReconciler:
     """Reconciles Kustomizations from their GitRepository's artifact."""
 
-    def __init__(self, api: FluxApi, storage: Storage, clock: Callable[[], float],
-                 log: ActivityLog) -> None:
+    def __init__(
+        self, api: FluxApi, storage: Storage, clock: Callable[[], float], log: ActivityLog
+    ) -> None:
         self._api = api
         self._storage = storage
         self._clock = clock
@@ -82,8 +83,9 @@ class KustomizeReconciler:
         except Failure as failure:
             self._set(obj, cond.READY, cond.FALSE, failure.reason, str(failure))
             self._finalize(key, obj)
-            self._record(key, FAILED, obj["status"].get("lastAttemptedRevision", ""),
-                         message=str(failure))
+            self._record(
+                key, FAILED, obj["status"].get("lastAttemptedRevision", ""), message=str(failure)
+            )
             return Outcome(retry if failure.requeue is None else failure.requeue)
         self._finalize(key, obj)
         self._record(key, APPLIED, revision, changes=changes)
@@ -94,36 +96,45 @@ class KustomizeReconciler:
         revision = str(artifact["revision"])
         timeout = durations.format_go(_timeout(obj["spec"]))
         self._set(obj, cond.READY, cond.UNKNOWN, "Progressing", "Reconciliation in progress")
-        self._progress(key, obj, f"Fetching manifests for revision {revision} "
-                                 f"with a timeout of {timeout}")
+        self._progress(
+            key, obj, f"Fetching manifests for revision {revision} with a timeout of {timeout}"
+        )
         with tempfile.TemporaryDirectory(prefix="kustomization-") as scratch:
             root = self._unpack(obj, artifact, Path(scratch))
             obj["status"]["lastAttemptedRevision"] = revision
-            self._progress(key, obj, f"Building manifests for revision {revision} "
-                                     f"with a timeout of {timeout}")
+            self._progress(
+                key, obj, f"Building manifests for revision {revision} with a timeout of {timeout}"
+            )
             objects = self._build(key, root)
-        self._progress(key, obj, f"Detecting drift for revision {revision} "
-                                 f"with a timeout of {timeout}")
+        self._progress(
+            key, obj, f"Detecting drift for revision {revision} with a timeout of {timeout}"
+        )
         changes = self._apply(key, obj, objects)
         obj["status"]["lastAppliedRevision"] = revision
-        self._set(obj, cond.READY, cond.TRUE, "ReconciliationSucceeded",
-                  f"Applied revision: {revision}")
+        self._set(
+            obj, cond.READY, cond.TRUE, "ReconciliationSucceeded", f"Applied revision: {revision}"
+        )
         return revision, tuple(str(c) for c in changes if c.action in CHANGED)
 
     def _artifact(self, obj: dict[str, Any]) -> dict[str, Any]:
         source = source_of(obj)
         described = f"{source.kind}/{source.namespace}/{source.name}"
         if source.kind != "GitRepository":
-            raise Failure("ArtifactFailed", f"source `{source.name}` kind '{source.kind}' "
-                                            "not supported by the sandbox double")
+            raise Failure(
+                "ArtifactFailed",
+                f"source `{source.name}` kind '{source.kind}' not supported by the sandbox double",
+            )
         found = self._api.get(source)
         if found is None:
             raise Failure("ArtifactFailed", f"Source '{described}' not found")
         artifact = (found.get("status") or {}).get("artifact")
         if not artifact:
-            raise Failure("ArtifactFailed", "Source artifact not found, retrying in "
-                                            f"{durations.format_go(DEPENDENCY_REQUEUE_S)}",
-                          requeue=DEPENDENCY_REQUEUE_S)
+            raise Failure(
+                "ArtifactFailed",
+                "Source artifact not found, retrying in "
+                f"{durations.format_go(DEPENDENCY_REQUEUE_S)}",
+                requeue=DEPENDENCY_REQUEUE_S,
+            )
         return dict(artifact)
 
     def _unpack(self, obj: dict[str, Any], artifact: dict[str, Any], scratch: Path) -> Path:
@@ -136,8 +147,10 @@ class KustomizeReconciler:
         if root != scratch.resolve() and scratch.resolve() not in root.parents:
             raise Failure("ArtifactFailed", f"path '{path}' leaves the artifact")
         if not root.is_dir():
-            raise Failure("ArtifactFailed", f"kustomization path not found: stat {root}: "
-                                            "no such file or directory")
+            raise Failure(
+                "ArtifactFailed",
+                f"kustomization path not found: stat {root}: no such file or directory",
+            )
         return root
 
     def _build(self, key: ObjectKey, root: Path) -> list[dict[str, Any]]:
@@ -148,8 +161,9 @@ class KustomizeReconciler:
         manifests.set_owner(objects, key.name, key.namespace)
         return objects
 
-    def _apply(self, key: ObjectKey, obj: dict[str, Any], objects: list[dict[str, Any]]
-               ) -> list[Change]:
+    def _apply(
+        self, key: ObjectKey, obj: dict[str, Any], objects: list[dict[str, Any]]
+    ) -> list[Change]:
         applier = Applier(self._api.dynamic(), str(obj["spec"].get("targetNamespace") or ""))
         try:
             changes = applier.apply_all(objects)
@@ -181,22 +195,36 @@ class KustomizeReconciler:
             status["conditions"] = cond.delete(conds, cond.RECONCILING)
             status["observedGeneration"] = obj["metadata"].get("generation", 0)
         elif cond.has_status(conds, cond.READY, cond.FALSE):
-            status["conditions"] = cond.with_reason(conds, cond.RECONCILING,
-                                                    "ProgressingWithRetry")
+            status["conditions"] = cond.with_reason(conds, cond.RECONCILING, "ProgressingWithRetry")
         if status:
             self._api.patch_status(key, status)
 
-    def _set(self, obj: dict[str, Any], kind: str, status: str, reason: str, message: str
-             ) -> None:
+    def _set(self, obj: dict[str, Any], kind: str, status: str, reason: str, message: str) -> None:
         current = obj.setdefault("status", {})
         current["conditions"] = cond.mark(
-            list(current.get("conditions") or []), kind, status, reason, message,
-            generation=int(obj["metadata"].get("generation", 0)), now=self._clock())
+            list(current.get("conditions") or []),
+            kind,
+            status,
+            reason,
+            message,
+            generation=int(obj["metadata"].get("generation", 0)),
+            now=self._clock(),
+        )
 
-    def _record(self, key: ObjectKey, action: str, revision: str, *,
-                changes: tuple[str, ...] = (), message: str = "") -> None:
-        self._log.add(Record(key.kind, key.namespace, key.name, action, revision, self._clock(),
-                             changes, message))
+    def _record(
+        self,
+        key: ObjectKey,
+        action: str,
+        revision: str,
+        *,
+        changes: tuple[str, ...] = (),
+        message: str = "",
+    ) -> None:
+        self._log.add(
+            Record(
+                key.kind, key.namespace, key.name, action, revision, self._clock(), changes, message
+            )
+        )
 
 
 def _timeout(spec: dict[str, Any]) -> float:

@@ -35,8 +35,10 @@ def read_objects(root: Path) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         if path.name in KUSTOMIZE_FILES:
-            raise BuildFailed(f"kustomize build failed: {path.relative_to(root)}: "
-                              "kustomization files are not supported by the sandbox double")
+            raise BuildFailed(
+                f"kustomize build failed: {path.relative_to(root)}: "
+                "kustomization files are not supported by the sandbox double"
+            )
         if path.suffix in SUFFIXES:
             objects.extend(_documents(path, root))
     return objects
@@ -52,8 +54,10 @@ def _documents(path: Path, root: Path) -> list[dict[str, Any]]:
         if document is None:
             continue
         if not _is_object(document):
-            raise BuildFailed("failed to decode Kubernetes apiVersion, kind and name from: "
-                              f"{path.relative_to(root)}")
+            raise BuildFailed(
+                "failed to decode Kubernetes apiVersion, kind and name from: "
+                f"{path.relative_to(root)}"
+            )
         objects.append(document)
     return objects
 
@@ -62,8 +66,12 @@ def _is_object(document: Any) -> bool:
     if not isinstance(document, dict):
         return False
     meta = document.get("metadata")
-    return bool(document.get("apiVersion") and document.get("kind")
-                and isinstance(meta, dict) and meta.get("name"))
+    return bool(
+        document.get("apiVersion")
+        and document.get("kind")
+        and isinstance(meta, dict)
+        and meta.get("name")
+    )
 
 
 def set_owner(objects: list[dict[str, Any]], name: str, namespace: str) -> None:

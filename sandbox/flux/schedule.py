@@ -77,7 +77,6 @@ class Schedule:
         return sorted(due)
 
 
-
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What one reconcile tells the schedule: requeue after some seconds, wait, or forget."""

@@ -50,7 +50,11 @@ class SourceReconciler:
     """Reconciles GitRepositories against real Git remotes."""
 
     def __init__(
-        self, api: FluxApi, git: GitCache, storage: Storage, clock: Callable[[], float],
+        self,
+        api: FluxApi,
+        git: GitCache,
+        storage: Storage,
+        clock: Callable[[], float],
         log: ActivityLog,
     ) -> None:
         self._api = api
@@ -86,8 +90,11 @@ class SourceReconciler:
         ref = GitRef.from_spec(spec)
         resolved = self._git.resolve(spec["url"], ref, timeout)
         current = (obj.get("status") or {}).get("artifact")
-        if current and current.get("revision") == resolved.revision and self._storage.holds(
-                current):
+        if (
+            current
+            and current.get("revision") == resolved.revision
+            and self._storage.holds(current)
+        ):
             return _Fetch(UP_TO_DATE, current)
         self._progress(key, obj, resolved.revision)
         cache = f"{key.namespace}/{key.name}"
@@ -116,8 +123,15 @@ class SourceReconciler:
             conds = cond.delete(conds, stale)
         conds = self._mark(obj, conds, cond.READY, (cond.TRUE, SUCCEEDED, message))
         conds = self._mark(obj, conds, ARTIFACT_IN_STORAGE, (cond.TRUE, SUCCEEDED, message))
-        self._patch(key, obj, {"artifact": fetched.artifact, "conditions": conds,
-                               "observedGeneration": obj["metadata"].get("generation", 0)})
+        self._patch(
+            key,
+            obj,
+            {
+                "artifact": fetched.artifact,
+                "conditions": conds,
+                "observedGeneration": obj["metadata"].get("generation", 0),
+            },
+        )
         self._record(key, fetched.action, revision)
 
     def _failed(self, key: ObjectKey, obj: dict[str, Any], error: str, interval: float) -> Outcome:
@@ -130,7 +144,7 @@ class SourceReconciler:
         self._record(key, FAILED, revision, message)
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        return Outcome(min(interval, FIRST_RETRY_S * 2 ** failures))
+        return Outcome(min(interval, FIRST_RETRY_S * 2**failures))
 
     def _patch(self, key: ObjectKey, obj: dict[str, Any], status: dict[str, Any]) -> None:
         """Write ``status`` plus the handled token (F1: at the end of every reconcile)."""
@@ -143,13 +157,28 @@ class SourceReconciler:
     def _conditions(self, obj: dict[str, Any]) -> list[cond.Condition]:
         return list((obj.get("status") or {}).get("conditions") or [])
 
-    def _mark(self, obj: dict[str, Any], conds: list[cond.Condition], kind: str,
-              state: tuple[str, str, str]) -> list[cond.Condition]:
+    def _mark(
+        self,
+        obj: dict[str, Any],
+        conds: list[cond.Condition],
+        kind: str,
+        state: tuple[str, str, str],
+    ) -> list[cond.Condition]:
         """``conds`` with ``kind`` set to ``state`` = (status, reason, message)."""
         status, reason, message = state
-        return cond.mark(conds, kind, status, reason, message,
-                         generation=int(obj["metadata"].get("generation", 0)), now=self._clock())
+        return cond.mark(
+            conds,
+            kind,
+            status,
+            reason,
+            message,
+            generation=int(obj["metadata"].get("generation", 0)),
+            now=self._clock(),
+        )
 
     def _record(self, key: ObjectKey, action: str, revision: str, message: str = "") -> None:
-        self._log.add(Record(key.kind, key.namespace, key.name, action, revision, self._clock(),
-                             message=message))
+        self._log.add(
+            Record(
+                key.kind, key.namespace, key.name, action, revision, self._clock(), message=message
+            )
+        )

@@ -23,7 +23,12 @@ from sandbox.flux.inventory import Entry
 from sandbox.flux.manifests import OWNER_NAME, OWNER_NAMESPACE, set_namespace
 
 CREATED, CONFIGURED, UNCHANGED, SKIPPED, DELETED = (
-    "created", "configured", "unchanged", "skipped", "deleted")
+    "created",
+    "configured",
+    "unchanged",
+    "skipped",
+    "deleted",
+)
 STAGE_ONE = ("Namespace", "CustomResourceDefinition")
 
 
@@ -89,8 +94,11 @@ class Applier:
             if drift.marked(live, drift.PRUNE_KEY, "disabled"):
                 continue
             try:
-                resource.delete(name=entry.name, namespace=entry.namespace or None,
-                                body={"propagationPolicy": "Background"})
+                resource.delete(
+                    name=entry.name,
+                    namespace=entry.namespace or None,
+                    body={"propagationPolicy": "Background"},
+                )
             except NotFoundError:
                 continue
             except DynamicApiError as err:
@@ -102,8 +110,7 @@ class Applier:
         try:
             return self._client.resources.get(api_version=api_version, kind=kind)
         except ResourceNotFoundError as err:
-            raise ApplyFailed(
-                f"no matches for kind \"{kind}\" in version \"{api_version}\"") from err
+            raise ApplyFailed(f'no matches for kind "{kind}" in version "{api_version}"') from err
 
     def _get(self, resource: Any, name: str, namespace: str | None) -> dict[str, Any] | None:
         try:
@@ -119,22 +126,32 @@ class Applier:
         meta = live["metadata"]
         try:
             cleaned: dict[str, Any] = resource.patch(
-                body=ops, name=meta["name"], namespace=meta.get("namespace"),
+                body=ops,
+                name=meta["name"],
+                namespace=meta.get("namespace"),
                 content_type="application/json-patch+json",
-                field_manager=drift.FIELD_MANAGER).to_dict()
+                field_manager=drift.FIELD_MANAGER,
+            ).to_dict()
         except DynamicApiError as err:
-            raise ApplyFailed(f"{subject_of(live)} metadata cleanup failed: "
-                              f"{_message(err)}") from err
+            raise ApplyFailed(
+                f"{subject_of(live)} metadata cleanup failed: {_message(err)}"
+            ) from err
         return cleaned
 
-    def _server_side_apply(self, resource: Any, obj: dict[str, Any], *, dry_run: bool
-                           ) -> dict[str, Any]:
+    def _server_side_apply(
+        self, resource: Any, obj: dict[str, Any], *, dry_run: bool
+    ) -> dict[str, Any]:
         meta = obj["metadata"]
         options = {"dry_run": "All"} if dry_run else {}
         try:
             applied: dict[str, Any] = resource.server_side_apply(
-                body=obj, name=meta["name"], namespace=meta.get("namespace"),
-                field_manager=drift.FIELD_MANAGER, force_conflicts=True, **options).to_dict()
+                body=obj,
+                name=meta["name"],
+                namespace=meta.get("namespace"),
+                field_manager=drift.FIELD_MANAGER,
+                force_conflicts=True,
+                **options,
+            ).to_dict()
         except DynamicApiError as err:
             step = "dry-run failed" if dry_run else "apply failed"
             raise ApplyFailed(f"{subject_of(obj)} {step}: {_message(err)}") from err

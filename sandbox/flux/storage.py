@@ -76,6 +76,8 @@ class Storage:
             raise ArtifactMissing(f"artifact not found: {artifact.get('url', local)}")
         digest = f"sha256:{hashlib.sha256(local.read_bytes()).hexdigest()}"
         if digest != artifact.get("digest"):
-            raise ArtifactMissing(f"failed to verify artifact: computed digest {digest} "
-                                  f"doesn't match '{artifact.get('digest')}'")
+            raise ArtifactMissing(
+                f"failed to verify artifact: computed digest {digest} "
+                f"doesn't match '{artifact.get('digest')}'"
+            )
         return local

@@ -77,10 +77,16 @@ def view_of(obj: dict[str, Any]) -> ObjectView:
         return ObjectView(key, generation, token_of(obj), artifact.get("revision"))
     conds = status.get("conditions") or []
     busy = conditions.is_true(conds, conditions.READY) or conditions.is_true(
-        conds, conditions.RECONCILING)
-    return ObjectView(key, generation, token_of(obj), source=source_of(obj),
-                      last_attempted=status.get("lastAttemptedRevision", ""),
-                      ready_or_reconciling=busy)
+        conds, conditions.RECONCILING
+    )
+    return ObjectView(
+        key,
+        generation,
+        token_of(obj),
+        source=source_of(obj),
+        last_attempted=status.get("lastAttemptedRevision", ""),
+        ready_or_reconciling=busy,
+    )
 
 
 def wakes(old: ObjectView | None, new: ObjectView) -> bool:

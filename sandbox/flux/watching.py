@@ -41,8 +41,7 @@ class KindWatcher:
         self._stopping = threading.Event()
         self._watch: watch.Watch | None = None
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name=f"flux-watch-{kind}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"flux-watch-{kind}", daemon=True)
 
     def start(self) -> None:
         """Begin listing and watching in the background."""
@@ -84,9 +83,12 @@ class KindWatcher:
         if self._stopping.is_set():
             return
         for event in current.stream(  # type: ignore[no-untyped-call]
-                listing, *args, resource_version=resource_version,
-                                    allow_watch_bookmarks=True,
-                                    timeout_seconds=WATCH_TIMEOUT_S):
+            listing,
+            *args,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=WATCH_TIMEOUT_S,
+        ):
             if self._stopping.is_set():
                 return
             if event["type"] in ("ADDED", "MODIFIED", "DELETED"):

@@ -82,8 +82,12 @@ def write_initial_commit(path: Path, branch: str, files: Mapping[str, bytes], wh
     name, email = SANDBOX_IDENTITY
     stamp = f"@{int(when)} +0000"
     ident = {
-        "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": stamp,
-        "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": stamp,
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_AUTHOR_DATE": stamp,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+        "GIT_COMMITTER_DATE": stamp,
     }
     commit = git(path, "commit-tree", tree, "-m", "Initial commit", env=ident).strip()
     git(path, "update-ref", f"refs/heads/{branch}", commit, ZERO_SHA)
@@ -139,7 +143,13 @@ def _parse_commit(chunk: str) -> CommitInfo:
     for status, name in zip(tokens[0::2], tokens[1::2], strict=False):
         changes.setdefault(status.strip()[:1], []).append(name)
     return CommitInfo(
-        id=sha, tree_id=tree, message=message.rstrip("\n"), timestamp=adate,
-        author=Person(an, ae), committer=Person(cn, ce),
-        added=tuple(changes["A"]), removed=tuple(changes["D"]), modified=tuple(changes["M"]),
+        id=sha,
+        tree_id=tree,
+        message=message.rstrip("\n"),
+        timestamp=adate,
+        author=Person(an, ae),
+        committer=Person(cn, ce),
+        added=tuple(changes["A"]),
+        removed=tuple(changes["D"]),
+        modified=tuple(changes["M"]),
     )

@@ -144,7 +144,8 @@ class Sender:
         """
         with self._cond:
             found = [
-                r for r in self._requests.values()
+                r
+                for r in self._requests.values()
                 if r.id == delivery_id and (hook is None or r.hook == hook)
             ]
         if not found:
@@ -160,9 +161,7 @@ class Sender:
     def wait_for(self, count: int, timeout: float, repo: str | None) -> list[Delivery]:
         """Block until ``count`` deliveries (of ``repo``) are recorded; TimeoutError if not."""
         with self._cond:
-            done = self._cond.wait_for(
-                lambda: len(self._matching(repo)) >= count, timeout=timeout
-            )
+            done = self._cond.wait_for(lambda: len(self._matching(repo)) >= count, timeout=timeout)
             found = self._matching(repo)
         if not done:
             raise TimeoutError(f"{len(found)} of {count} deliveries after {timeout}s")
@@ -221,15 +220,20 @@ class Sender:
         self._attempts[key] = self._attempts.get(key, 0) + 1
         return self._attempts[key]
 
-    def _record(self, request: Request, status: int | None, error: str | None, attempt: int) -> (
-        Delivery
-    ):
+    def _record(
+        self, request: Request, status: int | None, error: str | None, attempt: int
+    ) -> Delivery:
         delivery = Delivery(
-            id=request.id, hook=request.hook, event=request.event,
-            headers=dict(request.headers), body=request.body,
-            status=status, error=error, attempt=attempt, sent_at=self._clock(),
+            id=request.id,
+            hook=request.hook,
+            event=request.event,
+            headers=dict(request.headers),
+            body=request.body,
+            status=status,
+            error=error,
+            attempt=attempt,
+            sent_at=self._clock(),
         )
         self._log.append((request.repo, delivery))
         self._cond.notify_all()
         return delivery
-

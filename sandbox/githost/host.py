@@ -52,7 +52,10 @@ class GitHost:
     """Bare repositories served over smart HTTP, sending signed webhooks on every push."""
 
     def __init__(
-        self, root: Path, *, auth: tuple[str, str] | None = None,
+        self,
+        root: Path,
+        *,
+        auth: tuple[str, str] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._root = Path(root)
@@ -83,8 +86,10 @@ class GitHost:
         self.url = f"http://{host}:{self.port}"
         self._sender.start()
         self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(SHUTDOWN_POLL_SECONDS,),
-            name="githost-http", daemon=True,
+            target=self._server.serve_forever,
+            args=(SHUTDOWN_POLL_SECONDS,),
+            name="githost-http",
+            daemon=True,
         )
         self._thread.start()
         return self.url
@@ -212,7 +217,11 @@ class GitHost:
                 self._enqueue(record, envelope, facts, site, github_ids)
 
     def _enqueue(
-        self, record: _Repo, envelope: Envelope, facts: pushes.PushFacts, site: RepoSite,
+        self,
+        record: _Repo,
+        envelope: Envelope,
+        facts: pushes.PushFacts,
+        site: RepoSite,
         github_ids: dict[str, str],
     ) -> None:
         for event, payload in payloads.events_for(envelope.hook.provider, facts, site):
@@ -235,5 +244,6 @@ class GitHost:
 
     def _site(self, record: _Repo) -> RepoSite:
         owner, _, name = record.full_name.partition("/")
-        return RepoSite(record.site_id, owner, name, self.url, record.default_branch,
-                        record.created_at)
+        return RepoSite(
+            record.site_id, owner, name, self.url, record.default_branch, record.created_at
+        )

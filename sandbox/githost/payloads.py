@@ -93,36 +93,54 @@ def github_push(facts: PushFacts, site: RepoSite) -> Payload:
     if c.created:
         compare = f"{site.html_url}/compare/{c.short_name}"
     return {
-        "ref": c.ref, "before": c.before, "after": c.after,
+        "ref": c.ref,
+        "before": c.before,
+        "after": c.after,
         "repository": _github_repo(site),
         "pusher": {"name": facts.pusher, "email": _email(facts.pusher)},
         "sender": _github_user(facts),
-        "created": c.created, "deleted": c.deleted, "forced": facts.forced,
-        "base_ref": None, "compare": compare, "commits": commits,
+        "created": c.created,
+        "deleted": c.deleted,
+        "forced": facts.forced,
+        "base_ref": None,
+        "compare": compare,
+        "commits": commits,
         "head_commit": _github_commit(facts.head, site) if facts.head else None,
     }
 
 
 def _github_commit(commit: CommitInfo, site: RepoSite) -> Payload:
     return {
-        "id": commit.id, "tree_id": commit.tree_id, "distinct": True,
-        "message": commit.message, "timestamp": commit.timestamp,
+        "id": commit.id,
+        "tree_id": commit.tree_id,
+        "distinct": True,
+        "message": commit.message,
+        "timestamp": commit.timestamp,
         "url": f"{site.html_url}/commit/{commit.id}",
         "author": {"name": commit.author.name, "email": commit.author.email},
         "committer": {"name": commit.committer.name, "email": commit.committer.email},
-        "added": list(commit.added), "removed": list(commit.removed),
+        "added": list(commit.added),
+        "removed": list(commit.removed),
         "modified": list(commit.modified),
     }
 
 
 def _github_repo(site: RepoSite) -> Payload:
     return {
-        "id": site.id, "name": site.name, "full_name": site.full_name, "private": False,
+        "id": site.id,
+        "name": site.name,
+        "full_name": site.full_name,
+        "private": False,
         "owner": {"name": site.owner, "login": site.owner, "id": 1, "type": "User"},
-        "html_url": site.html_url, "url": site.html_url, "fork": False,
-        "created_at": site.created_at, "git_url": site.clone_url.replace("http", "git", 1),
-        "ssh_url": site.ssh_url, "clone_url": site.clone_url,
-        "default_branch": site.default_branch, "master_branch": site.default_branch,
+        "html_url": site.html_url,
+        "url": site.html_url,
+        "fork": False,
+        "created_at": site.created_at,
+        "git_url": site.clone_url.replace("http", "git", 1),
+        "ssh_url": site.ssh_url,
+        "clone_url": site.clone_url,
+        "default_branch": site.default_branch,
+        "master_branch": site.default_branch,
     }
 
 
@@ -150,13 +168,16 @@ def gitea_push(facts: PushFacts, site: RepoSite, *, forgejo: bool = False) -> Pa
     c = facts.change
     listed, total = _gitea_commits(facts)
     payload: Payload = {
-        "ref": c.ref, "before": c.before, "after": c.after,
+        "ref": c.ref,
+        "before": c.before,
+        "after": c.after,
         "compare_url": f"{site.html_url}/compare/{c.before}...{c.after}",
         "commits": [_gitea_commit(x, site) for x in listed[:GITEA_MAX_COMMITS]],
         "total_commits": total,
         "head_commit": _gitea_commit(facts.head, site) if facts.head else None,
         "repository": _gitea_repo(site),
-        "pusher": _gitea_user(facts.pusher), "sender": _gitea_user(facts.pusher),
+        "pusher": _gitea_user(facts.pusher),
+        "sender": _gitea_user(facts.pusher),
     }
     if forgejo:
         payload["compare"] = payload["compare_url"]
@@ -174,12 +195,15 @@ def _gitea_commits(facts: PushFacts) -> tuple[tuple[CommitInfo, ...], int]:
 
 def _gitea_commit(commit: CommitInfo, site: RepoSite) -> Payload:
     return {
-        "id": commit.id, "message": commit.message + "\n",
+        "id": commit.id,
+        "message": commit.message + "\n",
         "url": f"{site.html_url}/commit/{commit.id}",
         "author": _gitea_person(commit.author.name, commit.author.email),
         "committer": _gitea_person(commit.committer.name, commit.committer.email),
-        "verification": None, "timestamp": commit.timestamp,
-        "added": list(commit.added), "removed": list(commit.removed),
+        "verification": None,
+        "timestamp": commit.timestamp,
+        "added": list(commit.added),
+        "removed": list(commit.removed),
         "modified": list(commit.modified),
     }
 
@@ -190,17 +214,31 @@ def _gitea_person(name: str, email: str) -> Payload:
 
 def _gitea_repo(site: RepoSite) -> Payload:
     return {
-        "id": site.id, "owner": _gitea_user(site.owner), "name": site.name,
-        "full_name": site.full_name, "description": "", "empty": False, "private": False,
-        "fork": False, "mirror": False, "html_url": site.html_url, "ssh_url": site.ssh_url,
-        "clone_url": site.clone_url, "default_branch": site.default_branch,
+        "id": site.id,
+        "owner": _gitea_user(site.owner),
+        "name": site.name,
+        "full_name": site.full_name,
+        "description": "",
+        "empty": False,
+        "private": False,
+        "fork": False,
+        "mirror": False,
+        "html_url": site.html_url,
+        "ssh_url": site.ssh_url,
+        "clone_url": site.clone_url,
+        "default_branch": site.default_branch,
     }
 
 
 def _gitea_user(login: str) -> Payload:
     return {
-        "id": 1, "login": login, "login_name": "", "full_name": "", "email": _email(login),
-        "avatar_url": "", "username": login,
+        "id": 1,
+        "login": login,
+        "login_name": "",
+        "full_name": "",
+        "email": _email(login),
+        "avatar_url": "",
+        "username": login,
     }
 
 
@@ -215,8 +253,9 @@ def _ref_event(
     c = facts.change
     payload: Payload = {"ref": c.short_name, "ref_type": c.ref_type}
     if c.created and github:
-        payload.update({"master_branch": site.default_branch, "description": None,
-                        "pusher_type": "user"})
+        payload.update(
+            {"master_branch": site.default_branch, "description": None, "pusher_type": "user"}
+        )
     elif c.created:
         payload["sha"] = c.after
     else:
@@ -241,41 +280,66 @@ def gitlab_push(facts: PushFacts, site: RepoSite, *, kind: str = "push") -> Payl
     c = facts.change
     commits = list(reversed(facts.pushed[:GITLAB_MAX_COMMITS]))
     return {
-        "object_kind": kind, "event_name": kind,
-        "before": c.before, "after": c.after, "ref": c.ref, "ref_protected": False,
-        "checkout_sha": facts.head.id if facts.head else None, "message": None,
-        "user_id": 1, "user_name": facts.pusher, "user_username": facts.pusher,
-        "user_email": _email(facts.pusher), "user_avatar": None,
-        "project_id": site.id, "project": _gitlab_project(site),
+        "object_kind": kind,
+        "event_name": kind,
+        "before": c.before,
+        "after": c.after,
+        "ref": c.ref,
+        "ref_protected": False,
+        "checkout_sha": facts.head.id if facts.head else None,
+        "message": None,
+        "user_id": 1,
+        "user_name": facts.pusher,
+        "user_username": facts.pusher,
+        "user_email": _email(facts.pusher),
+        "user_avatar": None,
+        "project_id": site.id,
+        "project": _gitlab_project(site),
         "commits": [_gitlab_commit(x, site) for x in commits],
         "total_commits_count": facts.total,
         "push_options": {},
         "repository": {
-            "name": site.name, "url": site.ssh_url, "description": "",
-            "homepage": site.html_url, "git_http_url": site.clone_url,
-            "git_ssh_url": site.ssh_url, "visibility_level": 20,
+            "name": site.name,
+            "url": site.ssh_url,
+            "description": "",
+            "homepage": site.html_url,
+            "git_http_url": site.clone_url,
+            "git_ssh_url": site.ssh_url,
+            "visibility_level": 20,
         },
     }
 
 
 def _gitlab_project(site: RepoSite) -> Payload:
     return {
-        "id": site.id, "name": site.name, "description": "", "web_url": site.html_url,
-        "avatar_url": None, "git_ssh_url": site.ssh_url, "git_http_url": site.clone_url,
-        "namespace": site.owner, "visibility_level": 20,
-        "path_with_namespace": site.full_name, "default_branch": site.default_branch,
-        "homepage": site.html_url, "url": site.ssh_url, "ssh_url": site.ssh_url,
+        "id": site.id,
+        "name": site.name,
+        "description": "",
+        "web_url": site.html_url,
+        "avatar_url": None,
+        "git_ssh_url": site.ssh_url,
+        "git_http_url": site.clone_url,
+        "namespace": site.owner,
+        "visibility_level": 20,
+        "path_with_namespace": site.full_name,
+        "default_branch": site.default_branch,
+        "homepage": site.html_url,
+        "url": site.ssh_url,
+        "ssh_url": site.ssh_url,
         "http_url": site.clone_url,
     }
 
 
 def _gitlab_commit(commit: CommitInfo, site: RepoSite) -> Payload:
     return {
-        "id": commit.id, "message": commit.message,
-        "title": commit.message.split("\n", 1)[0], "timestamp": commit.timestamp,
+        "id": commit.id,
+        "message": commit.message,
+        "title": commit.message.split("\n", 1)[0],
+        "timestamp": commit.timestamp,
         "url": f"{site.html_url}/-/commit/{commit.id}",
         "author": {"name": commit.author.name, "email": commit.author.email},
-        "added": list(commit.added), "modified": list(commit.modified),
+        "added": list(commit.added),
+        "modified": list(commit.modified),
         "removed": list(commit.removed),
     }
 

@@ -66,8 +66,12 @@ class GitHttpApp:
         body = read_body(environ)  # always drained, so a kept-alive connection stays in step
         user = self._authenticate(environ)
         if user is None:
-            return _respond(start_response, "401 Unauthorized", b"authentication required\n",
-                            [("WWW-Authenticate", REALM)])
+            return _respond(
+                start_response,
+                "401 Unauthorized",
+                b"authentication required\n",
+                [("WWW-Authenticate", REALM)],
+            )
         repo, _, rest = environ.get("PATH_INFO", "").lstrip("/").partition(".git/")
         lock = self._locks.get(repo)
         if lock is None or not rest:
@@ -109,9 +113,9 @@ class GitHttpApp:
         ok_password = hmac.compare_digest(password.encode(), want_password.encode())
         return user if ok_user and ok_password else None
 
-    def _backend(self, environ: Environ, body: bytes, user: str) -> tuple[
-        str, list[tuple[str, str]], bytes
-    ]:
+    def _backend(
+        self, environ: Environ, body: bytes, user: str
+    ) -> tuple[str, list[tuple[str, str]], bytes]:
         """Run ``git http-backend`` for one request and split its CGI answer."""
         proc = subprocess.run(
             ["git", "http-backend"],
@@ -187,7 +191,9 @@ def parse_cgi(output: bytes) -> tuple[str, list[tuple[str, str]], bytes]:
 
 
 def _respond(
-    start_response: StartResponse, status: str, body: bytes,
+    start_response: StartResponse,
+    status: str,
+    body: bytes,
     headers: list[tuple[str, str]] | None = None,
 ) -> list[bytes]:
     extra = [(k, v) for k, v in headers or [] if k.lower() != "content-length"]

@@ -47,9 +47,9 @@ def hmac_hex(secret: str, data: bytes, digest: str = "sha256") -> str:
     return hmac.new(secret.encode(), data, digest).hexdigest()
 
 
-def encode(env: Envelope, event: str, payload: dict[str, Any], delivery_id: str) -> tuple[
-    dict[str, str], bytes
-]:
+def encode(
+    env: Envelope, event: str, payload: dict[str, Any], delivery_id: str
+) -> tuple[dict[str, str], bytes]:
     """The headers and body the provider of ``env.hook`` sends for ``event``."""
     provider = env.hook.provider
     if provider == "github":
@@ -59,9 +59,9 @@ def encode(env: Envelope, event: str, payload: dict[str, Any], delivery_id: str)
     return _gitlab(env, event, payload, delivery_id)
 
 
-def _github(env: Envelope, event: str, payload: dict[str, Any], delivery_id: str) -> tuple[
-    dict[str, str], bytes
-]:
+def _github(
+    env: Envelope, event: str, payload: dict[str, Any], delivery_id: str
+) -> tuple[dict[str, str], bytes]:
     text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
     body = _body(env.hook, text)
     headers = {
@@ -79,9 +79,9 @@ def _github(env: Envelope, event: str, payload: dict[str, Any], delivery_id: str
     return headers, body
 
 
-def _gitea(env: Envelope, event: str, payload: dict[str, Any], delivery_id: str) -> tuple[
-    dict[str, str], bytes
-]:
+def _gitea(
+    env: Envelope, event: str, payload: dict[str, Any], delivery_id: str
+) -> tuple[dict[str, str], bytes]:
     text = json.dumps(payload, indent=2, ensure_ascii=False)
     signed = text.encode()
     sha1 = sha256 = ""
@@ -103,9 +103,9 @@ def _gitea(env: Envelope, event: str, payload: dict[str, Any], delivery_id: str)
     return headers, _body(env.hook, text)
 
 
-def _gitlab(env: Envelope, event: str, payload: dict[str, Any], delivery_id: str) -> tuple[
-    dict[str, str], bytes
-]:
+def _gitlab(
+    env: Envelope, event: str, payload: dict[str, Any], delivery_id: str
+) -> tuple[dict[str, str], bytes]:
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
     headers = {
         "Content-Type": CONTENT_TYPES["json"],

@@ -68,9 +68,12 @@ def _rule_allows(rule: AccessRule, attrs: Attributes) -> bool:
 
 def _basic_user_allows(attrs: Attributes) -> bool:
     """The default ``system:basic-user`` binding: any authenticated user may review itself."""
-    return (attrs.user != ANONYMOUS and attrs.verb == "create"
-            and attrs.group == "authorization.k8s.io"
-            and attrs.resource in ("selfsubjectaccessreviews", "selfsubjectrulesreviews"))
+    return (
+        attrs.user != ANONYMOUS
+        and attrs.verb == "create"
+        and attrs.group == "authorization.k8s.io"
+        and attrs.resource in ("selfsubjectaccessreviews", "selfsubjectrulesreviews")
+    )
 
 
 class Access:
@@ -86,7 +89,7 @@ class Access:
         """The user behind an ``Authorization`` header (401 for an unknown bearer token)."""
         token = ""
         if authorization and authorization.lower().startswith("bearer "):
-            token = authorization[len("bearer "):].strip()
+            token = authorization[len("bearer ") :].strip()
         if self._tokens is None:
             return UNAUTHENTICATED_ADMIN
         if not token:
@@ -128,16 +131,20 @@ class Access:
 
 def _review_attrs(user: str, attrs: Mapping[str, Any]) -> Attributes:
     return Attributes(
-        user=user, verb=attrs.get("verb", ""), group=attrs.get("group", ""),
-        resource=attrs.get("resource", ""), subresource=attrs.get("subresource", ""),
-        namespace=attrs.get("namespace", ""), name=attrs.get("name", ""),
+        user=user,
+        verb=attrs.get("verb", ""),
+        group=attrs.get("group", ""),
+        resource=attrs.get("resource", ""),
+        subresource=attrs.get("subresource", ""),
+        namespace=attrs.get("namespace", ""),
+        name=attrs.get("name", ""),
     )
 
 
 def _review_invalid() -> ApiError:
     return bad_request(
         "SelfSubjectAccessReview.authorization.k8s.io is invalid: spec.resourceAttributes: "
-        "Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes "
+        'Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes '
         "must be specified"
     )
 

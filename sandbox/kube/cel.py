@@ -196,8 +196,10 @@ def _evaluation_failure(error: str, rule: Mapping[str, Any]) -> str:
     if error.startswith(_COMPILE_FAILURE):
         return f"rule compile error: {error} in rule: {str(rule.get('rule', '')).strip()}"
     if error.startswith("no such overload"):
-        return (f"'{error}': call arguments did not match a supported operator, function or "
-                f"macro signature for rule: {_rule_words(rule)}")
+        return (
+            f"'{error}': call arguments did not match a supported operator, function or "
+            f"macro signature for rule: {_rule_words(rule)}"
+        )
     return f"{error} evaluating rule: {_rule_words(rule)}"
 
 

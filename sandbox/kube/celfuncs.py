@@ -163,24 +163,26 @@ def _find_all(text: Any, pattern: Any, *limit: Any) -> Any:
     return celtypes.ListType([celtypes.StringType(f) for f in found])
 
 
-FUNCTIONS: MappingProxyType[str, Callable[..., Any]] = MappingProxyType({
-    "hasValue": _has_value,
-    "value": _value,
-    "orValue": _or_value,
-    "lowerAscii": lambda text: _ascii(text, upper=False),
-    "upperAscii": lambda text: _ascii(text, upper=True),
-    "charAt": _char_at,
-    "indexOf": _index_of,
-    "lastIndexOf": _last_index_of,
-    "replace": _replace,
-    "split": _split,
-    "substring": _substring,
-    "trim": _trim,
-    "join": _join,
-    "isSorted": _is_sorted,
-    "sum": _sum,
-    "min": _extreme(min, "min"),
-    "max": _extreme(max, "max"),
-    "find": _find,
-    "findAll": _find_all,
-})
+FUNCTIONS: MappingProxyType[str, Callable[..., Any]] = MappingProxyType(
+    {
+        "hasValue": _has_value,
+        "value": _value,
+        "orValue": _or_value,
+        "lowerAscii": lambda text: _ascii(text, upper=False),
+        "upperAscii": lambda text: _ascii(text, upper=True),
+        "charAt": _char_at,
+        "indexOf": _index_of,
+        "lastIndexOf": _last_index_of,
+        "replace": _replace,
+        "split": _split,
+        "substring": _substring,
+        "trim": _trim,
+        "join": _join,
+        "isSorted": _is_sorted,
+        "sum": _sum,
+        "min": _extreme(min, "min"),
+        "max": _extreme(max, "max"),
+        "find": _find,
+        "findAll": _find_all,
+    }
+)

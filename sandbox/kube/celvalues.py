@@ -22,11 +22,31 @@ from celpy import celtypes
 Schema = Mapping[str, Any]
 
 _IDENTIFIER = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-_RESERVED = frozenset({
-    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
-    "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
-    "void", "while",
-})
+_RESERVED = frozenset(
+    {
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    }
+)
 _ESCAPES = (("__", "__underscores__"), (".", "__dot__"), ("-", "__dash__"), ("/", "__slash__"))
 _TIME_FORMATS = frozenset({"date-time", "datetime", "date"})
 # Go decodes a JSON integer outside int64 as a float64.

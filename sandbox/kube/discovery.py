@@ -17,9 +17,14 @@ from sandbox.kube.resources import Registry, ResourceType
 Obj = dict[str, Any]
 
 SERVER_VERSION: Obj = {
-    "major": "1", "minor": "32", "gitVersion": "v1.32.0-sandbox",
-    "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
-    "buildDate": "2024-12-11T00:00:00Z", "goVersion": "go1.23.3", "compiler": "gc",
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.0-sandbox",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2024-12-11T00:00:00Z",
+    "goVersion": "go1.23.3",
+    "compiler": "gc",
     "platform": "linux/amd64",
 }
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
@@ -36,9 +41,13 @@ def wants_aggregated(accept: str | None) -> bool:
 
 def api_versions(server_address: str) -> Obj:
     """``/api``: the legacy core group's versions."""
-    return {"kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
-                                            "serverAddress": server_address}]}
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}
+        ],
+    }
 
 
 def _group_versions(group: str, versions: list[str]) -> Obj:
@@ -61,8 +70,13 @@ def api_group(registry: Registry, group: str) -> Obj | None:
 
 
 def _resource_entry(t: ResourceType) -> Obj:
-    entry: Obj = {"name": t.plural, "singularName": t.singular, "namespaced": t.namespaced,
-                  "kind": t.kind, "verbs": list(t.verbs)}
+    entry: Obj = {
+        "name": t.plural,
+        "singularName": t.singular,
+        "namespaced": t.namespaced,
+        "kind": t.kind,
+        "verbs": list(t.verbs),
+    }
     if t.short_names:
         entry["shortNames"] = list(t.short_names)
     if t.categories:
@@ -71,8 +85,13 @@ def _resource_entry(t: ResourceType) -> Obj:
 
 
 def _status_entry(t: ResourceType) -> Obj:
-    return {"name": f"{t.plural}/status", "singularName": "", "namespaced": t.namespaced,
-            "kind": t.kind, "verbs": STATUS_VERBS}
+    return {
+        "name": f"{t.plural}/status",
+        "singularName": "",
+        "namespaced": t.namespaced,
+        "kind": t.kind,
+        "verbs": STATUS_VERBS,
+    }
 
 
 def api_resource_list(registry: Registry, group: str, version: str) -> Obj | None:
@@ -86,22 +105,31 @@ def api_resource_list(registry: Registry, group: str, version: str) -> Obj | Non
         if t.status_subresource:
             resources.append(_status_entry(t))
     group_version = f"{group}/{version}" if group else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
-            "resources": resources}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": resources,
+    }
 
 
 def _aggregated_resource(t: ResourceType) -> Obj:
     kind = {"group": t.group, "version": t.version, "kind": t.kind}
-    entry: Obj = {"resource": t.plural, "responseKind": kind,
-                  "scope": "Namespaced" if t.namespaced else "Cluster",
-                  "singularResource": t.singular, "verbs": list(t.verbs)}
+    entry: Obj = {
+        "resource": t.plural,
+        "responseKind": kind,
+        "scope": "Namespaced" if t.namespaced else "Cluster",
+        "singularResource": t.singular,
+        "verbs": list(t.verbs),
+    }
     if t.short_names:
         entry["shortNames"] = list(t.short_names)
     if t.categories:
         entry["categories"] = list(t.categories)
     if t.status_subresource:
-        entry["subresources"] = [{"subresource": "status", "responseKind": kind,
-                                  "verbs": STATUS_VERBS}]
+        entry["subresources"] = [
+            {"subresource": "status", "responseKind": kind, "verbs": STATUS_VERBS}
+        ]
     return entry
 
 
@@ -110,12 +138,21 @@ def aggregated(registry: Registry, core: bool) -> Obj:
     groups = {"": ["v1"]} if core else registry.group_versions()
     items = []
     for group, versions in groups.items():
-        entries = [{"version": v, "freshness": "Current",
-                    "resources": [_aggregated_resource(t)
-                                  for t in registry.in_group_version(group, v)]}
-                   for v in versions]
-        metadata: Obj = {"name": group, "creationTimestamp": None} if group else {
-            "creationTimestamp": None}
+        entries = [
+            {
+                "version": v,
+                "freshness": "Current",
+                "resources": [_aggregated_resource(t) for t in registry.in_group_version(group, v)],
+            }
+            for v in versions
+        ]
+        metadata: Obj = (
+            {"name": group, "creationTimestamp": None} if group else {"creationTimestamp": None}
+        )
         items.append({"metadata": metadata, "versions": entries})
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
-            "metadata": {}, "items": items}
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    }

@@ -54,8 +54,10 @@ def from_core(obj: Obj) -> Obj:
     events = {_RENAMED.get(k, k): v for k, v in obj.items() if k != "series"}
     events["apiVersion"] = f"{EVENTS_GROUP}/v1"
     if "series" in obj:
-        events["series"] = {"count": obj["series"].get("count"),
-                            "lastObservedTime": obj["series"].get("lastObservedTime")}
+        events["series"] = {
+            "count": obj["series"].get("count"),
+            "lastObservedTime": obj["series"].get("lastObservedTime"),
+        }
     return events
 
 
@@ -64,11 +66,19 @@ def event_causes(rtype: ResourceType, core: Obj, created: bool) -> list[Cause]:
     causes = _namespace_causes(core)
     if is_events_group(rtype) and created:
         view = from_core(core)
-        causes += [Cause(name, "FieldValueRequired", "Required value")
-                   for name in _REQUIRED if not view.get(name)]
+        causes += [
+            Cause(name, "FieldValueRequired", "Required value")
+            for name in _REQUIRED
+            if not view.get(name)
+        ]
         if view.get("type") not in ("Normal", "Warning"):
-            causes.append(Cause("type", "FieldValueInvalid",
-                                f'Invalid value: "": has invalid value: {view.get("type", "")}'))
+            causes.append(
+                Cause(
+                    "type",
+                    "FieldValueInvalid",
+                    f'Invalid value: "": has invalid value: {view.get("type", "")}',
+                )
+            )
     return causes
 
 
@@ -79,5 +89,10 @@ def _namespace_causes(core: Obj) -> list[Cause]:
     namespace = core["metadata"].get("namespace", "")
     if involved == namespace or (not involved and namespace in ("", "default")):
         return []
-    return [Cause("involvedObject.namespace", "FieldValueInvalid",
-                  f'Invalid value: "{involved}": does not match event.namespace')]
+    return [
+        Cause(
+            "involvedObject.namespace",
+            "FieldValueInvalid",
+            f'Invalid value: "{involved}": does not match event.namespace',
+        )
+    ]

@@ -35,15 +35,38 @@ _ABSENT: Any = object()
 #: Defaults of key fields that may be omitted (ContainerPort/ServicePort protocol is "TCP").
 _KEY_DEFAULTS = {"protocol": "TCP"}
 #: Fields that are ``map[string]...`` wherever they appear: their keys are members.
-_STRING_MAPS = frozenset({"labels", "annotations", "data", "binaryData", "stringData",
-                          "nodeSelector", "limits", "requests", "matchLabels"})
+_STRING_MAPS = frozenset(
+    {
+        "labels",
+        "annotations",
+        "data",
+        "binaryData",
+        "stringData",
+        "nodeSelector",
+        "limits",
+        "requests",
+        "matchLabels",
+    }
+)
 
 STRIPPED: frozenset[Path] = frozenset(
     {("f:apiVersion",), ("f:kind",), ("f:metadata",)}
-    | {("f:metadata", f"f:{name}") for name in (
-        "name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName",
-        "generation", "managedFields", "resourceVersion", "deletionTimestamp",
-        "deletionGracePeriodSeconds")}
+    | {
+        ("f:metadata", f"f:{name}")
+        for name in (
+            "name",
+            "namespace",
+            "creationTimestamp",
+            "selfLink",
+            "uid",
+            "clusterName",
+            "generation",
+            "managedFields",
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        )
+    }
 )
 
 
@@ -62,8 +85,10 @@ class Schema:
 
 
 def _pod_keys(prefix: str) -> dict[str, tuple[str, ...]]:
-    keys: dict[str, tuple[str, ...]] = {f"{prefix}.{f}": ("name",) for f in
-            ("volumes", "initContainers", "containers", "imagePullSecrets")}
+    keys: dict[str, tuple[str, ...]] = {
+        f"{prefix}.{f}": ("name",)
+        for f in ("volumes", "initContainers", "containers", "imagePullSecrets")
+    }
     keys[f"{prefix}.hostAliases"] = ("ip",)
     for containers in ("initContainers", "containers"):
         keys[f"{prefix}.{containers}[].env"] = ("name",)
@@ -72,24 +97,42 @@ def _pod_keys(prefix: str) -> dict[str, tuple[str, ...]]:
     return keys
 
 
-_META = Schema(keys={"metadata.ownerReferences": ("uid",)},
-               sets=frozenset({"metadata.finalizers"}),
-               atomic=frozenset({"metadata.ownerReferences[]"}))
+_META = Schema(
+    keys={"metadata.ownerReferences": ("uid",)},
+    sets=frozenset({"metadata.finalizers"}),
+    atomic=frozenset({"metadata.ownerReferences[]"}),
+)
 _KINDS: dict[tuple[str, str], Schema] = {
     ("apps", "Deployment"): Schema(
         keys={**_pod_keys("spec.template.spec"), "status.conditions": ("type",)},
-        atomic=frozenset({"spec.selector"})),
-    ("", "Service"): Schema(keys={"spec.ports": ("port", "protocol")},
-                            maps=frozenset({"spec.selector"})),
+        atomic=frozenset({"spec.selector"}),
+    ),
+    ("", "Service"): Schema(
+        keys={"spec.ports": ("port", "protocol")}, maps=frozenset({"spec.selector"})
+    ),
     ("rbac.authorization.k8s.io", "RoleBinding"): Schema(atomic=frozenset({"roleRef"})),
 }
 #: API groups whose objects are typed Go structs: a new object starts from the zero struct.
-_TYPED_GROUPS = frozenset({"", "apps", "rbac.authorization.k8s.io", "events.k8s.io",
-                           "authorization.k8s.io", "coordination.k8s.io"})
+_TYPED_GROUPS = frozenset(
+    {
+        "",
+        "apps",
+        "rbac.authorization.k8s.io",
+        "events.k8s.io",
+        "authorization.k8s.io",
+        "coordination.k8s.io",
+    }
+)
 #: Non-pointer structs (and null non-omitempty fields) of those zero structs.
 _ZERO_STRUCTS: dict[tuple[str, str], dict[str, Any]] = {
-    ("apps", "Deployment"): {"spec": {"selector": None, "strategy": {}, "template": {
-        "metadata": {}, "spec": {"containers": None}}}, "status": {}},
+    ("apps", "Deployment"): {
+        "spec": {
+            "selector": None,
+            "strategy": {},
+            "template": {"metadata": {}, "spec": {"containers": None}},
+        },
+        "status": {},
+    },
     ("", "Namespace"): {"spec": {}, "status": {}},
     ("", "Service"): {"spec": {}, "status": {"loadBalancer": {}}},
     ("", "Event"): {"involvedObject": {}, "source": {}},
@@ -106,8 +149,12 @@ def _group_kind(obj: Mapping[str, Any]) -> tuple[str, str]:
 def schema_for(obj: Mapping[str, Any]) -> Schema:
     """The table for ``obj``'s kind, with the metadata rules every kind shares."""
     kind = _KINDS.get(_group_kind(obj), Schema())
-    return Schema(keys={**_META.keys, **kind.keys}, sets=_META.sets | kind.sets,
-                  atomic=_META.atomic | kind.atomic, maps=kind.maps)
+    return Schema(
+        keys={**_META.keys, **kind.keys},
+        sets=_META.sets | kind.sets,
+        atomic=_META.atomic | kind.atomic,
+        maps=kind.maps,
+    )
 
 
 def empty_object(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -182,8 +229,9 @@ def _apply_walk(
         out.add(path)
     in_map = shape == "map" and schema.is_map(pattern)
     for child_path, child_pattern, child in _children(value, path, pattern, schema):
-        _apply_walk(child, child_path, child_pattern, schema, out=out,
-                    member=shape == "list" or in_map)
+        _apply_walk(
+            child, child_path, child_pattern, schema, out=out, member=shape == "list" or in_map
+        )
 
 
 # ---- Compare ------------------------------------------------------------------------------
@@ -211,9 +259,7 @@ def _subtree(value: Any, path: Path, pattern: str, schema: Schema, into: set[Pat
         _subtree(child, child_path, child_pattern, schema, into)
 
 
-def _compare(
-    old: Any, new: Any, path: Path, pattern: str, schema: Schema, *, diff: Diff
-) -> None:
+def _compare(old: Any, new: Any, path: Path, pattern: str, schema: Schema, *, diff: Diff) -> None:
     if old is _ABSENT or new is _ABSENT:
         into, value = (diff.added, new) if old is _ABSENT else (diff.removed, old)
         into.add(path)
@@ -235,8 +281,14 @@ def _compare(
     after = {p: (pat, v) for p, pat, v in _children(new, path, pattern, schema)}
     for child in list(after) + [p for p in before if p not in after]:
         child_pattern = (after.get(child) or before[child])[0]
-        _compare(before.get(child, (None, _ABSENT))[1], after.get(child, (None, _ABSENT))[1],
-                 child, child_pattern, schema, diff=diff)
+        _compare(
+            before.get(child, (None, _ABSENT))[1],
+            after.get(child, (None, _ABSENT))[1],
+            child,
+            child_pattern,
+            schema,
+            diff=diff,
+        )
 
 
 # ---- merge and remove ---------------------------------------------------------------------
@@ -252,8 +304,10 @@ def merge(live: Any, config: Any, schema: Schema, pattern: str = "") -> Any:
         return merged
     if _shape(live, pattern, schema) == "list" and _shape(config, pattern, schema) == "list":
         wanted = dict(zip(_elements(config, pattern, schema) or [], config, strict=True))
-        result = [merge(item, wanted.pop(e), schema, pattern + "[]") if e in wanted else item
-                  for e, item in zip(_elements(live, pattern, schema) or [], live, strict=True)]
+        result = [
+            merge(item, wanted.pop(e), schema, pattern + "[]") if e in wanted else item
+            for e, item in zip(_elements(live, pattern, schema) or [], live, strict=True)
+        ]
         return result + list(wanted.values())
     return copy.deepcopy(config)
 
@@ -263,7 +317,8 @@ def _matches(item: Any, element: str, index: int) -> bool:
     if kind == "k:":
         wanted = json.loads(body)
         return isinstance(item, dict) and all(
-            item.get(k, _KEY_DEFAULTS.get(k)) == v for k, v in wanted.items())
+            item.get(k, _KEY_DEFAULTS.get(k)) == v for k, v in wanted.items()
+        )
     if kind == "v:":
         return _json(item) == _json(json.loads(body))
     return kind == "i:" and str(index) == body
@@ -368,6 +423,9 @@ def ordered(paths: Iterable[Path]) -> list[Path]:
     paths = set(paths)
     heads = sorted({p[0] for p in paths if p}, key=_element_order)
     members = [(h,) for h in heads if (h,) in paths]
-    nested = [(h, *rest) for h in heads for rest in ordered(p[1:] for p in paths
-                                                             if len(p) > 1 and p[0] == h)]
+    nested = [
+        (h, *rest)
+        for h in heads
+        for rest in ordered(p[1:] for p in paths if len(p) > 1 and p[0] == h)
+    ]
     return members + nested

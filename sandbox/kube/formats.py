@@ -20,12 +20,14 @@ from types import MappingProxyType
 
 _TIME = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
 _FULL_DATE = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})$")
-_UUID = MappingProxyType({
-    "uuid": r"^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
-    "uuid3": r"^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
-    "uuid4": r"^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
-    "uuid5": r"^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
-})
+_UUID = MappingProxyType(
+    {
+        "uuid": r"^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
+        "uuid3": r"^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
+        "uuid4": r"^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
+        "uuid5": r"^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
+    }
+)
 _HEX_COLOR = re.compile(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
 _MAC = re.compile(
     r"^([0-9a-fA-F]{2}([:-]))([0-9a-fA-F]{2}\2){4}[0-9a-fA-F]{2}$"
@@ -85,17 +87,19 @@ def _uuid(pattern: str) -> Callable[[str], bool]:
     return lambda text: compiled.match(text) is not None
 
 
-_CHECKS: MappingProxyType[str, Callable[[str], bool]] = MappingProxyType({
-    "date": is_date,
-    "datetime": is_date_time,
-    "byte": _is_byte,
-    "ipv4": lambda text: _is_ip(text, 4),
-    "ipv6": lambda text: _is_ip(text, 6),
-    "cidr": _is_cidr,
-    "mac": lambda text: _MAC.match(text) is not None,
-    "hexcolor": lambda text: _HEX_COLOR.match(text) is not None,
-    **{name: _uuid(pattern) for name, pattern in _UUID.items()},
-})
+_CHECKS: MappingProxyType[str, Callable[[str], bool]] = MappingProxyType(
+    {
+        "date": is_date,
+        "datetime": is_date_time,
+        "byte": _is_byte,
+        "ipv4": lambda text: _is_ip(text, 4),
+        "ipv6": lambda text: _is_ip(text, 6),
+        "cidr": _is_cidr,
+        "mac": lambda text: _MAC.match(text) is not None,
+        "hexcolor": lambda text: _HEX_COLOR.match(text) is not None,
+        **{name: _uuid(pattern) for name, pattern in _UUID.items()},
+    }
+)
 
 
 def _normalized(name: str) -> str:

@@ -23,11 +23,14 @@ def check_type(rtype: ResourceType, obj: Obj) -> None:
     api_version = obj.setdefault("apiVersion", rtype.api_version)
     kind = obj.setdefault("kind", rtype.kind)
     if kind != rtype.kind:
-        raise bad_request(f"the kind in the data ({kind}) does not match the expected kind "
-                          f"({rtype.kind})")
+        raise bad_request(
+            f"the kind in the data ({kind}) does not match the expected kind ({rtype.kind})"
+        )
     if api_version != rtype.api_version:
-        raise bad_request(f"the API version in the data ({api_version}) does not match the "
-                          f"expected API version ({rtype.api_version})")
+        raise bad_request(
+            f"the API version in the data ({api_version}) does not match the "
+            f"expected API version ({rtype.api_version})"
+        )
 
 
 def check_namespace(rtype: ResourceType, meta: Obj, namespace: str) -> None:
@@ -36,16 +39,18 @@ def check_namespace(rtype: ResourceType, meta: Obj, namespace: str) -> None:
         return
     given = meta.get("namespace")
     if given and given != namespace:
-        raise bad_request("the namespace of the provided object does not match the namespace "
-                          "sent on the request")
+        raise bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
     meta["namespace"] = namespace
 
 
 def check_name(obj: Obj, name: str) -> None:
     given = obj["metadata"].get("name")
     if given != name:
-        raise bad_request(f"the name of the object ({given or ''}) does not match the name on "
-                          f"the URL ({name})")
+        raise bad_request(
+            f"the name of the object ({given or ''}) does not match the name on the URL ({name})"
+        )
 
 
 def check_resource_version(rtype: ResourceType, obj: Obj, old: Obj) -> None:
@@ -53,8 +58,11 @@ def check_resource_version(rtype: ResourceType, obj: Obj, old: Obj) -> None:
     if not given:
         if rtype.unconditional_update:
             return
-        cause = Cause("metadata.resourceVersion", "FieldValueInvalid",
-                      "Invalid value: 0x0: must be specified for an update")
+        cause = Cause(
+            "metadata.resourceVersion",
+            "FieldValueInvalid",
+            "Invalid value: 0x0: must be specified for an update",
+        )
         raise invalid(rtype.plural, rtype.group, obj["metadata"]["name"], [cause])
     if given != old["metadata"]["resourceVersion"]:
         raise conflict(rtype.plural, rtype.group, obj["metadata"]["name"])
@@ -64,8 +72,10 @@ def check_preconditions(rtype: ResourceType, old: Obj, pre: Mapping[str, Any]) -
     meta = old["metadata"]
     for key, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
         if pre.get(key) and pre[key] != meta.get(key):
-            why = (f"Precondition failed: {label} in precondition: {pre[key]}, {label} in "
-                   f"object meta: {meta.get(key)}")
+            why = (
+                f"Precondition failed: {label} in precondition: {pre[key]}, {label} in "
+                f"object meta: {meta.get(key)}"
+            )
             raise conflict(rtype.plural, rtype.group, meta["name"], why)
 
 
@@ -76,8 +86,10 @@ def check_finalizers(rtype: ResourceType, new: Obj, old: Obj) -> None:
     added = [f for f in new["metadata"].get("finalizers") or [] if f not in before]
     if added:
         listed = ", ".join(f'"{f}"' for f in added)
-        cause = Cause("metadata.finalizers", "FieldValueForbidden",
-                      "Forbidden: no new finalizers can be added if the object is being "
-                      f"deleted, found new finalizers []string{{{listed}}}")
+        cause = Cause(
+            "metadata.finalizers",
+            "FieldValueForbidden",
+            "Forbidden: no new finalizers can be added if the object is being "
+            f"deleted, found new finalizers []string{{{listed}}}",
+        )
         raise invalid(rtype.kind, rtype.group, new["metadata"]["name"], [cause])
-

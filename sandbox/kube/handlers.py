@@ -37,9 +37,14 @@ Obj = dict[str, Any]
 JSON = "application/json"
 # JSON-family request bodies this double decodes (protobuf only for the kinds kubectl's typed
 # commands send, see protobuf.py; no CBOR); the first two are listed by a 415.
-BODY_TYPES = ("application/json", "application/yaml", "application/apply-patch+yaml",
-              "application/merge-patch+json", "application/json-patch+json",
-              "application/strategic-merge-patch+json")
+BODY_TYPES = (
+    "application/json",
+    "application/yaml",
+    "application/apply-patch+yaml",
+    "application/merge-patch+json",
+    "application/json-patch+json",
+    "application/strategic-merge-patch+json",
+)
 
 
 def json_response(body: Any, code: int = 200, warnings: Iterable[str] = ()) -> Response:
@@ -91,7 +96,10 @@ class ResourceHandlers:
     """get, list, watch, create, update, patch, delete and deletecollection."""
 
     def __init__(
-        self, store: Store, access: Access, clock: Callable[[], datetime],
+        self,
+        store: Store,
+        access: Access,
+        clock: Callable[[], datetime],
         bookmark_interval: float,
     ) -> None:
         self._store = store
@@ -123,8 +131,9 @@ class ResourceHandlers:
     def _selected(self, call: Call) -> tuple[list[Obj], int]:
         rtype = call.rtype
         labels = label_selector(call.arg("labelSelector"))
-        fields = field_selector(call.arg("fieldSelector"), rtype.extra_field_labels, rtype.custom,
-                                rtype.namespaced)
+        fields = field_selector(
+            call.arg("fieldSelector"), rtype.extra_field_labels, rtype.custom, rtype.namespaced
+        )
         scope = call.namespace if call.info.namespaced_path else None
         items, rv = self._store.snapshot(rtype.group_resource, scope)
         return [in_version(o, rtype) for o in items if labels(o) and fields(o)], rv
@@ -136,8 +145,14 @@ class ResourceHandlers:
             return json_response(to_table(rtype, items, self._clock(), str(rv)))
         if not rtype.custom:
             items = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in items]
-        return json_response({"kind": rtype.list_kind, "apiVersion": rtype.api_version,
-                              "metadata": {"resourceVersion": str(rv)}, "items": items})
+        return json_response(
+            {
+                "kind": rtype.list_kind,
+                "apiVersion": rtype.api_version,
+                "metadata": {"resourceVersion": str(rv)},
+                "items": items,
+            }
+        )
 
     def _watch(self, call: Call) -> Response:
         table = wants_table(call.request.headers.get("Accept"))
@@ -155,17 +170,24 @@ class ResourceHandlers:
 
     def _context(self, call: Call) -> WriteContext:
         manager = call.arg("fieldManager") or managed.manager_from_user_agent(
-            call.request.headers.get("User-Agent", ""))
+            call.request.headers.get("User-Agent", "")
+        )
         dry_run = "All" in call.request.args.getlist("dryRun")
-        return WriteContext(call.rtype, call.namespace, manager,
-                            field_validation_mode(call.arg("fieldValidation")), dry_run,
-                            call.info.subresource)
+        return WriteContext(
+            call.rtype,
+            call.namespace,
+            manager,
+            field_validation_mode(call.arg("fieldValidation")),
+            dry_run,
+            call.info.subresource,
+        )
 
     def _object_body(self, call: Call) -> Obj:
         body = read_body(call.request)
         if not isinstance(body, dict):
-            raise bad_request(f"the object provided is unrecognized (must be of type "
-                              f"{call.rtype.kind})")
+            raise bad_request(
+                f"the object provided is unrecognized (must be of type {call.rtype.kind})"
+            )
         return body
 
     def _create(self, call: Call) -> Response:
@@ -186,8 +208,9 @@ class ResourceHandlers:
             raise unsupported_media_type(accepted_types(call.rtype.custom))
         check_patch_options(content_type, call.arg("fieldManager"), call.arg("force"))
         force = (call.arg("force") or "").lower() == "true"
-        result = self._patcher.patch(self._context(call), call.info.name, content_type,
-                                     call.request.get_data(), force)
+        result = self._patcher.patch(
+            self._context(call), call.info.name, content_type, call.request.get_data(), force
+        )
         return json_response(in_version(result.obj, call.rtype), result.code, result.warnings)
 
     def _delete(self, call: Call) -> Response:
@@ -208,9 +231,14 @@ class ResourceHandlers:
             except ApiError as exc:
                 if exc.code != 404:
                     raise
-        return json_response({"kind": call.rtype.list_kind, "apiVersion": call.rtype.api_version,
-                              "metadata": {"resourceVersion": str(self._store.resource_version)},
-                              "items": deleted})
+        return json_response(
+            {
+                "kind": call.rtype.list_kind,
+                "apiVersion": call.rtype.api_version,
+                "metadata": {"resourceVersion": str(self._store.resource_version)},
+                "items": deleted,
+            }
+        )
 
 
 def _flag(call: Call, key: str) -> bool:
@@ -230,10 +258,12 @@ def _watch_request(call: Call) -> WatchRequest:
     """The watch options of a request (ListOptions: selectors, version, bookmarks, timeout)."""
     rtype = call.rtype
     return WatchRequest(
-        rtype=rtype, namespace=call.namespace if call.info.namespaced_path else None,
+        rtype=rtype,
+        namespace=call.namespace if call.info.namespaced_path else None,
         labels=label_selector(call.arg("labelSelector")),
-        fields=field_selector(call.arg("fieldSelector"), rtype.extra_field_labels,
-                              rtype.custom, rtype.namespaced),
+        fields=field_selector(
+            call.arg("fieldSelector"), rtype.extra_field_labels, rtype.custom, rtype.namespaced
+        ),
         resource_version=call.arg("resourceVersion"),
         bookmarks=_flag(call, "allowWatchBookmarks"),
         timeout=_timeout(call),

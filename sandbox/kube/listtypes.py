@@ -73,8 +73,5 @@ def _map_list(schema: Schema, value: list[Any], path: str) -> Errors:
             detail = "must be an object for an array of list-type map"
             return [fe.invalid(fe.index(path, i), item, detail)]
     keys: list[str] = list(schema.get("x-kubernetes-list-map-keys") or [])
-    present = [
-        {k: item[k] for k in keys if isinstance(item, dict) and k in item} for item in value
-    ]
+    present = [{k: item[k] for k in keys if isinstance(item, dict) and k in item} for item in value]
     return [fe.duplicate(fe.index(path, i), present[i]) for i in _second_occurrences(present)]
-

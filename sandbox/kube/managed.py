@@ -64,9 +64,16 @@ class ApplyConflict(Exception):
 
     def status_body(self) -> dict[str, Any]:
         """The ``Status`` of ``errors.NewApplyConflict``."""
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": self.message, "reason": "Conflict",
-                "details": {"causes": self.causes}, "code": 409}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": "Conflict",
+            "details": {"causes": self.causes},
+            "code": 409,
+        }
 
 
 def manager_from_user_agent(user_agent: str) -> str:
@@ -100,8 +107,11 @@ class _Entry:
     def to_json(self) -> dict[str, Any]:
         if self.raw is not None:
             return copy.deepcopy(self.raw)
-        entry: dict[str, Any] = {"manager": self.manager, "operation": self.operation,
-                                 "apiVersion": self.api_version}
+        entry: dict[str, Any] = {
+            "manager": self.manager,
+            "operation": self.operation,
+            "apiVersion": self.api_version,
+        }
         if self.time is not None:
             entry["time"] = self.time
         entry.update(fieldsType="FieldsV1", fieldsV1=fieldsets.encode(self.fields))
@@ -116,8 +126,15 @@ def _decode_entry(raw: Any) -> _Entry:
     if not raw.get("apiVersion") or raw.get("fieldsType") != "FieldsV1":
         raise ValueError("apiVersion and fieldsType FieldsV1 are required")
     fields = frozenset(fieldsets.decode(raw.get("fieldsV1") or {}))
-    return _Entry(str(raw.get("manager", "")), raw["operation"], str(raw["apiVersion"]),
-                  str(raw.get("subresource", "")), raw.get("time"), fields, raw)
+    return _Entry(
+        str(raw.get("manager", "")),
+        raw["operation"],
+        str(raw["apiVersion"]),
+        str(raw.get("subresource", "")),
+        raw.get("time"),
+        fields,
+        raw,
+    )
 
 
 def _decode_entries(raw: Any) -> list[_Entry]:
@@ -188,8 +205,13 @@ def _comparable(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def record_update(
-    old: dict[str, Any] | None, new: dict[str, Any], *, manager: str, api_version: str,
-    now: datetime, subresource: str | None = None,
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    *,
+    manager: str,
+    api_version: str,
+    now: datetime,
+    subresource: str | None = None,
 ) -> list[dict[str, Any]]:
     """The managedFields to store on ``new`` after ``manager`` wrote it (operation Update)."""
     schema = fieldsets.schema_for(new)
@@ -199,8 +221,9 @@ def record_update(
     taken = (diff.added | diff.modified) - STRIPPED
     kept = _without(entries, taken | diff.removed)
     if taken:
-        mine = _Entry(manager, "Update", api_version, subresource or "", _stamp(now),
-                      frozenset(taken))
+        mine = _Entry(
+            manager, "Update", api_version, subresource or "", _stamp(now), frozenset(taken)
+        )
         previous = next((e for e in kept if e.identity == mine.identity), None)
         if previous is not None:
             kept.remove(previous)
@@ -218,8 +241,13 @@ def _without_nulls(value: Any) -> Any:
 
 
 def server_side_apply(
-    live: dict[str, Any] | None, applied: dict[str, Any], *, manager: str, force: bool,
-    api_version: str, now: datetime,
+    live: dict[str, Any] | None,
+    applied: dict[str, Any],
+    *,
+    manager: str,
+    force: bool,
+    api_version: str,
+    now: datetime,
 ) -> dict[str, Any]:
     """The object after ``manager`` applies ``applied`` (created when ``live`` is None)."""
     if (applied.get("metadata") or {}).get("managedFields") is not None:
@@ -227,16 +255,23 @@ def server_side_apply(
     schema = fieldsets.schema_for(applied)
     config = _without_nulls(copy.deepcopy(applied))
     base = _comparable(live) if live is not None else {}
-    mine = _Entry(manager, "Apply", api_version, "", _stamp(now),
-                  frozenset(fieldsets.apply_set(config, schema)))
+    mine = _Entry(
+        manager,
+        "Apply",
+        api_version,
+        "",
+        _stamp(now),
+        frozenset(fieldsets.apply_set(config, schema)),
+    )
     entries = _stored(live)
     previous = next((e.fields for e in entries if e.identity == mine.identity), frozenset())
     others = [e for e in entries if e.identity != mine.identity]
     merged: dict[str, Any] = fieldsets.merge(base, config, schema)
     owned = set(mine.fields).union(*(e.fields for e in others))
     fieldsets.remove_unowned(merged, previous - mine.fields, owned)
-    diff = fieldsets.compare(base if live is not None else fieldsets.empty_object(applied),
-                             merged, schema)
+    diff = fieldsets.compare(
+        base if live is not None else fieldsets.empty_object(applied), merged, schema
+    )
     changed = diff.added | diff.modified
     conflicts = [(e, p) for e in others for p in fieldsets.ordered(e.fields & changed)]
     if conflicts and not force:
@@ -265,12 +300,20 @@ def _identifier(entry: _Entry) -> str:
 def _conflict(found: list[tuple[_Entry, Path]]) -> ApplyConflict:
     found = sorted(found, key=lambda c: _identifier(c[0]))
     pairs = [(entry.manager, fieldsets.path_string(path)) for entry, path in found]
-    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {_who(entry)}",
-               "field": fieldsets.path_string(path)} for entry, path in found]
+    causes = [
+        {
+            "reason": "FieldManagerConflict",
+            "message": f"conflict with {_who(entry)}",
+            "field": fieldsets.path_string(path),
+        }
+        for entry, path in found
+    ]
     if len(found) == 1:
         entry, path = found[0]
-        message = (f"Apply failed with 1 conflict: conflict with {_who(entry)}: "
-                   f"{fieldsets.path_string(path)}")
+        message = (
+            f"Apply failed with 1 conflict: conflict with {_who(entry)}: "
+            f"{fieldsets.path_string(path)}"
+        )
         return ApplyConflict(pairs, message, causes)
     lines: list[str] = []
     for index, (entry, path) in enumerate(found):

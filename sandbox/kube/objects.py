@@ -27,8 +27,13 @@ _NAME_SUFFIX_LENGTH = 5
 _MAX_GENERATED_PREFIX = 63 - _NAME_SUFFIX_LENGTH
 
 # Metadata the server owns: a write never changes these from what is stored.
-_SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                  "generation")
+_SYSTEM_FIELDS = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+)
 
 
 def timestamp(now: datetime) -> str:

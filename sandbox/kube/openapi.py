@@ -89,7 +89,9 @@ def _type(schema: Schema, value: Any, path: str) -> Errors:
     if value is None and schema.get("nullable"):
         return []
     integral = (
-        isinstance(value, float) and value.is_integer() and abs(value) <= _MAX_JSON_INTEGER
+        isinstance(value, float)
+        and value.is_integer()
+        and abs(value) <= _MAX_JSON_INTEGER
         and "integer" in types
     )
     if integral or (actual == "integer" and "number" in types):

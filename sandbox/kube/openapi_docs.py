@@ -21,8 +21,11 @@ from sandbox.kube.resources import Registry, ResourceType
 
 Obj = dict[str, Any]
 
-_PATCH_CONTENT = ("application/json-patch+json", "application/merge-patch+json",
-                  "application/apply-patch+yaml")
+_PATCH_CONTENT = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+)
 _QUERY_PARAMETERS = ("dryRun", "fieldManager", "fieldValidation", "force")
 
 
@@ -39,12 +42,15 @@ def _patch_operation(t: ResourceType) -> Obj:
     return {
         "operationId": f"patch{t.kind}",
         "x-kubernetes-action": "patch",
-        "x-kubernetes-group-version-kind": {"group": t.group, "version": t.version,
-                                            "kind": t.kind},
-        "parameters": [{"name": name, "in": "query", "schema": {"type": "string"}}
-                       for name in _QUERY_PARAMETERS],
-        "requestBody": {"content": {c: {"schema": {"type": "object"}} for c in _PATCH_CONTENT},
-                        "required": True},
+        "x-kubernetes-group-version-kind": {"group": t.group, "version": t.version, "kind": t.kind},
+        "parameters": [
+            {"name": name, "in": "query", "schema": {"type": "string"}}
+            for name in _QUERY_PARAMETERS
+        ],
+        "requestBody": {
+            "content": {c: {"schema": {"type": "object"}} for c in _PATCH_CONTENT},
+            "required": True,
+        },
         "responses": {"200": {"description": "OK"}},
     }
 
@@ -55,8 +61,12 @@ def group_version_document(registry: Registry, group: str, version: str) -> Obj 
     if not registry.in_group_version(group, version):
         return None
     paths = {_item_path(t): {"patch": _patch_operation(t)} for t in types}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"},
-            "paths": paths, "components": {"schemas": {}}}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }
 
 
 def root_document(registry: Registry) -> Obj:

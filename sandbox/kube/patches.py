@@ -46,11 +46,13 @@ def _options_error(field: str, reason: str, message: str) -> ApiError:
 def check_patch_options(content_type: str, field_manager: str | None, force: str | None) -> None:
     """422 for an apply without fieldManager, or force on a non-apply patch."""
     if content_type == APPLY_PATCH and not field_manager:
-        raise _options_error("fieldManager", "FieldValueRequired",
-                             "Required value: is required for apply patch")
+        raise _options_error(
+            "fieldManager", "FieldValueRequired", "Required value: is required for apply patch"
+        )
     if content_type != APPLY_PATCH and force is not None:
-        raise _options_error("force", "FieldValueForbidden",
-                             "Forbidden: may not be specified for non-apply patch")
+        raise _options_error(
+            "force", "FieldValueForbidden", "Forbidden: may not be specified for non-apply patch"
+        )
 
 
 def _decode(content_type: str, raw: bytes) -> Any:
@@ -66,8 +68,9 @@ def _patched(content_type: str, current: Obj, patch: Any, kind: str) -> Obj:
     try:
         if content_type == JSON_PATCH:
             if not isinstance(patch, list):
-                raise bad_request("json: cannot unmarshal object into Go value of type "
-                                  "jsonpatch.Patch")
+                raise bad_request(
+                    "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+                )
             return patching.json_patch(current, patch)
         if not isinstance(patch, dict):
             raise bad_request("the patch is not a JSON object")
@@ -132,8 +135,13 @@ class Patcher:
         """The object after this apply, managedFields included (managed.server_side_apply)."""
         try:
             return managed.server_side_apply(
-                live, applied, manager=ctx.manager, force=force,
-                api_version=ctx.rtype.api_version, now=self._clock())
+                live,
+                applied,
+                manager=ctx.manager,
+                force=force,
+                api_version=ctx.rtype.api_version,
+                now=self._clock(),
+            )
         except managed.ApplyConflict as exc:
             body = exc.status_body()
             raise ApiError(409, "Conflict", body["message"], body["details"]) from None
@@ -149,8 +157,10 @@ def _check_applied(ctx: WriteContext, name: str, applied: Obj, old: Obj | None) 
     if applied.get("apiVersion") != rtype.api_version or applied.get("kind") != rtype.kind:
         raise bad_request(
             f"error decoding patch: the apply configuration must carry apiVersion "
-            f"{rtype.api_version!r} and kind {rtype.kind!r}")
+            f"{rtype.api_version!r} and kind {rtype.kind!r}"
+        )
     given = (applied.get("metadata") or {}).get("name")
     if given != name:
-        raise bad_request(f"the name of the object ({given or ''}) does not match the name on "
-                          f"the URL ({name})")
+        raise bad_request(
+            f"the name of the object ({given or ''}) does not match the name on the URL ({name})"
+        )

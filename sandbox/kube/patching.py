@@ -53,8 +53,11 @@ def merge_patch(target: dict[str, Any], patch: Any) -> dict[str, Any]:
     """``target`` with the RFC 7386 merge ``patch`` applied, as evanphx MergePatch applies it."""
     if isinstance(patch, list):
         raise PatchError(
-            422, "Invalid", ' "" is invalid: patch: Invalid value: "[...]": json: cannot '
-            "unmarshal array into Go value of type map[string]interface {}")
+            422,
+            "Invalid",
+            ' "" is invalid: patch: Invalid value: "[...]": json: cannot '
+            "unmarshal array into Go value of type map[string]interface {}",
+        )
     if not isinstance(patch, dict):
         raise bad_request("Invalid JSON Patch")
     result = copy.deepcopy(target)
@@ -98,16 +101,23 @@ def json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
     if ops is None:
         return copy.deepcopy(target)
     if not isinstance(ops, list):
-        raise bad_request(f"json: cannot unmarshal {go_type_name(ops)} into Go value of type "
-                          "jsonpatch.Patch")
+        raise bad_request(
+            f"json: cannot unmarshal {go_type_name(ops)} into Go value of type jsonpatch.Patch"
+        )
     for op in ops:
         if not isinstance(op, dict):
-            raise bad_request(f"json: cannot unmarshal {go_type_name(op)} into Go value of "
-                              "type jsonpatch.Operation")
+            raise bad_request(
+                f"json: cannot unmarshal {go_type_name(op)} into Go value of "
+                "type jsonpatch.Operation"
+            )
     if len(ops) > MAX_JSON_PATCH_OPERATIONS:
-        raise PatchError(413, "RequestEntityTooLarge", "Request entity too large: The allowed "
-                         f"maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, "
-                         f"got {len(ops)}")
+        raise PatchError(
+            413,
+            "RequestEntityTooLarge",
+            "Request entity too large: The allowed "
+            f"maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, "
+            f"got {len(ops)}",
+        )
     doc = copy.deepcopy(target)
     for op in ops:
         try:
@@ -160,12 +170,15 @@ def _child(node: dict[str, Any] | list[Any], key: str) -> Any:
 
 def _index(key: str, size: int, path: str) -> int:
     if not _INDEX.match(key):
-        raise _OpFailed(f"error in operation for path: '{path}': value was not a proper array "
-                        f"index: '{key}'")
+        raise _OpFailed(
+            f"error in operation for path: '{path}': value was not a proper array index: '{key}'"
+        )
     idx = int(key)
     if idx >= size or idx < -size:
-        raise _OpFailed(f"error in operation for path: '{path}': Unable to access invalid "
-                        f"index: {idx}: invalid index referenced")
+        raise _OpFailed(
+            f"error in operation for path: '{path}': Unable to access invalid "
+            f"index: {idx}: invalid index referenced"
+        )
     return idx + size if idx < 0 else idx
 
 
@@ -190,8 +203,10 @@ def _delete(where: tuple[dict[str, Any] | list[Any], str], path: str) -> None:
     node, key = where
     if isinstance(node, dict):
         if key not in node:
-            raise _OpFailed(f"error in remove for path: '{path}': Unable to remove nonexistent "
-                            f"key: {key}: missing value")
+            raise _OpFailed(
+                f"error in remove for path: '{path}': Unable to remove nonexistent "
+                f"key: {key}: missing value"
+            )
         del node[key]
     else:
         del node[_index(key, len(node), path)]
@@ -201,8 +216,9 @@ def _target(doc: dict[str, Any], op: dict[str, Any], verb: str, field: str = "pa
     path = _path(op, field, verb)
     where = _locate(doc, path)
     if where is None:
-        raise _OpFailed(f'{verb} operation does not apply: doc is missing {field}: "{path}": '
-                        "missing value")
+        raise _OpFailed(
+            f'{verb} operation does not apply: doc is missing {field}: "{path}": missing value'
+        )
     return where, path
 
 

@@ -28,59 +28,142 @@ _VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
 Reader = Union[str, "Schema", tuple[str, "Schema"]]
 Schema = Mapping[int, tuple[str, Reader]]
 
-_OWNER: Schema = {1: ("kind", "str"), 3: ("name", "str"), 4: ("uid", "str"),
-                  5: ("apiVersion", "str"), 6: ("controller", "bool"),
-                  7: ("blockOwnerDeletion", "bool")}
-_META: Schema = {1: ("name", "str"), 2: ("generateName", "str"), 3: ("namespace", "str"),
-                 5: ("uid", "str"), 6: ("resourceVersion", "str"), 7: ("generation", "int0"),
-                 8: ("creationTimestamp", "time"), 11: ("labels", "map"),
-                 12: ("annotations", "map"), 13: ("ownerReferences", ("list", _OWNER)),
-                 14: ("finalizers", "strs")}
-_RULE: Schema = {1: ("verbs", "strs"), 2: ("apiGroups", "strs"), 3: ("resources", "strs"),
-                 4: ("resourceNames", "strs"), 5: ("nonResourceURLs", "strs")}
-_SUBJECT: Schema = {1: ("kind", "str"), 2: ("apiGroup", "str"), 3: ("name", "str"),
-                    4: ("namespace", "str")}
+_OWNER: Schema = {
+    1: ("kind", "str"),
+    3: ("name", "str"),
+    4: ("uid", "str"),
+    5: ("apiVersion", "str"),
+    6: ("controller", "bool"),
+    7: ("blockOwnerDeletion", "bool"),
+}
+_META: Schema = {
+    1: ("name", "str"),
+    2: ("generateName", "str"),
+    3: ("namespace", "str"),
+    5: ("uid", "str"),
+    6: ("resourceVersion", "str"),
+    7: ("generation", "int0"),
+    8: ("creationTimestamp", "time"),
+    11: ("labels", "map"),
+    12: ("annotations", "map"),
+    13: ("ownerReferences", ("list", _OWNER)),
+    14: ("finalizers", "strs"),
+}
+_RULE: Schema = {
+    1: ("verbs", "strs"),
+    2: ("apiGroups", "strs"),
+    3: ("resources", "strs"),
+    4: ("resourceNames", "strs"),
+    5: ("nonResourceURLs", "strs"),
+}
+_SUBJECT: Schema = {
+    1: ("kind", "str"),
+    2: ("apiGroup", "str"),
+    3: ("name", "str"),
+    4: ("namespace", "str"),
+}
 _ROLE_REF: Schema = {1: ("apiGroup", "str"), 2: ("kind", "str"), 3: ("name", "str")}
 _NAME_REF: Schema = {1: ("name", "str")}
-_RESOURCE_ATTRS: Schema = {1: ("namespace", "str"), 2: ("verb", "str"), 3: ("group", "str"),
-                           4: ("version", "str"), 5: ("resource", "str"),
-                           6: ("subresource", "str"), 7: ("name", "str")}
+_RESOURCE_ATTRS: Schema = {
+    1: ("namespace", "str"),
+    2: ("verb", "str"),
+    3: ("group", "str"),
+    4: ("version", "str"),
+    5: ("resource", "str"),
+    6: ("subresource", "str"),
+    7: ("name", "str"),
+}
 _NON_RESOURCE_ATTRS: Schema = {1: ("path", "str"), 2: ("verb", "str")}
 
-_SELECTOR: Schema = {1: ("matchLabels", "map"), 2: ("matchExpressions", ("list", {
-    1: ("key", "str"), 2: ("operator", "str"), 3: ("values", "strs")}))}
+_SELECTOR: Schema = {
+    1: ("matchLabels", "map"),
+    2: (
+        "matchExpressions",
+        ("list", {1: ("key", "str"), 2: ("operator", "str"), 3: ("values", "strs")}),
+    ),
+}
 _CONTAINER: Schema = {
-    1: ("name", "str"), 2: ("image", "str"), 3: ("command", "strs"), 4: ("args", "strs"),
+    1: ("name", "str"),
+    2: ("image", "str"),
+    3: ("command", "strs"),
+    4: ("args", "strs"),
     5: ("workingDir", "str"),
-    6: ("ports", ("list", {1: ("name", "str"), 2: ("hostPort", "int0"),
-                           3: ("containerPort", "int"), 4: ("protocol", "str")})),
+    6: (
+        "ports",
+        (
+            "list",
+            {
+                1: ("name", "str"),
+                2: ("hostPort", "int0"),
+                3: ("containerPort", "int"),
+                4: ("protocol", "str"),
+            },
+        ),
+    ),
     7: ("env", ("list", {1: ("name", "str"), 2: ("value", "str")})),
-    8: ("resources", {}), 14: ("imagePullPolicy", "str")}
-_POD_TEMPLATE: Schema = {1: ("metadata", _META), 2: ("spec", {
-    2: ("containers", ("list", _CONTAINER)), 3: ("restartPolicy", "str"),
-    8: ("serviceAccountName", "str")})}
+    8: ("resources", {}),
+    14: ("imagePullPolicy", "str"),
+}
+_POD_TEMPLATE: Schema = {
+    1: ("metadata", _META),
+    2: (
+        "spec",
+        {
+            2: ("containers", ("list", _CONTAINER)),
+            3: ("restartPolicy", "str"),
+            8: ("serviceAccountName", "str"),
+        },
+    ),
+}
 _DEPLOYMENT_SPEC: Schema = {
-    1: ("replicas", "int"), 2: ("selector", _SELECTOR), 3: ("template", _POD_TEMPLATE),
-    4: ("strategy", {1: ("type", "str")}), 5: ("minReadySeconds", "int0"),
-    6: ("revisionHistoryLimit", "int"), 7: ("paused", "bool0"),
-    9: ("progressDeadlineSeconds", "int")}
+    1: ("replicas", "int"),
+    2: ("selector", _SELECTOR),
+    3: ("template", _POD_TEMPLATE),
+    4: ("strategy", {1: ("type", "str")}),
+    5: ("minReadySeconds", "int0"),
+    6: ("revisionHistoryLimit", "int"),
+    7: ("paused", "bool0"),
+    9: ("progressDeadlineSeconds", "int"),
+}
 
 SCHEMAS: dict[str, Schema] = {
     "Deployment": {1: ("metadata", _META), 2: ("spec", _DEPLOYMENT_SPEC)},
-    "ConfigMap": {1: ("metadata", _META), 2: ("data", "map"), 3: ("binaryData", "bytesmap"),
-                  4: ("immutable", "bool")},
-    "Secret": {1: ("metadata", _META), 2: ("data", "bytesmap"), 3: ("type", "str"),
-               4: ("stringData", "map"), 5: ("immutable", "bool")},
+    "ConfigMap": {
+        1: ("metadata", _META),
+        2: ("data", "map"),
+        3: ("binaryData", "bytesmap"),
+        4: ("immutable", "bool"),
+    },
+    "Secret": {
+        1: ("metadata", _META),
+        2: ("data", "bytesmap"),
+        3: ("type", "str"),
+        4: ("stringData", "map"),
+        5: ("immutable", "bool"),
+    },
     "Namespace": {1: ("metadata", _META), 2: ("spec", {1: ("finalizers", "strs")})},
-    "ServiceAccount": {1: ("metadata", _META), 2: ("secrets", ("list", _NAME_REF)),
-                       3: ("imagePullSecrets", ("list", _NAME_REF)),
-                       4: ("automountServiceAccountToken", "bool")},
+    "ServiceAccount": {
+        1: ("metadata", _META),
+        2: ("secrets", ("list", _NAME_REF)),
+        3: ("imagePullSecrets", ("list", _NAME_REF)),
+        4: ("automountServiceAccountToken", "bool"),
+    },
     "Role": {1: ("metadata", _META), 2: ("rules", ("list", _RULE))},
-    "RoleBinding": {1: ("metadata", _META), 2: ("subjects", ("list", _SUBJECT)),
-                    3: ("roleRef", _ROLE_REF)},
-    "SelfSubjectAccessReview": {1: ("metadata", _META), 2: ("spec", {
-        1: ("resourceAttributes", _RESOURCE_ATTRS),
-        2: ("nonResourceAttributes", _NON_RESOURCE_ATTRS)})},
+    "RoleBinding": {
+        1: ("metadata", _META),
+        2: ("subjects", ("list", _SUBJECT)),
+        3: ("roleRef", _ROLE_REF),
+    },
+    "SelfSubjectAccessReview": {
+        1: ("metadata", _META),
+        2: (
+            "spec",
+            {
+                1: ("resourceAttributes", _RESOURCE_ATTRS),
+                2: ("nonResourceAttributes", _NON_RESOURCE_ATTRS),
+            },
+        ),
+    },
 }
 
 
@@ -108,7 +191,7 @@ def _raw_fields(data: bytes) -> list[tuple[int, int | bytes]]:
             found.append((number, value))
         elif wire == _BYTES:
             size, pos = _varint(data, pos)
-            found.append((number, data[pos:pos + size]))
+            found.append((number, data[pos : pos + size]))
             pos += size
         else:
             pos += 8 if wire == _FIXED64 else 4
@@ -169,12 +252,11 @@ def decode_object(body: bytes) -> dict[str, Any]:
     """A protobuf-encoded object of a kind in ``SCHEMAS`` as the JSON dict clients send."""
     if not body.startswith(_MAGIC):
         raise bad_request("provided protobuf data is missing the k8s magic prefix")
-    envelope = {n: v for n, v in _raw_fields(body[len(_MAGIC):]) if isinstance(v, bytes)}
+    envelope = {n: v for n, v in _raw_fields(body[len(_MAGIC) :]) if isinstance(v, bytes)}
     type_meta = {n: v for n, v in _raw_fields(envelope.get(1, b"")) if isinstance(v, bytes)}
     api_version = type_meta.get(1, b"").decode("utf-8")
     kind = type_meta.get(2, b"").decode("utf-8")
     schema = SCHEMAS.get(kind)
     if schema is None:
         raise bad_request(f"protobuf bodies of kind {kind!r} are not supported by this server")
-    return {"apiVersion": api_version, "kind": kind,
-            **decode_message(envelope.get(2, b""), schema)}
+    return {"apiVersion": api_version, "kind": kind, **decode_message(envelope.get(2, b""), schema)}

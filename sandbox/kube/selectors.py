@@ -53,7 +53,8 @@ def _requirement(text: str) -> Predicate:
         negate, key = match.group(1) == "!", match.group(2)
         return lambda labels: (key in labels) != negate
     raise bad_request(
-        f"unable to parse requirement: found '{text.strip()}', expected: valid selector")
+        f"unable to parse requirement: found '{text.strip()}', expected: valid selector"
+    )
 
 
 def label_selector(text: str | None) -> Predicate:
@@ -109,4 +110,4 @@ def _unknown_field(key: str, custom: bool) -> ApiError:
         return bad_request(
             f'"{key}" is not a known field selector: only "metadata.name", "metadata.namespace"'
         )
-    return bad_request(f'field label not supported: {key}')
+    return bad_request(f"field label not supported: {key}")

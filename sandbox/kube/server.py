@@ -83,10 +83,16 @@ class KubeApiServer:
 
     def _seed(self, crds: Sequence[Mapping[str, Any]]) -> None:
         for name in DEFAULT_NAMESPACES:
-            self._seed_object(("", "namespaces"), {
-                "apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
-                "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+            self._seed_object(
+                ("", "namespaces"),
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+                    "spec": {"finalizers": ["kubernetes"]},
+                    "status": {"phase": "Active"},
+                },
+            )
         for crd in crds:
             self._seed_object((CRD_GROUP, "customresourcedefinitions"), _served_crd(crd))
 
@@ -100,13 +106,17 @@ class KubeApiServer:
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Serve in a background thread; returns the base URL."""
-        self._server = make_server(host, port, self.wsgi_app, threaded=True,
-                                   request_handler=_RequestHandler)
+        self._server = make_server(
+            host, port, self.wsgi_app, threaded=True, request_handler=_RequestHandler
+        )
         self.port = self._server.server_port
         self.url = f"http://{host}:{self.port}"
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS},
-                                        name=f"kube-api-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS},
+            name=f"kube-api-{self.port}",
+            daemon=True,
+        )
         self._thread.start()
         return self.url
 
@@ -121,16 +131,23 @@ class KubeApiServer:
         self._server = None
         self._thread = None
 
-    def write_kubeconfig(self, path: Path, *, token: str | None = None,
-                         context: str = "sandbox") -> None:
+    def write_kubeconfig(
+        self, path: Path, *, token: str | None = None, context: str = "sandbox"
+    ) -> None:
         """A kubeconfig for kubectl pointing at this server (context ``context``)."""
         user: dict[str, Any] = {"token": token} if token else {}
         config = {
-            "apiVersion": "v1", "kind": "Config", "current-context": context,
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": context,
             "clusters": [{"name": context, "cluster": {"server": self.url}}],
             "users": [{"name": context, "user": user}],
-            "contexts": [{"name": context, "context": {"cluster": context, "user": context,
-                                                       "namespace": "default"}}],
+            "contexts": [
+                {
+                    "name": context,
+                    "context": {"cluster": context, "user": context, "namespace": "default"},
+                }
+            ],
         }
         path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
 
@@ -173,8 +190,11 @@ class KubeApiServer:
         if rtype is None or not _routable(rtype, info):
             raise path_not_found()
         verb = request_verb(request.method, info, request.args.get("watch"))
-        self._access.check(Attributes(user, verb, info.group, info.resource, info.subresource,
-                                      info.namespace, info.name))
+        self._access.check(
+            Attributes(
+                user, verb, info.group, info.resource, info.subresource, info.namespace, info.name
+            )
+        )
         if verb not in _served_verbs(rtype, info):
             raise method_not_allowed(rtype.plural, rtype.group, verb)
         return self._handlers.dispatch(verb, Call(request, info, rtype, user))
@@ -241,17 +261,29 @@ def _served_crd(crd: Mapping[str, Any]) -> dict[str, Any]:
     spec = crd["spec"]
     names = spec["names"]
     return {
-        "apiVersion": f"{CRD_GROUP}/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": crd["metadata"]["name"],
-                     "annotations": dict(crd["metadata"].get("annotations") or {})},
+        "apiVersion": f"{CRD_GROUP}/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": crd["metadata"]["name"],
+            "annotations": dict(crd["metadata"].get("annotations") or {}),
+        },
         "spec": spec,
         "status": {
             "acceptedNames": names,
             "conditions": [
-                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-                 "message": "no conflicts found"},
-                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-                 "message": "the initial names have been accepted"}],
+                {
+                    "type": "NamesAccepted",
+                    "status": "True",
+                    "reason": "NoConflicts",
+                    "message": "no conflicts found",
+                },
+                {
+                    "type": "Established",
+                    "status": "True",
+                    "reason": "InitialNamesAccepted",
+                    "message": "the initial names have been accepted",
+                },
+            ],
             "storedVersions": [v["name"] for v in spec["versions"] if v.get("storage")],
         },
     }

@@ -110,9 +110,7 @@ class Store:
                 return [], self._rv
             return [e for e in self._events if e.rv > rv], self._rv
 
-    def namespaced_objects(
-        self, namespace: str
-    ) -> list[tuple[GroupResource, dict[str, Any]]]:
+    def namespaced_objects(self, namespace: str) -> list[tuple[GroupResource, dict[str, Any]]]:
         """Every object stored in one namespace, across all resources."""
         with self._cond:
             return [

@@ -53,8 +53,13 @@ _BAD_ORDER_LIST = "invalid patch format of setElementOrder list"
 _META_LISTS = {"metadata.finalizers": "", "metadata.ownerReferences": "uid"}
 #: PodSpec (k8s.io/api core/v1/types.go): volumes merge,retainKeys by name; init/containers,
 #: imagePullSecrets by name; hostAliases by ip. Tolerations have no strategy (replaced).
-_POD_LISTS = {"volumes": "name", "initContainers": "name", "containers": "name",
-              "imagePullSecrets": "name", "hostAliases": "ip"}
+_POD_LISTS = {
+    "volumes": "name",
+    "initContainers": "name",
+    "containers": "name",
+    "imagePullSecrets": "name",
+    "hostAliases": "ip",
+}
 #: Container: ports by containerPort, env by name, volumeMounts by mountPath.
 _CONTAINER_LISTS = {"ports": "containerPort", "env": "name", "volumeMounts": "mountPath"}
 
@@ -84,10 +89,13 @@ def merge_lists(kind: str) -> dict[str, str]:
 def strategic_merge_patch(target: dict[str, Any], patch: Any, kind: str) -> dict[str, Any]:
     """``target`` with the strategic merge ``patch`` applied, for built-in ``kind``."""
     if not isinstance(patch, dict):
-        raise bad_request(f"json: cannot unmarshal {go_type_name(patch)} into Go value of type "
-                          "map[string]interface {}")
+        raise bad_request(
+            f"json: cannot unmarshal {go_type_name(patch)} into Go value of type "
+            "map[string]interface {}"
+        )
     merged: dict[str, Any] = _merge_map(
-        copy.deepcopy(target), copy.deepcopy(patch), "", merge_lists(kind))
+        copy.deepcopy(target), copy.deepcopy(patch), "", merge_lists(kind)
+    )
     return merged
 
 
@@ -239,9 +247,7 @@ def _no_merge_key(item: Any, key: str) -> str:
     return f"map: {go_format(item)} does not contain declared merge key: {key}"
 
 
-def _special_elements(
-    old: list[Any], new: list[Any], key: str
-) -> tuple[list[Any], list[Any]]:
+def _special_elements(old: list[Any], new: list[Any], key: str) -> tuple[list[Any], list[Any]]:
     """``mergeSliceWithSpecialElements``: deletions applied, ``replace`` noted, rest returned."""
     plain, replace = [], False
     for item in new:
@@ -257,8 +263,7 @@ def _special_elements(
         elif directive == "merge":
             raise internal("merging lists cannot yet be specified in the patch")
         else:
-            raise internal(f"unknown patch type: {go_format(directive)} in map: "
-                           f"{go_format(item)}")
+            raise internal(f"unknown patch type: {go_format(directive)} in map: {go_format(item)}")
     return (plain, []) if replace else (old, plain)
 
 
@@ -279,10 +284,12 @@ def _merge_items(
 
 def _normalize(merged: list[Any], order: list[Any], live: list[Any], key: str) -> list[Any]:
     """Items named by ``order`` in its order, the others in ``live`` order, interleaved."""
-    named = sorted((v for v in merged if _position(order, v, key) >= 0),
-                   key=lambda v: _position(order, v, key))
-    others = sorted((v for v in merged if _position(order, v, key) < 0),
-                    key=lambda v: _position(live, v, key))
+    named = sorted(
+        (v for v in merged if _position(order, v, key) >= 0), key=lambda v: _position(order, v, key)
+    )
+    others = sorted(
+        (v for v in merged if _position(order, v, key) < 0), key=lambda v: _position(live, v, key)
+    )
     result, i, j = [], 0, 0
     while i < len(others) or j < len(named):
         left = _position(live, others[i], key) if i < len(others) else -1
@@ -300,7 +307,10 @@ def _normalize(merged: list[Any], order: list[Any], live: list[Any], key: str) -
 
 
 def _order_field(
-    original: dict[str, Any], patch: dict[str, Any], directive: str, path: str,
+    original: dict[str, Any],
+    patch: dict[str, Any],
+    directive: str,
+    path: str,
     lists: dict[str, str],
 ) -> None:
     """``mergePatchIntoOriginal`` for one ``$setElementOrder/<field>``."""
@@ -337,5 +347,7 @@ def _check_order(given: list[Any], order: list[Any], key: str) -> None:
             p += 1
         s += 1
     if p < len(items):
-        raise internal(f"The order in patch list:\n{go_format(given)}\n doesn't match "
-                       f"{ORDER_PREFIX} list:\n{go_format(order)}\n")
+        raise internal(
+            f"The order in patch list:\n{go_format(given)}\n doesn't match "
+            f"{ORDER_PREFIX} list:\n{go_format(order)}\n"
+        )

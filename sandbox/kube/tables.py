@@ -23,8 +23,9 @@ Cell = Callable[[Obj, datetime], Any]
 Column = tuple[Obj, Cell]
 
 _NAME_DESC = "Name must be unique within a namespace."
-_AGE_DESC = ("CreationTimestamp is a timestamp representing the server time when this object "
-             "was created.")
+_AGE_DESC = (
+    "CreationTimestamp is a timestamp representing the server time when this object was created."
+)
 _FILTER_RE = re.compile(r'^\[\?\(@\.([\w.-]+)\s*==\s*["\']([^"\']*)["\']\)\]')
 _SEGMENT_RE = re.compile(r"^\.([\w-]+)|^\[(\d+)\]")
 
@@ -89,7 +90,7 @@ def jsonpath(obj: Any, path: str) -> Any:
             value = _step(value, match.group(1), match.group(2))
         if value is None:
             return None
-        rest = rest[match.end():]
+        rest = rest[match.end() :]
     return value
 
 
@@ -123,14 +124,17 @@ def _column(
 
 
 _NAME = (_column("Name", fmt="name", desc=_NAME_DESC), lambda o, n: o["metadata"]["name"])
-_AGE = (_column("Age", desc=_AGE_DESC),
-        lambda o, n: age(o["metadata"].get("creationTimestamp"), n))
+_AGE = (_column("Age", desc=_AGE_DESC), lambda o, n: age(o["metadata"].get("creationTimestamp"), n))
 
 
 def _event_last_seen(obj: Obj, now: datetime) -> str:
     series = obj.get("series") or {}
-    seen = (series.get("lastObservedTime") or obj.get("lastTimestamp")
-            or obj.get("deprecatedLastTimestamp") or obj.get("eventTime"))
+    seen = (
+        series.get("lastObservedTime")
+        or obj.get("lastTimestamp")
+        or obj.get("deprecatedLastTimestamp")
+        or obj.get("eventTime")
+    )
     return age(seen, now)
 
 
@@ -152,22 +156,43 @@ _EVENT_COLUMNS: list[Column] = [
 _BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
     ("", "Event"): _EVENT_COLUMNS,
     ("events.k8s.io", "Event"): _EVENT_COLUMNS,
-    ("", "ConfigMap"): [_NAME, (_column("Data", "integer"),
-                                 lambda o, n: len(o.get("data") or {})
-                                 + len(o.get("binaryData") or {})), _AGE],
-    ("", "Secret"): [_NAME, (_column("Type"), lambda o, n: o.get("type", "")),
-                     (_column("Data", "integer"), lambda o, n: len(o.get("data") or {})), _AGE],
-    ("", "Namespace"): [_NAME, (_column("Status"),
-                                lambda o, n: (o.get("status") or {}).get("phase", "")), _AGE],
+    ("", "ConfigMap"): [
+        _NAME,
+        (
+            _column("Data", "integer"),
+            lambda o, n: len(o.get("data") or {}) + len(o.get("binaryData") or {}),
+        ),
+        _AGE,
+    ],
+    ("", "Secret"): [
+        _NAME,
+        (_column("Type"), lambda o, n: o.get("type", "")),
+        (_column("Data", "integer"), lambda o, n: len(o.get("data") or {})),
+        _AGE,
+    ],
+    ("", "Namespace"): [
+        _NAME,
+        (_column("Status"), lambda o, n: (o.get("status") or {}).get("phase", "")),
+        _AGE,
+    ],
     ("", "Service"): [_NAME, (_column("Type"), lambda o, n: o["spec"].get("type", "")), _AGE],
     ("apps", "Deployment"): [
         _NAME,
-        (_column("Ready"), lambda o, n: f"{(o.get('status') or {}).get('readyReplicas', 0)}/"
-                                        f"{(o.get('spec') or {}).get('replicas', 0)}"),
-        (_column("Up-to-date", "integer"),
-         lambda o, n: (o.get("status") or {}).get("updatedReplicas", 0)),
-        (_column("Available", "integer"),
-         lambda o, n: (o.get("status") or {}).get("availableReplicas", 0)),
+        (
+            _column("Ready"),
+            lambda o, n: (
+                f"{(o.get('status') or {}).get('readyReplicas', 0)}/"
+                f"{(o.get('spec') or {}).get('replicas', 0)}"
+            ),
+        ),
+        (
+            _column("Up-to-date", "integer"),
+            lambda o, n: (o.get("status") or {}).get("updatedReplicas", 0),
+        ),
+        (
+            _column("Available", "integer"),
+            lambda o, n: (o.get("status") or {}).get("availableReplicas", 0),
+        ),
         _AGE,
     ],
 }
@@ -176,7 +201,8 @@ _BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
 def _columns(rtype: ResourceType) -> Sequence[Column]:
     if rtype.custom:
         defined = rtype.printer_columns or (
-            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},)
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        )
         return [_NAME, *((_custom_definition(c), _custom_cell(dict(c))) for c in defined)]
     default: list[Column] = [_NAME, _AGE]
     return _BUILTIN_COLUMNS.get((rtype.group, rtype.kind), default)
@@ -184,24 +210,37 @@ def _columns(rtype: ResourceType) -> Sequence[Column]:
 
 def _custom_definition(column: Any) -> Obj:
     desc = column.get("description") or (
-        f"Custom resource definition column (in JSONPath format): {column['jsonPath']}")
-    return _column(column["name"], column.get("type", "string"), column.get("format", ""),
-                   desc, column.get("priority", 0))
+        f"Custom resource definition column (in JSONPath format): {column['jsonPath']}"
+    )
+    return _column(
+        column["name"],
+        column.get("type", "string"),
+        column.get("format", ""),
+        desc,
+        column.get("priority", 0),
+    )
 
 
 def _partial(obj: Obj) -> Obj:
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-            "metadata": obj["metadata"]}
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj["metadata"],
+    }
 
 
 def to_table(rtype: ResourceType, items: Sequence[Obj], now: datetime, rv: str | None) -> Obj:
     """A meta.k8s.io/v1 Table of ``items`` with the kind's columns."""
     columns = _columns(rtype)
-    rows = [{"cells": [cell(o, now) for _, cell in columns], "object": _partial(o)}
-            for o in items]
+    rows = [{"cells": [cell(o, now) for _, cell in columns], "object": _partial(o)} for o in items]
     metadata: Obj = {"resourceVersion": rv} if rv else {}
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
-            "columnDefinitions": [definition for definition, _ in columns], "rows": rows}
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata,
+        "columnDefinitions": [definition for definition, _ in columns],
+        "rows": rows,
+    }
 
 
 def wants_table(accept: str | None) -> bool:

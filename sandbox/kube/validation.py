@@ -60,7 +60,7 @@ class Outcome:
 def _name_problem(rule: str, name: str) -> str | None:
     if rule == "path":
         if name in (".", ".."):
-            return f'may not be \'{name}\''
+            return f"may not be '{name}'"
         bad = next((c for c in ("/", "%") if c in name), None)
         return f"may not contain '{bad}'" if bad else None
     limit, regex, message = {
@@ -76,8 +76,13 @@ def name_causes(rtype: ResourceType, meta: Mapping[str, Any]) -> list[Cause]:
     """Field errors of metadata.name (and generateName) for this kind."""
     name = meta.get("name") or ""
     if not name:
-        return [Cause("metadata.name", "FieldValueRequired",
-                      "Required value: name or generateName is required")]
+        return [
+            Cause(
+                "metadata.name",
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+            )
+        ]
     problem = _name_problem(rtype.name_rule, name)
     if problem is None:
         return []
@@ -96,13 +101,19 @@ def _check_string_map(rtype: ResourceType, body: Mapping[str, Any], key: str) ->
     if values is None:
         return
     if not isinstance(values, dict):
-        why = (f"json: cannot unmarshal {_json_type(values)} into Go struct field "
-               f"{rtype.kind}.{key} of type map[string]string")
+        why = (
+            f"json: cannot unmarshal {_json_type(values)} into Go struct field "
+            f"{rtype.kind}.{key} of type map[string]string"
+        )
         raise decode_error(rtype, body, why)
     for value in values.values():
         if not isinstance(value, str):
-            raise decode_error(rtype, body, f"json: cannot unmarshal {_json_type(value)} into Go "
-                                            f"struct field {rtype.kind}.{key} of type string")
+            raise decode_error(
+                rtype,
+                body,
+                f"json: cannot unmarshal {_json_type(value)} into Go "
+                f"struct field {rtype.kind}.{key} of type string",
+            )
 
 
 def _json_type(value: Any) -> str:
@@ -119,8 +130,12 @@ def _json_type(value: Any) -> str:
 def _check_secret_data(rtype: ResourceType, body: Mapping[str, Any]) -> None:
     for value in (body.get("data") or {}).values():
         if not isinstance(value, str):
-            raise decode_error(rtype, body, f"json: cannot unmarshal {_json_type(value)} into Go "
-                                            "struct field Secret.data of type []uint8")
+            raise decode_error(
+                rtype,
+                body,
+                f"json: cannot unmarshal {_json_type(value)} into Go "
+                "struct field Secret.data of type []uint8",
+            )
         try:
             base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
@@ -132,11 +147,16 @@ def _config_key_causes(body: Mapping[str, Any], keys: tuple[str, ...]) -> list[C
     for section in keys:
         for key in body.get(section) or {}:
             if not _CONFIG_KEY_RE.match(key):
-                causes.append(Cause(f"{section}[{key}]", "FieldValueInvalid",
-                                    f'Invalid value: "{key}": a valid config key must consist of '
-                                    "alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  "
-                                    "or 'KEY_NAME',  or 'key-name', regex used for validation is "
-                                    "'[-._a-zA-Z0-9]+')"))
+                causes.append(
+                    Cause(
+                        f"{section}[{key}]",
+                        "FieldValueInvalid",
+                        f'Invalid value: "{key}": a valid config key must consist of '
+                        "alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  "
+                        "or 'KEY_NAME',  or 'key-name', regex used for validation is "
+                        "'[-._a-zA-Z0-9]+')",
+                    )
+                )
     return causes
 
 
@@ -170,7 +190,10 @@ def check_object(
 
 
 def _check_custom(
-    rtype: ResourceType, obj: dict[str, Any], old: Mapping[str, Any] | None, mode: str,
+    rtype: ResourceType,
+    obj: dict[str, Any],
+    old: Mapping[str, Any] | None,
+    mode: str,
     causes: list[Cause],
 ) -> Outcome:
     assert rtype.schema is not None
@@ -196,8 +219,9 @@ def strict_error(
 ) -> StrictDecodingError:
     """The 400 a create or update with unknown fields gets under fieldValidation=Strict."""
     joined = ", ".join(f'unknown field "{path}"' for path in unknown)
-    return StrictDecodingError(decode_error(rtype, body, f"strict decoding error: {joined}"),
-                               unknown)
+    return StrictDecodingError(
+        decode_error(rtype, body, f"strict decoding error: {joined}"), unknown
+    )
 
 
 def strict_patch_error(patched: Mapping[str, Any], unknown: list[str]) -> ApiError:

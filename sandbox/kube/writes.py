@@ -115,8 +115,10 @@ class Writer:
         if ns is None:
             raise not_found("namespaces", "", ctx.namespace)
         if "deletionTimestamp" in ns["metadata"]:
-            why = (f"unable to create new content in namespace {ctx.namespace} "
-                   "because it is being terminated")
+            why = (
+                f"unable to create new content in namespace {ctx.namespace} "
+                "because it is being terminated"
+            )
             raise forbidden(ctx.rtype.plural, ctx.rtype.group, name, why)
 
     # ---- update -------------------------------------------------------------------------
@@ -164,9 +166,14 @@ class Writer:
         if ctx.rtype.status_subresource and not ctx.subresource:
             old = _without_status(old) if old is not None else None
             new = _without_status(new)
-        return managed.record_update(old, new, manager=ctx.manager,
-                                     api_version=ctx.rtype.api_version, now=now,
-                                     subresource=ctx.subresource or None)
+        return managed.record_update(
+            old,
+            new,
+            manager=ctx.manager,
+            api_version=ctx.rtype.api_version,
+            now=now,
+            subresource=ctx.subresource or None,
+        )
 
     def _split_status(self, ctx: WriteContext, obj: Obj, old: Obj) -> Obj:
         if ctx.subresource == "status":
@@ -233,8 +240,13 @@ class Writer:
         if rtype.group:
             details["group"] = rtype.group
         details.update(kind=rtype.plural, uid=obj["metadata"]["uid"])
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                "details": details}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": details,
+        }
 
     # ---- namespace lifecycle (what the namespace controller does) ------------------------
 

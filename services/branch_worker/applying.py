@@ -17,6 +17,7 @@ from dataclasses import replace
 from functools import partial
 
 from shared.decide.obligations import (
+    ATTEMPT_DEADLINE_S,
     Applier,
     Ask,
     cancel_refusal,
@@ -54,6 +55,7 @@ class ApplierDesk:
         attempts: Attempts,
         states: BranchStates,
         clock: Callable[[], float],
+        attempt_deadline_s: float = ATTEMPT_DEADLINE_S,
     ) -> None:
         self._bk = bk
         self._config = config
@@ -62,6 +64,7 @@ class ApplierDesk:
         self._attempts = attempts
         self._states = states
         self._clock = clock
+        self._deadline_s = attempt_deadline_s
 
     def _named(self) -> dict[ApplierRef, list[TargetConfig]]:
         """Appliers of this branch and the GitTargets naming each (A3: one applier, many)."""
@@ -145,7 +148,7 @@ class ApplierDesk:
             asked.clear()
             if isinstance(decision, Ask):
                 asked.append(decision)
-                return sent(applier, decision, token, now)
+                return sent(applier, decision, token, now, self._deadline_s)
             return applier
 
         self._appliers.update(ref.key, ref.kind, change)

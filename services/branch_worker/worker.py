@@ -190,6 +190,7 @@ class BranchWorker:
                 attempts=self.stores.attempts,
                 states=self.stores.states,
                 clock=self._clock,
+                attempt_deadline_s=self.settings.attempt_deadline.total_seconds(),
             ),
         )
         self.stores.notices.start(bk)

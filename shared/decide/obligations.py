@@ -142,9 +142,11 @@ def decide(applier: Applier, branch: BranchView, now: float) -> Ask | Wait:
     return Ask(branch.tip, owed)
 
 
-def sent(applier: Applier, ask: Ask, token: str, now: float) -> Applier:
-    """Record the attempt out (one at a time, A2)."""
-    attempt = Attempt(token, ask.commit, ask.reasons, now, now + ATTEMPT_DEADLINE_S)
+def sent(
+    applier: Applier, ask: Ask, token: str, now: float, deadline_s: float = ATTEMPT_DEADLINE_S
+) -> Applier:
+    """Record the attempt out (one at a time, A2), handed back ``deadline_s`` later (A4)."""
+    attempt = Attempt(token, ask.commit, ask.reasons, now, now + deadline_s)
     return replace(applier, attempt=attempt)
 
 

@@ -40,11 +40,21 @@ def kubectl(kube: KubeApiServer, tmp_path: Path) -> Kubectl:
     kube.write_kubeconfig(config)
     binary = KUBECTL if Path(KUBECTL).exists() else "kubectl"
 
-    def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
-            ) -> subprocess.CompletedProcess[str]:
-        command = [binary, "--kubeconfig", str(config), "--cache-dir", str(tmp_path / "cache"),
-                   *args]
-        return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=60,
-                               env=env, check=False)
+    def run(
+        *args: str,
+        stdin: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        command = [
+            binary,
+            "--kubeconfig",
+            str(config),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            *args,
+        ]
+        return subprocess.run(
+            command, input=stdin, capture_output=True, text=True, timeout=60, env=env, check=False
+        )
 
     return run

@@ -35,8 +35,20 @@ BOOKMARK_INTERVAL_S = 0.2
 def config_map(name: str, data: dict[str, str]) -> str:
     """A ConfigMap manifest as a file in Git holds it."""
     lines = [f"  {key}: {value!r}" for key, value in data.items()]
-    return "\n".join(["apiVersion: v1", "kind: ConfigMap", "metadata:", f"  name: {name}",
-                      f"  namespace: {NAMESPACE}", "data:", *lines]) + "\n"
+    return (
+        "\n".join(
+            [
+                "apiVersion: v1",
+                "kind: ConfigMap",
+                "metadata:",
+                f"  name: {name}",
+                f"  namespace: {NAMESPACE}",
+                "data:",
+                *lines,
+            ]
+        )
+        + "\n"
+    )
 
 
 @dataclass
@@ -59,8 +71,9 @@ class WorkTree:
         self.git = git
         self.path = git.clone(url, path)
 
-    def push(self, files: dict[str, str], removed: tuple[str, ...] = (),
-             message: str = "change") -> str:
+    def push(
+        self, files: dict[str, str], removed: tuple[str, ...] = (), message: str = "change"
+    ) -> str:
         """Write ``files``, delete ``removed``, commit, push main; the new commit."""
         for name, text in files.items():
             (self.path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -95,43 +108,73 @@ class FluxEnv:
         """The commit the remote's main points at."""
         return self.work.git.ls_remote(self.url)["refs/heads/main"]
 
-    def create_source(self, name: str = "app", interval: str = "60m", **spec: Any
-                      ) -> dict[str, Any]:
-        body = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-                "metadata": {"name": name, "namespace": NAMESPACE},
-                "spec": {"url": self.url, "interval": interval, "ref": {"branch": "main"},
-                         **spec}}
-        return dict(self.custom.create_namespaced_custom_object(*SOURCE[:2], NAMESPACE,
-                                                                 SOURCE[2], body))
+    def create_source(
+        self, name: str = "app", interval: str = "60m", **spec: Any
+    ) -> dict[str, Any]:
+        body = {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"url": self.url, "interval": interval, "ref": {"branch": "main"}, **spec},
+        }
+        return dict(
+            self.custom.create_namespaced_custom_object(*SOURCE[:2], NAMESPACE, SOURCE[2], body)
+        )
 
-    def create_kustomization(self, name: str = "app", source: str = "app",
-                             interval: str = "60m", **spec: Any) -> dict[str, Any]:
-        body = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-                "metadata": {"name": name, "namespace": NAMESPACE},
-                "spec": {"interval": interval, "path": "./deploy", "prune": True,
-                         "sourceRef": {"kind": "GitRepository", "name": source}, **spec}}
-        return dict(self.custom.create_namespaced_custom_object(*KUSTOMIZE[:2], NAMESPACE,
-                                                                 KUSTOMIZE[2], body))
+    def create_kustomization(
+        self, name: str = "app", source: str = "app", interval: str = "60m", **spec: Any
+    ) -> dict[str, Any]:
+        body = {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {
+                "interval": interval,
+                "path": "./deploy",
+                "prune": True,
+                "sourceRef": {"kind": "GitRepository", "name": source},
+                **spec,
+            },
+        }
+        return dict(
+            self.custom.create_namespaced_custom_object(
+                *KUSTOMIZE[:2], NAMESPACE, KUSTOMIZE[2], body
+            )
+        )
 
     def get(self, resource: tuple[str, str, str], name: str = "app") -> dict[str, Any]:
-        return dict(self.custom.get_namespaced_custom_object(
-            resource[0], resource[1], NAMESPACE, resource[2], name))
+        return dict(
+            self.custom.get_namespaced_custom_object(
+                resource[0], resource[1], NAMESPACE, resource[2], name
+            )
+        )
 
-    def patch(self, resource: tuple[str, str, str], body: dict[str, Any], name: str = "app"
-              ) -> dict[str, Any]:
+    def patch(
+        self, resource: tuple[str, str, str], body: dict[str, Any], name: str = "app"
+    ) -> dict[str, Any]:
         """A JSON merge patch, as ``flux reconcile`` sends it (F1), by a non-kubectl manager."""
-        return dict(self.custom.patch_namespaced_custom_object(
-            resource[0], resource[1], NAMESPACE, resource[2], name, body,
-            field_manager="gitops-reverser-test"))
+        return dict(
+            self.custom.patch_namespaced_custom_object(
+                resource[0],
+                resource[1],
+                NAMESPACE,
+                resource[2],
+                name,
+                body,
+                field_manager="gitops-reverser-test",
+            )
+        )
 
-    def request(self, resource: tuple[str, str, str], token: str, name: str = "app"
-                ) -> dict[str, Any]:
+    def request(
+        self, resource: tuple[str, str, str], token: str, name: str = "app"
+    ) -> dict[str, Any]:
         """Set a new ``reconcile.fluxcd.io/requestedAt`` token."""
         return self.patch(resource, {"metadata": {"annotations": {REQUESTED_AT: token}}}, name)
 
 
-def open_env(tmp_path: Path, *, clock: Callable[[], float] | None = None,
-             files: dict[str, str] | None = None) -> Iterator[FluxEnv]:
+def open_env(
+    tmp_path: Path, *, clock: Callable[[], float] | None = None, files: dict[str, str] | None = None
+) -> Iterator[FluxEnv]:
     """A running API double and Git host, a repository, a clone, and (unstarted) doubles."""
     kube = KubeApiServer(third_party_crd_files(), bookmark_interval=BOOKMARK_INTERVAL_S)
     kube.start()
@@ -141,8 +184,7 @@ def open_env(tmp_path: Path, *, clock: Callable[[], float] | None = None,
         initial = files or {"deploy/app.yaml": config_map("app", {"color": "blue"})}
         url = host.create_repo("fleet", files={k: v.encode() for k, v in initial.items()})
         work = WorkTree(Git(tmp_path / "home"), url, tmp_path / "work")
-        flux = FluxControllers(kube.api_client(), tmp_path / "flux",
-                               clock=clock or time.time)
+        flux = FluxControllers(kube.api_client(), tmp_path / "flux", clock=clock or time.time)
         yield FluxEnv(kube, host, url, work, flux, clock or time.time)
         flux.stop()
     finally:

@@ -18,8 +18,13 @@ Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def request(
-    kube: KubeApiServer, method: str, path: str, body: Any = None,
-    content_type: str = "application/json", *, headers: dict[str, str] | None = None,
+    kube: KubeApiServer,
+    method: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    *,
+    headers: dict[str, str] | None = None,
 ) -> tuple[int, Any, Any]:
     """(status, decoded JSON body, headers) of one request through urllib3."""
     pool = kube.api_client().rest_client.pool_manager

@@ -25,8 +25,10 @@ from tests.integration.sandbox.flux_support import (
 
 pytestmark = pytest.mark.integration
 
-TWO_MAPS = {"deploy/app.yaml": config_map("app", {"color": "blue"}),
-            "deploy/other.yaml": config_map("other", {"size": "small"})}
+TWO_MAPS = {
+    "deploy/app.yaml": config_map("app", {"color": "blue"}),
+    "deploy/other.yaml": config_map("other", {"size": "small"}),
+}
 
 
 @pytest.fixture
@@ -65,8 +67,10 @@ def test_apply_uses_manager_kustomize_controller_and_owner_labels(env: FluxEnv) 
     """
     assert start(env) == ("ConfigMap/default/app created", "ConfigMap/default/other created")
     cm = env.core.read_namespaced_config_map("app", NAMESPACE)
-    assert cm.metadata.labels == {"kustomize.toolkit.fluxcd.io/name": "app",
-                                  "kustomize.toolkit.fluxcd.io/namespace": "default"}
+    assert cm.metadata.labels == {
+        "kustomize.toolkit.fluxcd.io/name": "app",
+        "kustomize.toolkit.fluxcd.io/namespace": "default",
+    }
     fields = managers("app", env)
     assert list(fields) == [("kustomize-controller", "Apply")]
     owned = fields[("kustomize-controller", "Apply")]
@@ -82,14 +86,27 @@ def test_force_takes_over_a_field_another_manager_owns(env: FluxEnv) -> None:
     with force-conflicts (fluxcd/pkg ``ssa/manager_apply.go``). Without force the API server
     would answer 409 (shown first).
     """
-    body = {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "app", "namespace": NAMESPACE}, "data": {"color": "red"}}
-    env.core.patch_namespaced_config_map("app", NAMESPACE, body, field_manager="other-applier",
-                                         _content_type="application/apply-patch+yaml")
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "app", "namespace": NAMESPACE},
+        "data": {"color": "red"},
+    }
+    env.core.patch_namespaced_config_map(
+        "app",
+        NAMESPACE,
+        body,
+        field_manager="other-applier",
+        _content_type="application/apply-patch+yaml",
+    )
     with pytest.raises(ApiException) as conflict:
         env.core.patch_namespaced_config_map(
-            "app", NAMESPACE, {**body, "data": {"color": "blue"}},
-            field_manager="kustomize-controller", _content_type="application/apply-patch+yaml")
+            "app",
+            NAMESPACE,
+            {**body, "data": {"color": "blue"}},
+            field_manager="kustomize-controller",
+            _content_type="application/apply-patch+yaml",
+        )
     assert conflict.value.status == 409
     assert start(env)[0] == "ConfigMap/default/app configured"
     assert env.core.read_namespaced_config_map("app", NAMESPACE).data == {"color": "blue"}
@@ -110,10 +127,13 @@ def test_drift_by_another_manager_is_reverted_and_its_own_fields_survive(env: Fl
     start(env)
     other_rv = env.core.read_namespaced_config_map("other", NAMESPACE).metadata.resource_version
     env.core.patch_namespaced_config_map(
-        "app", NAMESPACE, {"data": {"color": "pink", "extra": "mine"}}, field_manager="hpa-like")
+        "app", NAMESPACE, {"data": {"color": "pink", "extra": "mine"}}, field_manager="hpa-like"
+    )
     assert reconcile(env, "revert") == ("ConfigMap/default/app configured",)
     assert env.core.read_namespaced_config_map("app", NAMESPACE).data == {
-        "color": "blue", "extra": "mine"}
+        "color": "blue",
+        "extra": "mine",
+    }
     after = env.core.read_namespaced_config_map("other", NAMESPACE).metadata.resource_version
     assert after == other_rv
     assert reconcile(env, "again") == ()
@@ -130,11 +150,14 @@ def test_fields_added_with_kubectl_are_removed(env: FluxEnv) -> None:
     """
     start(env)
     env.core.patch_namespaced_config_map(
-        "app", NAMESPACE,
-        {"metadata": {"annotations": {
-            "kubectl.kubernetes.io/last-applied-configuration": "{}"}},
-         "data": {"debug": "on"}},
-        field_manager="kubectl-edit")
+        "app",
+        NAMESPACE,
+        {
+            "metadata": {"annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+            "data": {"debug": "on"},
+        },
+        field_manager="kubectl-edit",
+    )
     assert reconcile(env, "cleanup") == ("ConfigMap/default/app configured",)
     cm = env.core.read_namespaced_config_map("app", NAMESPACE)
     assert cm.data == {"color": "blue"}
@@ -158,7 +181,8 @@ def test_prune_deletes_objects_that_left_the_inventory(env: FluxEnv) -> None:
         env.core.read_namespaced_config_map("other", NAMESPACE)
     assert gone.value.status == 404
     assert env.get(KUSTOMIZE)["status"]["inventory"] == {
-        "entries": [{"id": "default_app__ConfigMap", "v": "v1"}]}
+        "entries": [{"id": "default_app__ConfigMap", "v": "v1"}]
+    }
 
 
 def test_without_prune_removed_objects_stay(env: FluxEnv) -> None:
@@ -183,9 +207,11 @@ def test_prune_disabled_annotation_keeps_the_object(env: FluxEnv) -> None:
     """
     start(env)
     env.core.patch_namespaced_config_map(
-        "other", NAMESPACE,
+        "other",
+        NAMESPACE,
         {"metadata": {"annotations": {"kustomize.toolkit.fluxcd.io/prune": "disabled"}}},
-        field_manager="operator")
+        field_manager="operator",
+    )
     env.work.push({}, removed=("deploy/other.yaml",))
     env.request(("source.toolkit.fluxcd.io", "v1", "gitrepositories"), "fetch")
     env.flux.reconcile_due()

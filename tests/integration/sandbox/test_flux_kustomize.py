@@ -53,7 +53,9 @@ def applied(env: FluxEnv) -> str:
     records = env.flux.reconcile_due()
     revision = f"main@sha1:{env.head()}"
     assert [(r.kind, r.action, r.revision) for r in records] == [
-        (GIT_REPOSITORY, FETCHED, revision), (KUSTOMIZATION, APPLIED, revision)]
+        (GIT_REPOSITORY, FETCHED, revision),
+        (KUSTOMIZATION, APPLIED, revision),
+    ]
     return revision
 
 
@@ -78,12 +80,16 @@ def test_new_revision_wakes_the_kustomization(env: FluxEnv, applied: str) -> Non
     env.request(SOURCE, "fetch-now")
     revision = f"main@sha1:{new}"
     assert summary(env.flux.reconcile_due()) == [
-        (GIT_REPOSITORY, FETCHED, revision), (KUSTOMIZATION, APPLIED, revision)]
+        (GIT_REPOSITORY, FETCHED, revision),
+        (KUSTOMIZATION, APPLIED, revision),
+    ]
     assert env.core.read_namespaced_config_map("app", NAMESPACE).data == {"color": "green"}
     status = env.get(KUSTOMIZE)["status"]
     assert status["lastAppliedRevision"] == status["lastAttemptedRevision"] == revision
     assert (ready(env.get(KUSTOMIZE))["reason"], ready(env.get(KUSTOMIZE))["message"]) == (
-        "ReconciliationSucceeded", f"Applied revision: {revision}")
+        "ReconciliationSucceeded",
+        f"Applied revision: {revision}",
+    )
     assert status["observedGeneration"] == 1
     assert "Reconciling" not in [c["type"] for c in status["conditions"]]
     assert status["inventory"] == {"entries": [{"id": "default_app__ConfigMap", "v": "v1"}]}
@@ -101,7 +107,8 @@ def test_unchanged_revision_does_not_wake_the_kustomization(env: FluxEnv, applie
 
 
 def test_attempted_is_written_before_the_apply_and_applied_after(
-        env: FluxEnv, applied: str) -> None:
+    env: FluxEnv, applied: str
+) -> None:
     """Watching the Kustomization shows lastAttemptedRevision first, then the apply, then
     lastAppliedRevision.
 
@@ -119,22 +126,32 @@ def test_attempted_is_written_before_the_apply_and_applied_after(
     env.flux.reconcile_due()
     states, messages = [], []
     stream = watch.Watch()
-    for event in stream.stream(env.custom.list_namespaced_custom_object, *KUSTOMIZE[:2],
-                               NAMESPACE, KUSTOMIZE[2], resource_version=start,
-                               timeout_seconds=5):
+    for event in stream.stream(
+        env.custom.list_namespaced_custom_object,
+        *KUSTOMIZE[:2],
+        NAMESPACE,
+        KUSTOMIZE[2],
+        resource_version=start,
+        timeout_seconds=5,
+    ):
         status = event["raw_object"].get("status", {})
         rv = int(event["raw_object"]["metadata"]["resourceVersion"])
         states.append((status.get("lastAttemptedRevision"), status.get("lastAppliedRevision"), rv))
-        messages += [c["message"] for c in status.get("conditions", [])
-                     if c["type"] == "Reconciling" and c["message"] not in messages]
+        messages += [
+            c["message"]
+            for c in status.get("conditions", [])
+            if c["type"] == "Reconciling" and c["message"] not in messages
+        ]
         if status.get("lastAppliedRevision") == new:
             stream.stop()
     attempted = next(rv for a, b, rv in states if a == new and b == applied)
     done = next(rv for a, b, rv in states if a == new and b == new)
     cm_rv = int(env.core.read_namespaced_config_map("app", NAMESPACE).metadata.resource_version)
     assert attempted < cm_rv < done
-    assert messages == [f"{step} for revision {new} with a timeout of 59m30s" for step in (
-        "Fetching manifests", "Building manifests", "Detecting drift")]
+    assert messages == [
+        f"{step} for revision {new} with a timeout of 59m30s"
+        for step in ("Fetching manifests", "Building manifests", "Detecting drift")
+    ]
 
 
 def test_requested_at_reapplies_the_same_revision(env: FluxEnv, applied: str) -> None:
@@ -164,8 +181,9 @@ def test_spec_change_reconciles_the_kustomization(env: FluxEnv, applied: str) ->
     assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"] == 2
 
 
-def test_interval_reapplies_and_corrects_drift(env: FluxEnv, clock: FakeClock,
-                                               applied: str) -> None:
+def test_interval_reapplies_and_corrects_drift(
+    env: FluxEnv, clock: FakeClock, applied: str
+) -> None:
     """After ``spec.interval`` the Kustomization re-applies its revision and undoes an edit.
 
     Fact: ../shared/facts/appliers.md F3 §Interval ("the interval at which the Kustomization
@@ -173,8 +191,9 @@ def test_interval_reapplies_and_corrects_drift(env: FluxEnv, clock: FakeClock,
     """
     env.patch(KUSTOMIZE, {"spec": {"interval": "10m"}})
     env.flux.reconcile_due()
-    env.core.patch_namespaced_config_map("app", NAMESPACE, {"data": {"color": "pink"}},
-                                         field_manager="someone-else")
+    env.core.patch_namespaced_config_map(
+        "app", NAMESPACE, {"data": {"color": "pink"}}, field_manager="someone-else"
+    )
     clock.advance(9 * 60)
     assert env.flux.reconcile_due() == []
     clock.advance(60)
@@ -185,7 +204,8 @@ def test_interval_reapplies_and_corrects_drift(env: FluxEnv, clock: FakeClock,
 
 
 def test_suspended_kustomization_applies_nothing_but_handles_the_token(
-        env: FluxEnv, clock: FakeClock, applied: str) -> None:
+    env: FluxEnv, clock: FakeClock, applied: str
+) -> None:
     """Suspended: a new revision is not applied; a token still reaches lastHandledReconcileAt.
 
     Facts: ../shared/facts/appliers.md F3 §Suspend ("new Source revisions are not applied";

@@ -22,14 +22,17 @@ def view(generation: int = 1, token: str | None = None) -> ObjectView:
     return ObjectView(KEY, generation, token)
 
 
-@pytest.mark.parametrize(("old", "new", "expected"), [
-    (None, view(), True),  # a create always passes
-    (view(1), view(2), True),  # new generation
-    (view(1), view(1, "t1"), True),  # token appears
-    (view(1, "t1"), view(1, "t2"), True),  # token changes
-    (view(1, "t1"), view(1, "t1"), False),  # same token: a status or label edit
-    (view(1, "t1"), view(1, None), False),  # token removed
-])
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (None, view(), True),  # a create always passes
+        (view(1), view(2), True),  # new generation
+        (view(1), view(1, "t1"), True),  # token appears
+        (view(1, "t1"), view(1, "t2"), True),  # token changes
+        (view(1, "t1"), view(1, "t1"), False),  # same token: a status or label edit
+        (view(1, "t1"), view(1, None), False),  # token removed
+    ],
+)
 def test_wake_predicate(old: ObjectView | None, new: ObjectView, expected: bool) -> None:
     """GenerationChanged OR ReconcileRequested.
 
@@ -42,16 +45,22 @@ def test_wake_predicate(old: ObjectView | None, new: ObjectView, expected: bool)
 
 def kustomization(ready: bool, attempted: str) -> dict[str, Any]:
     conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
-    return {"kind": "Kustomization", "metadata": {"name": "app", "namespace": "default"},
-            "spec": {"sourceRef": {"kind": "GitRepository", "name": "app"}},
-            "status": {"conditions": conditions, "lastAttemptedRevision": attempted}}
+    return {
+        "kind": "Kustomization",
+        "metadata": {"name": "app", "namespace": "default"},
+        "spec": {"sourceRef": {"kind": "GitRepository", "name": "app"}},
+        "status": {"conditions": conditions, "lastAttemptedRevision": attempted},
+    }
 
 
-@pytest.mark.parametrize(("ready", "attempted", "expected"), [
-    (True, "main@sha1:aa", False),  # Ready and already attempted: skipped
-    (True, "main@sha1:bb", True),
-    (False, "main@sha1:aa", True),  # failed at that revision: retried
-])
+@pytest.mark.parametrize(
+    ("ready", "attempted", "expected"),
+    [
+        (True, "main@sha1:aa", False),  # Ready and already attempted: skipped
+        (True, "main@sha1:bb", True),
+        (False, "main@sha1:aa", True),  # failed at that revision: retried
+    ],
+)
 def test_revision_change_skip_rule(ready: bool, attempted: str, expected: bool) -> None:
     """A new source revision wakes a Kustomization unless Ready with that revision attempted.
 
@@ -63,10 +72,17 @@ def test_revision_change_skip_rule(ready: bool, attempted: str, expected: bool) 
     assert revision_wakes(ks, "main@sha1:aa") is expected
 
 
-def entry(manager: str, operation: str, fields: dict[str, Any],
-          subresource: str = "") -> dict[str, Any]:
-    found = {"manager": manager, "operation": operation, "apiVersion": "v1",
-             "time": "2024-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": fields}
+def entry(
+    manager: str, operation: str, fields: dict[str, Any], subresource: str = ""
+) -> dict[str, Any]:
+    found = {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": "v1",
+        "time": "2024-01-01T00:00:00Z",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    }
     return {**found, "subresource": subresource} if subresource else found
 
 
@@ -90,8 +106,10 @@ def test_cleanup_merges_kubectl_and_legacy_managers_into_the_apply_entry() -> No
     merged = drift.merged_managed_fields(entries)
     assert merged is not None
     assert [(e["manager"], e["operation"]) for e in merged] == [
-        ("kustomize-controller", "Apply"), ("kubectl-edit", "Update"),
-        ("flux-client-side-apply", "Update")]
+        ("kustomize-controller", "Apply"),
+        ("kubectl-edit", "Update"),
+        ("flux-client-side-apply", "Update"),
+    ]
     assert merged[0]["fieldsV1"] == {"f:data": {f"f:{k}": {} for k in "abcde"}}
     assert drift.merged_managed_fields(entries[:1] + entries[5:]) is None
 
@@ -103,11 +121,18 @@ def test_cleanup_patch_removes_last_applied_and_respects_ssa_merge() -> None:
     ``kubectl.kubernetes.io/last-applied-configuration``; skips objects annotated
     ``kustomize.toolkit.fluxcd.io/ssa: Merge``).
     """
-    live = {"metadata": {"annotations": {
-        "kubectl.kubernetes.io/last-applied-configuration": "{}"}, "managedFields": []}}
-    assert drift.cleanup_patch(live) == [{
-        "op": "remove",
-        "path": "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration"}]
+    live = {
+        "metadata": {
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"},
+            "managedFields": [],
+        }
+    }
+    assert drift.cleanup_patch(live) == [
+        {
+            "op": "remove",
+            "path": "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration",
+        }
+    ]
     live["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/ssa"] = "merge"
     assert drift.cleanup_patch(live) == []
 
@@ -118,8 +143,11 @@ def test_drift_compares_labels_annotations_and_body_not_status_or_metadata() -> 
     Fact: ../shared/facts/appliers.md F3 (drift = dry-run differs from live; fluxcd/pkg
     ``ssa`` ``hasDrifted``/``hasObjectDrifted``, read with the search tool).
     """
-    live = {"metadata": {"labels": {"a": "1"}, "resourceVersion": "5"}, "data": {"k": "v"},
-            "status": {"x": 1}}
+    live = {
+        "metadata": {"labels": {"a": "1"}, "resourceVersion": "5"},
+        "data": {"k": "v"},
+        "status": {"x": 1},
+    }
     same = {"metadata": {"labels": {"a": "1"}, "resourceVersion": "6"}, "data": {"k": "v"}}
     assert not drift.has_drifted(live, same)
     assert drift.has_drifted(live, {**same, "data": {"k": "w"}})
@@ -127,10 +155,17 @@ def test_drift_compares_labels_annotations_and_body_not_status_or_metadata() -> 
     assert drift.has_drifted(None, same)
 
 
-@pytest.mark.parametrize(("text", "seconds", "printed"), [
-    ("10m", 600, "10m0s"), ("1h30m", 5400, "1h30m0s"), ("90s", 90, "1m30s"),
-    ("500ms", 0.5, "500ms"), ("2h", 7200, "2h0m0s"), ("30s", 30, "30s"),
-])
+@pytest.mark.parametrize(
+    ("text", "seconds", "printed"),
+    [
+        ("10m", 600, "10m0s"),
+        ("1h30m", 5400, "1h30m0s"),
+        ("90s", 90, "1m30s"),
+        ("500ms", 0.5, "500ms"),
+        ("2h", 7200, "2h0m0s"),
+        ("30s", 30, "30s"),
+    ],
+)
 def test_go_durations(text: str, seconds: float, printed: str) -> None:
     """``spec.interval`` strings parse to seconds and print as Go's ``Duration.String()``.
 

@@ -51,8 +51,9 @@ def actions(records: list[Any]) -> list[tuple[str, str]]:
     return [(r.action, r.revision) for r in records]
 
 
-def test_artifact_revision_is_branch_at_sha1_with_stored_tarball(env: FluxEnv, tmp_path: Path
-                                                                 ) -> None:
+def test_artifact_revision_is_branch_at_sha1_with_stored_tarball(
+    env: FluxEnv, tmp_path: Path
+) -> None:
     """A branch ref publishes ``main@sha1:<40 hex>`` and the artifact fields.
 
     Fact: ../shared/facts/appliers.md F2 "Artifact revision format" (source-controller
@@ -78,16 +79,23 @@ def test_artifact_revision_is_branch_at_sha1_with_stored_tarball(env: FluxEnv, t
         assert found["message"] == f"stored artifact for revision '{revision}'"
     assert obj["status"]["observedGeneration"] == 1
     with tarfile.open(tmp_path / "flux" / "storage" / artifact["path"]) as tar:
-        assert tar.extractfile("deploy/app.yaml").read() == config_map(  # type: ignore[union-attr]
-            "app", {"color": "blue"}).encode()
+        assert (
+            tar.extractfile("deploy/app.yaml").read()
+            == config_map(  # type: ignore[union-attr]
+                "app", {"color": "blue"}
+            ).encode()
+        )
 
 
-@pytest.mark.parametrize(("ref", "expected"), [
-    ({"name": "refs/heads/main"}, "refs/heads/main@sha1:{second}"),
-    ({"commit": "{first}"}, "sha1:{first}"),
-    ({"branch": "main", "commit": "{first}"}, "main@sha1:{first}"),
-    ({"tag": "v1.0.0"}, "v1.0.0@sha1:{first}"),
-])
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ({"name": "refs/heads/main"}, "refs/heads/main@sha1:{second}"),
+        ({"commit": "{first}"}, "sha1:{first}"),
+        ({"branch": "main", "commit": "{first}"}, "main@sha1:{first}"),
+        ({"tag": "v1.0.0"}, "v1.0.0@sha1:{first}"),
+    ],
+)
 def test_ref_kinds_and_precedence(env: FluxEnv, ref: dict[str, str], expected: str) -> None:
     """Full ref name, commit, branch+commit and (annotated, peeled) tag revisions.
 
@@ -174,7 +182,8 @@ def test_metadata_and_status_edits_wake_nothing(env: FluxEnv) -> None:
     env.work.push({"deploy/app.yaml": config_map("app", {"color": "green"})})
     env.patch(SOURCE, {"metadata": {"labels": {"team": "a"}, "annotations": {"note": "x"}}})
     env.custom.patch_namespaced_custom_object_status(
-        *SOURCE[:2], NAMESPACE, SOURCE[2], "app", {"status": {"observedGeneration": 0}})
+        *SOURCE[:2], NAMESPACE, SOURCE[2], "app", {"status": {"observedGeneration": 0}}
+    )
     env.request(SOURCE, "t1")
     assert env.flux.reconcile_due() == []
 
@@ -198,7 +207,8 @@ def test_spec_change_reconciles_without_a_token(env: FluxEnv) -> None:
 
 
 def test_suspended_source_fetches_nothing_but_records_the_token(
-        env: FluxEnv, clock: FakeClock) -> None:
+    env: FluxEnv, clock: FakeClock
+) -> None:
     """While suspended: no fetch on a token or an interval; the token is still handled.
 
     Facts: ../shared/facts/appliers.md F2 §Suspend ("changes ... will not result in a new
@@ -246,16 +256,21 @@ def test_missing_branch_is_fetch_failed_and_retried(env: FluxEnv, clock: FakeClo
 
 
 def test_namespace_scoped_controllers_see_only_their_namespace(
-        env: FluxEnv, clock: FakeClock, tmp_path: Path) -> None:
+    env: FluxEnv, clock: FakeClock, tmp_path: Path
+) -> None:
     """``namespace=`` limits the doubles to one namespace (lists and watches are namespaced),
     as a controller started with ``--watch-namespace`` does; a deleted object is forgotten."""
-    scoped = FluxControllers(env.kube.api_client(), tmp_path / "scoped", clock=clock,
-                             namespace="kube-public")
+    scoped = FluxControllers(
+        env.kube.api_client(), tmp_path / "scoped", clock=clock, namespace="kube-public"
+    )
     env.create_source()
     assert scoped.reconcile_due() == []
-    body = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-            "metadata": {"name": "app", "namespace": "kube-public"},
-            "spec": {"url": env.url, "interval": "60m", "ref": {"branch": "main"}}}
+    body = {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": "app", "namespace": "kube-public"},
+        "spec": {"url": env.url, "interval": "60m", "ref": {"branch": "main"}},
+    }
     env.custom.create_namespaced_custom_object(*SOURCE[:2], "kube-public", SOURCE[2], body)
     records = scoped.reconcile_due()
     assert [(r.namespace, r.action) for r in records] == [("kube-public", FETCHED)]

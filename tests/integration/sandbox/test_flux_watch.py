@@ -76,7 +76,8 @@ def test_new_revision_reaches_the_cluster_through_the_watches(env: FluxEnv) -> N
     cm = env.core.read_namespaced_config_map("app", NAMESPACE)
     assert cm.data == {"v": "2"}
     assert [(m.manager, m.operation) for m in cm.metadata.managed_fields] == [
-        ("kustomize-controller", "Apply")]
+        ("kustomize-controller", "Apply")
+    ]
     mark = env.flux.log.mark()
     env.request(KUSTOMIZE, "again")
     record = env.flux.log.wait_for(lambda r: r.kind == KUSTOMIZATION, WAIT_S, since=mark)

@@ -84,8 +84,13 @@ def test_basic_auth_is_enforced(auth_host: GitHost, git: Git, tmp_path: Path) ->
 
     started = time.monotonic()
     anonymous = git.run("ls-remote", url, check=False, timeout=10)
-    wrong = git.run("clone", with_credentials(url, password="nope"), str(tmp_path / "w"),
-                    check=False, timeout=10)
+    wrong = git.run(
+        "clone",
+        with_credentials(url, password="nope"),
+        str(tmp_path / "w"),
+        check=False,
+        timeout=10,
+    )
     assert anonymous.returncode != 0 and wrong.returncode != 0
     assert "Authentication failed" in wrong.stderr
     assert time.monotonic() - started < 5
@@ -106,8 +111,13 @@ def test_large_push_arrives_chunked_and_lands(host: GitHost, git: Git, tmp_path:
     work = git.clone(url, tmp_path / "work")
     blob = os.urandom(3 * 1024 * 1024)  # random, so compression cannot shrink it under 1 MiB
     new = git.commit(work, "blob.bin", blob, "large")
-    trace = git.run("push", "origin", "main", cwd=work,
-                    env={"GIT_TRACE_CURL": "1", "GIT_TRACE_CURL_NO_DATA": "1"}).stderr
+    trace = git.run(
+        "push",
+        "origin",
+        "main",
+        cwd=work,
+        env={"GIT_TRACE_CURL": "1", "GIT_TRACE_CURL_NO_DATA": "1"},
+    ).stderr
     assert "Transfer-Encoding: chunked" in trace
     assert git.ls_remote(url)["refs/heads/main"] == new
     again = git.clone(url, tmp_path / "again")
@@ -129,8 +139,13 @@ def test_gzip_request_bodies_reach_http_backend(host: GitHost, git: Git, tmp_pat
         git.commit(pusher, "f", str(i).encode(), f"change {i}")
         git.run("tag", f"t{i}", cwd=pusher)
     git.run("push", "--quiet", "origin", "main", "--tags", cwd=pusher)
-    trace = git.run("fetch", "--tags", "origin", cwd=fetcher,
-                    env={"GIT_TRACE_CURL": "1", "GIT_TRACE_CURL_NO_DATA": "1"}).stderr
+    trace = git.run(
+        "fetch",
+        "--tags",
+        "origin",
+        cwd=fetcher,
+        env={"GIT_TRACE_CURL": "1", "GIT_TRACE_CURL_NO_DATA": "1"},
+    ).stderr
     assert "Content-Encoding: gzip" in trace
     assert git.head(fetcher, "t29") == git.head(pusher)
 
@@ -164,12 +179,25 @@ def test_force_with_lease_is_a_compare_and_swap(host: GitHost, git: Git, tmp_pat
     git.run("push", "--quiet", "origin", "main", cwd=work)
     git.run("reset", "--quiet", "--hard", base, cwd=work)
     mine = git.commit(work, "g", b"2", "rewrite")
-    stale = git.run("push", "--porcelain", f"--force-with-lease=refs/heads/main:{base}",
-                    "origin", "HEAD:refs/heads/main", cwd=work, check=False)
+    stale = git.run(
+        "push",
+        "--porcelain",
+        f"--force-with-lease=refs/heads/main:{base}",
+        "origin",
+        "HEAD:refs/heads/main",
+        cwd=work,
+        check=False,
+    )
     assert stale.returncode != 0 and "stale info" in stale.stdout
     assert git.ls_remote(url)["refs/heads/main"] == moved
-    git.run("push", "--quiet", f"--force-with-lease=refs/heads/main:{moved}",
-            "origin", "HEAD:refs/heads/main", cwd=work)
+    git.run(
+        "push",
+        "--quiet",
+        f"--force-with-lease=refs/heads/main:{moved}",
+        "origin",
+        "HEAD:refs/heads/main",
+        cwd=work,
+    )
     assert git.ls_remote(url)["refs/heads/main"] == mine
 
 
@@ -182,6 +210,8 @@ def test_dechunk_decodes_a_raw_chunked_body() -> None:
 def test_parse_cgi_reads_status_and_headers() -> None:
     """A CGI answer without ``Status:`` is 200 (RFC 3875 §6.3.3); with one it is that status."""
     assert parse_cgi(b"Content-Type: text/plain\r\n\r\nbody") == (
-        "200 OK", [("Content-Type", "text/plain")], b"body"
+        "200 OK",
+        [("Content-Type", "text/plain")],
+        b"body",
     )
     assert parse_cgi(b"Status: 404 Not Found\nExpires: 0\n\nnope")[0] == "404 Not Found"

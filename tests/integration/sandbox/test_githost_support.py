@@ -39,17 +39,28 @@ class Git:
             "LANG": "C",
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_AUTHOR_NAME": AUTHOR[0], "GIT_AUTHOR_EMAIL": AUTHOR[1],
-            "GIT_COMMITTER_NAME": AUTHOR[0], "GIT_COMMITTER_EMAIL": AUTHOR[1],
+            "GIT_AUTHOR_NAME": AUTHOR[0],
+            "GIT_AUTHOR_EMAIL": AUTHOR[1],
+            "GIT_COMMITTER_NAME": AUTHOR[0],
+            "GIT_COMMITTER_EMAIL": AUTHOR[1],
         }
 
     def run(
-        self, *args: str, cwd: Path | None = None, check: bool = True,
-        env: dict[str, str] | None = None, timeout: float = 30,
+        self,
+        *args: str,
+        cwd: Path | None = None,
+        check: bool = True,
+        env: dict[str, str] | None = None,
+        timeout: float = 30,
     ) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
-            ["git", *args], cwd=cwd, env={**self.env, **(env or {})},
-            capture_output=True, text=True, check=False, timeout=timeout,
+            ["git", *args],
+            cwd=cwd,
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
         )
         if check and proc.returncode != 0:
             raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
@@ -96,9 +107,7 @@ class Receiver:
         self.gate = threading.Event()
         self.gate.set()
         self._cond = threading.Condition()
-        self._server = make_server(
-            "127.0.0.1", 0, self._app, threaded=True, request_handler=_Quiet
-        )
+        self._server = make_server("127.0.0.1", 0, self._app, threaded=True, request_handler=_Quiet)
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.05,), daemon=True
         )
@@ -125,9 +134,9 @@ class Receiver:
         self.gate.wait(timeout=30)
         body = request.get_data()
         with self._cond:
-            self.requests.append(Received(
-                request.path, {k.lower(): v for k, v in request.headers.items()}, body
-            ))
+            self.requests.append(
+                Received(request.path, {k.lower(): v for k, v in request.headers.items()}, body)
+            )
             self._cond.notify_all()
         status = int(request.path.rsplit("/", 1)[1]) if "/status/" in request.path else 200
         return Response("ok", status=status)(environ, start_response)

@@ -86,8 +86,13 @@ def check_gitlab_headers(got: Received, event: str) -> None:
 
 
 PROVIDERS = [
-    ("github", "json"), ("github", "form"), ("gitea", "json"), ("gitea", "form"),
-    ("forgejo", "json"), ("forgejo", "form"), ("gitlab", "json"),
+    ("github", "json"),
+    ("github", "form"),
+    ("gitea", "json"),
+    ("gitea", "form"),
+    ("forgejo", "json"),
+    ("forgejo", "form"),
+    ("gitlab", "json"),
 ]
 
 
@@ -111,7 +116,9 @@ def test_push_delivery_per_provider(
     got = receiver.wait(1)[0]
     payload = payload_of(got)
     assert (payload["ref"], payload["before"], payload["after"]) == (
-        "refs/heads/main", before, git.ls_remote(url)["refs/heads/main"]
+        "refs/heads/main",
+        before,
+        git.ls_remote(url)["refs/heads/main"],
     ) and after == payload["after"]
     newest_first = git.run("rev-list", f"{before}..{after}", cwd=work).stdout.split()
     check_provider(provider, got, payload, newest_first)
@@ -120,9 +127,9 @@ def test_push_delivery_per_provider(
     assert delivery.body == got.body and delivery.event == "push"
 
 
-def check_provider(provider: str, got: Received, payload: dict[str, Any], commits: list[str]) -> (
-    None
-):
+def check_provider(
+    provider: str, got: Received, payload: dict[str, Any], commits: list[str]
+) -> None:
     ids = [c["id"] for c in payload["commits"]]
     if provider == "github":
         check_github_headers(got, "push")
@@ -149,8 +156,10 @@ def test_form_signatures_differ_between_github_and_gitea(
 
     A GitHub-style check over the raw body therefore fails for a Gitea form delivery.
     """
-    hooks = [Hook(receiver.url("/gh"), "github", "form", SECRET),
-             Hook(receiver.url("/gt"), "gitea", "form", SECRET)]
+    hooks = [
+        Hook(receiver.url("/gh"), "github", "form", SECRET),
+        Hook(receiver.url("/gt"), "gitea", "form", SECRET),
+    ]
     _, work = repo_with_hooks(host, git, tmp_path / "w", *hooks)
     git.commit(work, "app.yaml", b"replicas: 3\n", "scale")
     git.run("push", "--quiet", "origin", "main", cwd=work)
@@ -239,8 +248,11 @@ def test_gitea_branch_delete_is_a_delete_event(
     git.run("push", "--quiet", "origin", "v1", cwd=work)
     git.run("push", "--quiet", "origin", ":refs/tags/v1", cwd=work)
     settle(host, git, tmp_path, receiver)
-    events = [(r.headers["x-gitea-event"], payload_of(r)) for r in receiver.requests[2:]
-              if r.path == "/hook"]
+    events = [
+        (r.headers["x-gitea-event"], payload_of(r))
+        for r in receiver.requests[2:]
+        if r.path == "/hook"
+    ]
     assert [e for e, _ in events] == ["delete", "push", "create", "push", "delete"]
     assert (events[0][1]["ref"], events[0][1]["ref_type"]) == ("feature", "branch")
     assert events[3][1]["ref"] == "refs/tags/v1" and events[3][1]["after"] == ZERO

@@ -34,7 +34,9 @@ def _review(server: KubeApiServer, token: str, **attrs: str) -> client.V1Subject
     api = client.AuthorizationV1Api(server.api_client(token))
     review = client.V1SelfSubjectAccessReview(
         spec=client.V1SelfSubjectAccessReviewSpec(
-            resource_attributes=client.V1ResourceAttributes(**attrs)))
+            resource_attributes=client.V1ResourceAttributes(**attrs)
+        )
+    )
     return api.create_self_subject_access_review(review).status
 
 
@@ -61,13 +63,16 @@ def test_forbidden_is_worded_as_the_authorizer(guarded: KubeApiServer) -> None:
         core.list_namespaced_config_map("other")
     body = json.loads(caught.value.body)
     assert (caught.value.status, body["reason"]) == (403, "Forbidden")
-    assert body["message"] == ('configmaps is forbidden: User "reader" cannot list resource '
-                               '"configmaps" in API group "" in the namespace "other"')
+    assert body["message"] == (
+        'configmaps is forbidden: User "reader" cannot list resource '
+        '"configmaps" in API group "" in the namespace "other"'
+    )
     with pytest.raises(ApiException) as caught:
         core.list_namespace()
     assert json.loads(caught.value.body)["message"] == (
         'namespaces is forbidden: User "reader" cannot list resource "namespaces" in API '
-        'group "" at the cluster scope')
+        'group "" at the cluster scope'
+    )
 
 
 def test_rules_allow_per_namespace_and_subresource(guarded: KubeApiServer) -> None:
@@ -77,7 +82,8 @@ def test_rules_allow_per_namespace_and_subresource(guarded: KubeApiServer) -> No
     (subresources as "pods/log"; Role rules scoped to a namespace).
     """
     client.CoreV1Api(guarded.api_client("tok-admin")).create_namespace(
-        client.V1Namespace(metadata=client.V1ObjectMeta(name="team")))
+        client.V1Namespace(metadata=client.V1ObjectMeta(name="team"))
+    )
     listed = client.CoreV1Api(guarded.api_client("tok-reader")).list_namespaced_config_map("team")
     assert listed.items == []
     apps = client.AppsV1Api(guarded.api_client("tok-reader"))
@@ -96,13 +102,16 @@ def test_self_subject_access_review_answers_from_the_rules(guarded: KubeApiServe
     and /work/shared/facts/webhooks-git-libs.md §3.6 (create_self_subject_access_review,
     read .status.allowed).
     """
-    assert _review(guarded, "tok-reader", verb="list", resource="configmaps",
-                   namespace="team").allowed is True
-    denied = _review(guarded, "tok-reader", verb="delete", resource="configmaps",
-                     namespace="team")
+    assert (
+        _review(guarded, "tok-reader", verb="list", resource="configmaps", namespace="team").allowed
+        is True
+    )
+    denied = _review(guarded, "tok-reader", verb="delete", resource="configmaps", namespace="team")
     assert denied.allowed is False and not denied.denied
-    assert _review(guarded, "tok-admin", verb="delete", group="apps",
-                   resource="deployments").allowed is True
+    assert (
+        _review(guarded, "tok-admin", verb="delete", group="apps", resource="deployments").allowed
+        is True
+    )
 
 
 def test_without_rules_everything_is_allowed(kube: KubeApiServer) -> None:
@@ -112,7 +121,10 @@ def test_without_rules_everything_is_allowed(kube: KubeApiServer) -> None:
     allowed", issue 2 §2).
     """
     api = client.AuthorizationV1Api(kube.api_client())
-    review = client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(
-        resource_attributes=client.V1ResourceAttributes(verb="delete", resource="secrets")))
+    review = client.V1SelfSubjectAccessReview(
+        spec=client.V1SelfSubjectAccessReviewSpec(
+            resource_attributes=client.V1ResourceAttributes(verb="delete", resource="secrets")
+        )
+    )
     assert api.create_self_subject_access_review(review).status.allowed is True
     assert client.CoreV1Api(kube.api_client()).list_namespace().items

@@ -28,9 +28,12 @@ def _status(exc: ApiException) -> dict[str, Any]:
 
 
 def _git_repo(name: str) -> dict[str, Any]:
-    return {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-            "metadata": {"name": name}, "spec": {"url": "https://example.com/r.git",
-                                                 "interval": "1m"}}
+    return {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": name},
+        "spec": {"url": "https://example.com/r.git", "interval": "1m"},
+    }
 
 
 def test_create_get_and_409_already_exists(kube: KubeApiServer) -> None:
@@ -64,7 +67,8 @@ def test_create_in_missing_namespace_is_404_and_generate_name_works(kube: KubeAp
     assert caught.value.status == 404
     assert _status(caught.value)["message"] == 'namespaces "nowhere" not found'
     generated = core.create_namespaced_config_map(
-        "default", client.V1ConfigMap(metadata=client.V1ObjectMeta(generate_name="gen-")))
+        "default", client.V1ConfigMap(metadata=client.V1ObjectMeta(generate_name="gen-"))
+    )
     assert generated.metadata.name.startswith("gen-") and len(generated.metadata.name) == 9
 
 
@@ -104,7 +108,8 @@ def test_list_selectors_and_all_namespaces(kube: KubeApiServer) -> None:
     assert [i.metadata.name for i in everywhere.items] == ["c"]
     listed = core.list_config_map_for_all_namespaces()
     assert int(listed.metadata.resource_version) >= max(
-        int(i.metadata.resource_version) for i in listed.items)
+        int(i.metadata.resource_version) for i in listed.items
+    )
 
 
 def test_bad_field_selector_is_400(kube: KubeApiServer) -> None:
@@ -138,7 +143,8 @@ def test_update_conflict_and_unconditional_update(kube: KubeApiServer) -> None:
     assert (caught.value.status, body["reason"]) == (409, "Conflict")
     assert body["message"] == (
         'Operation cannot be fulfilled on configmaps "a": the object has been modified; '
-        "please apply your changes to the latest version and try again")
+        "please apply your changes to the latest version and try again"
+    )
     first.metadata.resource_version = None
     assert core.replace_namespaced_config_map("a", "default", first).data == {"k": "3"}
 
@@ -151,16 +157,19 @@ def test_custom_resource_put_needs_resource_version(kube: KubeApiServer) -> None
     store.go ('must be specified for an update').
     """
     custom = client.CustomObjectsApi(kube.api_client())
-    created = custom.create_namespaced_custom_object(*FLUX, "default", "gitrepositories",
-                                                     _git_repo("r"))
+    created = custom.create_namespaced_custom_object(
+        *FLUX, "default", "gitrepositories", _git_repo("r")
+    )
     del created["metadata"]["resourceVersion"]
     with pytest.raises(ApiException) as caught:
         custom.replace_namespaced_custom_object(*FLUX, "default", "gitrepositories", "r", created)
     body = _status(caught.value)
     assert caught.value.status == 422
-    assert body["message"] == ('gitrepositories.source.toolkit.fluxcd.io "r" is invalid: '
-                               "metadata.resourceVersion: Invalid value: 0x0: must be specified "
-                               "for an update")
+    assert body["message"] == (
+        'gitrepositories.source.toolkit.fluxcd.io "r" is invalid: '
+        "metadata.resourceVersion: Invalid value: 0x0: must be specified "
+        "for an update"
+    )
 
 
 def test_delete_returns_status_and_missing_is_404(kube: KubeApiServer) -> None:
@@ -228,14 +237,17 @@ def test_invalid_name_is_422_and_bad_configmap_data_is_400(kube: KubeApiServer) 
         core.create_namespaced_config_map("default", _cm("Bad_Name"))
     body = _status(caught.value)
     assert caught.value.status == 422
-    assert body["message"].startswith('ConfigMap "Bad_Name" is invalid: metadata.name: Invalid '
-                                      'value: "Bad_Name": a lowercase RFC 1123 subdomain')
+    assert body["message"].startswith(
+        'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid '
+        'value: "Bad_Name": a lowercase RFC 1123 subdomain'
+    )
     assert body["details"]["causes"][0]["field"] == "metadata.name"
     raw = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"n": 1}}
     code, status, _ = request(kube, "POST", "/api/v1/namespaces/default/configmaps", raw)
     assert (code, status["reason"]) == (400, "BadRequest")
     assert status["message"].startswith(
-        'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal number')
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal number'
+    )
 
 
 def test_secret_string_data_is_folded_into_data(kube: KubeApiServer) -> None:
@@ -274,18 +286,27 @@ def test_secret_data_must_be_base64_and_namespaces_must_agree(kube: KubeApiServe
     EnsureObjectNamespaceMatchesRequestNamespace ("the namespace of the provided object does
     not match the namespace sent on the request").
     """
-    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
-              "data": {"k": "not base64!"}}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s"},
+        "data": {"k": "not base64!"},
+    }
     code, status, _ = request(kube, "POST", "/api/v1/namespaces/default/secrets", secret)
     assert code == 400
     assert status["message"].startswith(
-        'Secret in version "v1" cannot be handled as a Secret: illegal base64 data')
-    elsewhere = {"apiVersion": "v1", "kind": "ConfigMap",
-                 "metadata": {"name": "c", "namespace": "kube-system"}}
+        'Secret in version "v1" cannot be handled as a Secret: illegal base64 data'
+    )
+    elsewhere = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "kube-system"},
+    }
     code, status, _ = request(kube, "POST", "/api/v1/namespaces/default/configmaps", elsewhere)
     assert code == 400
-    assert status["message"] == ("the namespace of the provided object does not match the "
-                                 "namespace sent on the request")
+    assert status["message"] == (
+        "the namespace of the provided object does not match the namespace sent on the request"
+    )
 
 
 def test_unknown_paths_are_status_404(kube: KubeApiServer) -> None:

@@ -21,8 +21,9 @@ AGGREGATED_ACCEPT = (
 
 def _get(kube: KubeApiServer, path: str, accept: str = "application/json") -> tuple[Any, Any]:
     api = kube.api_client()
-    response = api.rest_client.pool_manager.request("GET", kube.url + path,
-                                                    headers={"Accept": accept})
+    response = api.rest_client.pool_manager.request(
+        "GET", kube.url + path, headers={"Accept": accept}
+    )
     return json.loads(response.data), response.headers
 
 
@@ -64,8 +65,15 @@ def test_named_groups_include_builtins_and_every_crd(kube: KubeApiServer) -> Non
     with a status subresource, shortName deploy, category all).
     """
     groups = {g.name for g in client.ApisApi(kube.api_client()).get_api_versions().groups}
-    assert {"apps", "rbac.authorization.k8s.io", "authorization.k8s.io", "events.k8s.io",
-            "apiextensions.k8s.io", "source.toolkit.fluxcd.io", "argoproj.io"} <= groups
+    assert {
+        "apps",
+        "rbac.authorization.k8s.io",
+        "authorization.k8s.io",
+        "events.k8s.io",
+        "apiextensions.k8s.io",
+        "source.toolkit.fluxcd.io",
+        "argoproj.io",
+    } <= groups
     apps = _resources(kube, "/apis/apps/v1")
     assert apps["deployments"]["shortNames"] == ["deploy"]
     assert "deployments/status" in apps

@@ -82,16 +82,29 @@ def test_server_side_apply_and_edit(kubectl: Kubectl, tmp_path: Path) -> None:
     --server-side, manager "kubectl"); kubectl edit sends a patch computed from the edit.
     """
     _ok(kubectl("apply", "--server-side", "-f", "-", stdin=GIT_REPOSITORY))
-    managers = _ok(kubectl("get", "gitrepository", "repo", "--show-managed-fields", "-o",
-                           "jsonpath={.metadata.managedFields[*].manager}"))
+    managers = _ok(
+        kubectl(
+            "get",
+            "gitrepository",
+            "repo",
+            "--show-managed-fields",
+            "-o",
+            "jsonpath={.metadata.managedFields[*].manager}",
+        )
+    )
     assert "kubectl" in managers
     editor = tmp_path / "editor.py"
-    editor.write_text("import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
-                      "p.write_text(p.read_text().replace('interval: 1m', 'interval: 7m'))\n")
+    editor.write_text(
+        "import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
+        "p.write_text(p.read_text().replace('interval: 1m', 'interval: 7m'))\n"
+    )
     env = {**os.environ, "KUBE_EDITOR": f"{sys.executable} {editor}"}
     assert "edited" in _ok(kubectl("edit", "gitrepository", "repo", env=env))
-    generation = _ok(kubectl("get", "gitrepository", "repo", "-o",
-                             "jsonpath={.spec.interval} {.metadata.generation}"))
+    generation = _ok(
+        kubectl(
+            "get", "gitrepository", "repo", "-o", "jsonpath={.spec.interval} {.metadata.generation}"
+        )
+    )
     assert generation == "7m 2"
 
 
@@ -134,11 +147,14 @@ def test_kubectl_over_http_sends_no_token(tmp_path: Path) -> None:
         config = tmp_path / "kubeconfig"
         server.write_kubeconfig(config, token="t0k")
         base = [KUBECTL_BIN, "--kubeconfig", str(config), "--cache-dir", str(tmp_path)]
-        listed = subprocess.run([*base, "get", "configmaps"], capture_output=True, text=True,
-                                timeout=60, check=False)
+        listed = subprocess.run(
+            [*base, "get", "configmaps"], capture_output=True, text=True, timeout=60, check=False
+        )
         assert listed.returncode == 1
-        assert ('configmaps is forbidden: User "system:anonymous" cannot list resource '
-                '"configmaps" in API group "" in the namespace "default"') in listed.stderr
+        assert (
+            'configmaps is forbidden: User "system:anonymous" cannot list resource '
+            '"configmaps" in API group "" in the namespace "default"'
+        ) in listed.stderr
     finally:
         server.stop()
 
@@ -156,19 +172,31 @@ def test_imperative_creates_send_protobuf(kubectl: Kubectl) -> None:
     _ok(kubectl("create", "deployment", "web", "-n", "team", "--image=nginx:1.27"))
     _ok(kubectl("create", "role", "reader", "-n", "team", "--verb=get", "--resource=configmaps"))
     _ok(kubectl("create", "rolebinding", "rb", "-n", "team", "--role=reader", "--user=u"))
-    assert _ok(kubectl("get", "cm", "settings", "-n", "team", "-o",
-                       "jsonpath={.data.a}")) == "b"
-    assert _ok(kubectl("get", "secret", "creds", "-n", "team", "-o",
-                       "jsonpath={.data.p}")) == "cQ=="
-    image = _ok(kubectl("get", "deploy", "web", "-n", "team", "-o",
-                        "jsonpath={.spec.template.spec.containers[0].image}"))
+    assert _ok(kubectl("get", "cm", "settings", "-n", "team", "-o", "jsonpath={.data.a}")) == "b"
+    assert (
+        _ok(kubectl("get", "secret", "creds", "-n", "team", "-o", "jsonpath={.data.p}")) == "cQ=="
+    )
+    image = _ok(
+        kubectl(
+            "get",
+            "deploy",
+            "web",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image}",
+        )
+    )
     assert image == "nginx:1.27"
-    assert _ok(kubectl("get", "rolebinding", "rb", "-n", "team", "-o",
-                       "jsonpath={.roleRef.name}")) == "reader"
+    assert (
+        _ok(kubectl("get", "rolebinding", "rb", "-n", "team", "-o", "jsonpath={.roleRef.name}"))
+        == "reader"
+    )
 
 
-def test_get_watch_prints_new_objects(kubectl: Kubectl, kube: KubeApiServer,
-                                      tmp_path: Path) -> None:
+def test_get_watch_prints_new_objects(
+    kubectl: Kubectl, kube: KubeApiServer, tmp_path: Path
+) -> None:
     """`kubectl get -w` lists, then prints each change as a Table row from the watch.
 
     Fact: kubectl get --watch sends watch=true with Accept as=Table (meta.k8s.io/v1) and the
@@ -176,8 +204,18 @@ def test_get_watch_prints_new_objects(kubectl: Kubectl, kube: KubeApiServer,
     """
     _ok(kubectl("create", "configmap", "first"))
     config = tmp_path / "kubeconfig"
-    command = ["timeout", "20", KUBECTL_BIN, "--kubeconfig", str(config), "--cache-dir",
-               str(tmp_path / "cache"), "get", "configmaps", "--watch"]
+    command = [
+        "timeout",
+        "20",
+        KUBECTL_BIN,
+        "--kubeconfig",
+        str(config),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "get",
+        "configmaps",
+        "--watch",
+    ]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
         assert proc.stdout is not None
         assert proc.stdout.readline().split()[:2] == ["NAME", "DATA"]

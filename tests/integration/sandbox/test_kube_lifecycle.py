@@ -31,17 +31,20 @@ def test_namespace_deletion_waits_for_finalizers_and_refuses_new_content(
     _namespace(core, "doomed")
     kept = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="kept", finalizers=["x.io/y"]))
     core.create_namespaced_config_map("doomed", kept)
-    core.create_namespaced_config_map("doomed", client.V1ConfigMap(
-        metadata=client.V1ObjectMeta(name="plain")))
+    core.create_namespaced_config_map(
+        "doomed", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="plain"))
+    )
     core.delete_namespace("doomed")
     assert core.read_namespace("doomed").status.phase == "Terminating"
     assert [c.metadata.name for c in core.list_namespaced_config_map("doomed").items] == ["kept"]
     with pytest.raises(ApiException) as caught:
-        core.create_namespaced_config_map("doomed", client.V1ConfigMap(
-            metadata=client.V1ObjectMeta(name="late")))
+        core.create_namespaced_config_map(
+            "doomed", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="late"))
+        )
     assert caught.value.status == 403
     assert "unable to create new content in namespace doomed because it is being terminated" in (
-        caught.value.body)
+        caught.value.body
+    )
     core.patch_namespaced_config_map("kept", "doomed", {"metadata": {"finalizers": None}})
     with pytest.raises(ApiException) as caught:
         core.read_namespace("doomed")
@@ -56,10 +59,13 @@ def test_delete_collection_by_label(kube: KubeApiServer) -> None:
     """
     core = client.CoreV1Api(kube.api_client())
     for name, tier in (("a", "web"), ("b", "web"), ("c", "db")):
-        core.create_namespaced_config_map("default", client.V1ConfigMap(
-            metadata=client.V1ObjectMeta(name=name, labels={"tier": tier})))
-    code, deleted, _ = request(kube, "DELETE",
-                               "/api/v1/namespaces/default/configmaps?labelSelector=tier%3Dweb")
+        core.create_namespaced_config_map(
+            "default",
+            client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels={"tier": tier})),
+        )
+    code, deleted, _ = request(
+        kube, "DELETE", "/api/v1/namespaces/default/configmaps?labelSelector=tier%3Dweb"
+    )
     assert code == 200 and deleted["kind"] == "ConfigMapList"
     left = [c.metadata.name for c in core.list_namespaced_config_map("default").items]
     assert left == ["c"]
@@ -75,10 +81,16 @@ def test_events_are_one_set_seen_through_two_apis(kube: KubeApiServer) -> None:
     """
     events = client.EventsV1Api(kube.api_client())
     event = client.EventsV1Event(
-        metadata=client.V1ObjectMeta(name="e1"), event_time=datetime.now(UTC),
-        reporting_controller="gitops-reverser", reporting_instance="w-1", action="Commit",
-        reason="Committed", note="wrote 2 files", type="Normal",
-        regarding=client.V1ObjectReference(kind="ConfigMap", name="a", namespace="default"))
+        metadata=client.V1ObjectMeta(name="e1"),
+        event_time=datetime.now(UTC),
+        reporting_controller="gitops-reverser",
+        reporting_instance="w-1",
+        action="Commit",
+        reason="Committed",
+        note="wrote 2 files",
+        type="Normal",
+        regarding=client.V1ObjectReference(kind="ConfigMap", name="a", namespace="default"),
+    )
     created = events.create_namespaced_event("default", event)
     assert created.note == "wrote 2 files" and created.regarding.name == "a"
     core_view = client.CoreV1Api(kube.api_client()).read_namespaced_event("e1", "default")
@@ -94,11 +106,16 @@ def test_events_k8s_io_requires_reporting_fields(kube: KubeApiServer) -> None:
     validation for events.k8s.io/v1 and newer: Required eventTime, reportingController,
     reportingInstance, action, reason).
     """
-    body = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"},
-            "type": "Normal", "note": "n"}
-    code, status, _ = request(kube, "POST", "/apis/events.k8s.io/v1/namespaces/default/events",
-                              body)
+    body = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "e"},
+        "type": "Normal",
+        "note": "n",
+    }
+    code, status, _ = request(
+        kube, "POST", "/apis/events.k8s.io/v1/namespaces/default/events", body
+    )
     assert (code, status["reason"]) == (422, "Invalid")
     fields = [c["field"] for c in status["details"]["causes"]]
-    assert fields == ["eventTime", "reportingController", "reportingInstance", "action",
-                      "reason"]
+    assert fields == ["eventTime", "reportingController", "reportingInstance", "action", "reason"]

@@ -24,17 +24,19 @@ APPLY = "application/apply-patch+yaml"
 
 
 def _cm(kube: KubeApiServer, name: str = "a") -> dict[str, Any]:
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
-            "data": {"k": "v"}}
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}}
     code, obj, _ = request(kube, "POST", CM_PATH, body)
     assert code == 201
     return obj  # type: ignore[no-any-return]
 
 
 def _git_repo(kube: KubeApiServer, name: str = "r") -> dict[str, Any]:
-    body = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-            "metadata": {"name": name},
-            "spec": {"url": "https://example.com/r.git", "interval": "1m"}}
+    body = {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": name},
+        "spec": {"url": "https://example.com/r.git", "interval": "1m"},
+    }
     code, obj, _ = request(kube, "POST", GIT_PATH, body)
     assert code == 201, obj
     return obj  # type: ignore[no-any-return]
@@ -50,8 +52,10 @@ def test_merge_json_and_strategic_patches_on_a_builtin(kube: KubeApiServer) -> N
     _cm(kube)
     code, obj, _ = request(kube, "PATCH", f"{CM_PATH}/a", {"data": {"m": "1"}}, MERGE)
     assert code == 200 and obj["data"] == {"k": "v", "m": "1"}
-    guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": "1"},
-             {"op": "replace", "path": "/data/k", "value": "w"}]
+    guard = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": "1"},
+        {"op": "replace", "path": "/data/k", "value": "w"},
+    ]
     code, status, _ = request(kube, "PATCH", f"{CM_PATH}/a", guard, JSON_PATCH)
     assert code == 422 and status["kind"] == "Status"
     guard[0]["value"] = obj["metadata"]["resourceVersion"]
@@ -74,7 +78,8 @@ def test_strategic_merge_on_a_custom_resource_is_415(kube: KubeApiServer) -> Non
     assert (code, status["reason"]) == (415, "UnsupportedMediaType")
     assert status["message"] == (
         "the body of the request was in an unknown format - accepted media types include: "
-        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    )
 
 
 def test_patching_a_missing_object_is_404_but_apply_creates(kube: KubeApiServer) -> None:
@@ -103,8 +108,10 @@ def test_apply_needs_a_field_manager_and_force_needs_apply(kube: KubeApiServer) 
     applied = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
     code, status, _ = request(kube, "PATCH", f"{CM_PATH}/a", applied, APPLY)
     assert (code, status["reason"]) == (422, "Invalid")
-    assert status["message"] == ('PatchOptions.meta.k8s.io "" is invalid: fieldManager: '
-                                 "Required value: is required for apply patch")
+    assert status["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: '
+        "Required value: is required for apply patch"
+    )
     code, status, _ = request(kube, "PATCH", f"{CM_PATH}/a?force=true", {"data": {}}, MERGE)
     assert code == 422 and "may not be specified for non-apply patch" in status["message"]
 
@@ -116,19 +123,26 @@ def test_apply_through_the_official_client_with_force(kube: KubeApiServer) -> No
     field_manager, force=True, _content_type="application/apply-patch+yaml").
     """
     custom = client.CustomObjectsApi(kube.api_client())
-    body = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-            "metadata": {"name": "r", "namespace": "default"},
-            "spec": {"url": "https://example.com/r.git", "interval": "5m"}}
+    body = {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": "r", "namespace": "default"},
+        "spec": {"url": "https://example.com/r.git", "interval": "5m"},
+    }
     args = ("source.toolkit.fluxcd.io", "v1", "default", "gitrepositories", "r", body)
     # The apply that creates answers 201, which this client method maps to no body.
-    custom.patch_namespaced_custom_object(*args, field_manager="hookd", force=True,
-                                          _content_type=APPLY)
+    custom.patch_namespaced_custom_object(
+        *args, field_manager="hookd", force=True, _content_type=APPLY
+    )
     body["spec"]["interval"] = "6m"
-    obj = custom.patch_namespaced_custom_object(*args, field_manager="hookd", force=True,
-                                                _content_type=APPLY)
+    obj = custom.patch_namespaced_custom_object(
+        *args, field_manager="hookd", force=True, _content_type=APPLY
+    )
     assert obj["spec"]["interval"] == "6m" and obj["metadata"]["generation"] == 2
-    assert any(e["manager"] == "hookd" and e["operation"] == "Apply"
-               for e in obj["metadata"]["managedFields"])
+    assert any(
+        e["manager"] == "hookd" and e["operation"] == "Apply"
+        for e in obj["metadata"]["managedFields"]
+    )
 
 
 def test_apply_conflict_is_409_without_force(kube: KubeApiServer) -> None:
@@ -142,14 +156,19 @@ def test_apply_conflict_is_409_without_force(kube: KubeApiServer) -> None:
     assert request(kube, "PATCH", f"{CM_PATH}/a?fieldManager=first", first, APPLY)[0] == 201
     code, status, _ = request(kube, "PATCH", f"{CM_PATH}/a?fieldManager=second", second, APPLY)
     assert (code, status["reason"]) == (409, "Conflict")
-    code, obj, _ = request(kube, "PATCH", f"{CM_PATH}/a?fieldManager=second&force=true",
-                           second, APPLY)
+    code, obj, _ = request(
+        kube, "PATCH", f"{CM_PATH}/a?fieldManager=second&force=true", second, APPLY
+    )
     assert code == 200 and obj["data"]["k"] == "two"
 
 
-ARTIFACT = {"digest": "sha256:" + "0" * 64, "lastUpdateTime": "2026-01-01T00:00:00Z",
-            "path": "gitrepository/default/r/abc.tar.gz", "revision": "main@sha1:abc",
-            "url": "http://source-controller/abc.tar.gz"}
+ARTIFACT = {
+    "digest": "sha256:" + "0" * 64,
+    "lastUpdateTime": "2026-01-01T00:00:00Z",
+    "path": "gitrepository/default/r/abc.tar.gz",
+    "revision": "main@sha1:abc",
+    "url": "http://source-controller/abc.tar.gz",
+}
 
 
 def test_status_subresource_splits_writes(kube: KubeApiServer) -> None:
@@ -169,8 +188,9 @@ def test_status_subresource_splits_writes(kube: KubeApiServer) -> None:
     code, after, _ = request(kube, "PUT", f"{GIT_PATH}/r/status", obj)
     assert code == 200 and after["status"]["artifact"]["revision"] == "main@sha1:abc"
     assert after["spec"]["interval"] == "2m"
-    code, patched, _ = request(kube, "PATCH", f"{GIT_PATH}/r/status",
-                               {"status": {"observedGeneration": 2}}, MERGE)
+    code, patched, _ = request(
+        kube, "PATCH", f"{GIT_PATH}/r/status", {"status": {"observedGeneration": 2}}, MERGE
+    )
     assert code == 200 and patched["status"]["observedGeneration"] == 2
 
 
@@ -180,10 +200,16 @@ def test_argo_application_status_is_written_with_the_object(kube: KubeApiServer)
     Fact: /work/shared/facts/appliers.md A1 ("The CRD has no status subresource ... A plain
     Update or Patch of the Application writes status too").
     """
-    app = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-           "metadata": {"name": "app"},
-           "spec": {"destination": {"server": "https://kubernetes.default.svc"},
-                    "project": "default", "source": {"repoURL": "https://x/r.git"}}}
+    app = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "app"},
+        "spec": {
+            "destination": {"server": "https://kubernetes.default.svc"},
+            "project": "default",
+            "source": {"repoURL": "https://x/r.git"},
+        },
+    }
     code, obj, _ = request(kube, "POST", APP_PATH, app)
     assert code == 201, obj
     patch = {"status": {"sync": {"status": "Synced"}}}
@@ -207,8 +233,11 @@ def test_deployment_status_subresource_and_generation(kube: KubeApiServer) -> No
             selector=client.V1LabelSelector(match_labels={"app": "d"}),
             template=client.V1PodTemplateSpec(
                 metadata=client.V1ObjectMeta(labels={"app": "d"}),
-                spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="x:1")]))),
-        status=client.V1DeploymentStatus(replicas=5))
+                spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="x:1")]),
+            ),
+        ),
+        status=client.V1DeploymentStatus(replicas=5),
+    )
     created = core.create_namespaced_deployment("default", deployment)
     assert created.metadata.generation == 1 and created.status.replicas is None
     status = {"status": {"replicas": 1, "readyReplicas": 1}}
@@ -231,5 +260,6 @@ def test_patch_with_stale_resource_version_conflicts(kube: KubeApiServer) -> Non
     assert (code, status["reason"]) == (409, "Conflict")
     with pytest.raises(ApiException) as caught:
         client.CoreV1Api(kube.api_client()).patch_namespaced_config_map(
-            "a", "default", {"metadata": {"resourceVersion": "1"}})
+            "a", "default", {"metadata": {"resourceVersion": "1"}}
+        )
     assert caught.value.status == 409

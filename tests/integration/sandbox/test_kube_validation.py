@@ -16,8 +16,12 @@ MERGE = "application/merge-patch+json"
 
 
 def _repo(name: str = "r", **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-            "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def test_schema_violations_are_422_worded_as_the_server(kube: KubeApiServer) -> None:
@@ -32,11 +36,15 @@ def test_schema_violations_are_422_worded_as_the_server(kube: KubeApiServer) -> 
     assert status["message"] == (
         'GitRepository.source.toolkit.fluxcd.io "r" is invalid: [spec.url: Required value, '
         '<nil>: Invalid value: "null": some validation rules were not checked because the '
-        "object was invalid; correct the existing errors to complete validation]")
+        "object was invalid; correct the existing errors to complete validation]"
+    )
     assert status["details"]["kind"] == "GitRepository"
     assert status["details"]["group"] == "source.toolkit.fluxcd.io"
-    assert {"reason": "FieldValueRequired", "message": "Required value",
-            "field": "spec.url"} in status["details"]["causes"]
+    assert {
+        "reason": "FieldValueRequired",
+        "message": "Required value",
+        "field": "spec.url",
+    } in status["details"]["causes"]
 
 
 def test_strict_field_validation_is_400_strict_decoding_error(kube: KubeApiServer) -> None:
@@ -49,8 +57,10 @@ def test_strict_field_validation_is_400_strict_decoding_error(kube: KubeApiServe
     body = _repo(url="https://example.com/r.git", interval="1m", foo=1)
     code, status, _ = request(kube, "POST", GIT_PATH + "?fieldValidation=Strict", body)
     assert (code, status["reason"]) == (400, "BadRequest")
-    assert status["message"] == ('GitRepository in version "v1" cannot be handled as a '
-                                 'GitRepository: strict decoding error: unknown field "spec.foo"')
+    assert status["message"] == (
+        'GitRepository in version "v1" cannot be handled as a '
+        'GitRepository: strict decoding error: unknown field "spec.foo"'
+    )
 
 
 def test_warn_is_the_default_and_prunes_with_a_warning_header(kube: KubeApiServer) -> None:
@@ -86,8 +96,9 @@ def test_strict_patch_is_422_on_the_patch(kube: KubeApiServer) -> None:
     decoding error).
     """
     request(kube, "POST", GIT_PATH, _repo(url="https://example.com/r.git", interval="1m"))
-    code, status, _ = request(kube, "PATCH", f"{GIT_PATH}/r?fieldValidation=Strict",
-                              {"spec": {"bar": 2}}, MERGE)
+    code, status, _ = request(
+        kube, "PATCH", f"{GIT_PATH}/r?fieldValidation=Strict", {"spec": {"bar": 2}}, MERGE
+    )
     assert (code, status["reason"]) == (422, "Invalid")
     assert status["message"].endswith('strict decoding error: unknown field "spec.bar"')
     assert status["details"]["causes"][0]["field"] == "patch"
@@ -99,8 +110,12 @@ def test_unknown_field_validation_value_is_400(kube: KubeApiServer) -> None:
     Fact: kubernetes/kubernetes apimachinery meta/v1/validation ValidateFieldValidation
     (Ignore, Warn, Strict only).
     """
-    code, status, _ = request(kube, "POST", GIT_PATH + "?fieldValidation=Loud",
-                              _repo(url="https://example.com/r.git", interval="1m"))
+    code, status, _ = request(
+        kube,
+        "POST",
+        GIT_PATH + "?fieldValidation=Loud",
+        _repo(url="https://example.com/r.git", interval="1m"),
+    )
     assert code == 400 and "fieldValidation" in status["message"]
 
 
@@ -113,10 +128,12 @@ def test_cel_rule_message_is_returned(kube: KubeApiServer) -> None:
     define at least one oidcProvider").
     """
     path = "/apis/notification.toolkit.fluxcd.io/v1/namespaces/default/receivers"
-    body = {"apiVersion": "notification.toolkit.fluxcd.io/v1", "kind": "Receiver",
-            "metadata": {"name": "rcv"},
-            "spec": {"type": "generic-oidc",
-                     "resources": [{"kind": "GitRepository", "name": "r"}]}}
+    body = {
+        "apiVersion": "notification.toolkit.fluxcd.io/v1",
+        "kind": "Receiver",
+        "metadata": {"name": "rcv"},
+        "spec": {"type": "generic-oidc", "resources": [{"kind": "GitRepository", "name": "r"}]},
+    }
     code, status, _ = request(kube, "POST", path, body)
     assert (code, status["reason"]) == (422, "Invalid")
     assert status["message"].startswith('Receiver.notification.toolkit.fluxcd.io "rcv" is invalid')

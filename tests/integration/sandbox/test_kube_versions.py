@@ -18,8 +18,9 @@ APP_PATH = "/apis/argoproj.io/v1alpha1/namespaces/default/applications"
 MERGE = "application/merge-patch+json"
 
 
-def _post(kube: KubeApiServer, path: str, body: dict[str, Any], query: str = "",
-          agent: str | None = None) -> dict[str, Any]:
+def _post(
+    kube: KubeApiServer, path: str, body: dict[str, Any], query: str = "", agent: str | None = None
+) -> dict[str, Any]:
     headers = {"User-Agent": agent} if agent else None
     code, obj, _ = request(kube, "POST", path + query, body, headers=headers)
     assert code == 201, obj
@@ -27,9 +28,12 @@ def _post(kube: KubeApiServer, path: str, body: dict[str, Any], query: str = "",
 
 
 def _repo(name: str = "r") -> dict[str, Any]:
-    return {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-            "metadata": {"name": name},
-            "spec": {"url": "https://example.com/r.git", "interval": "1m"}}
+    return {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": name},
+        "spec": {"url": "https://example.com/r.git", "interval": "1m"},
+    }
 
 
 def _rv(obj: dict[str, Any]) -> int:
@@ -74,12 +78,14 @@ def test_custom_resource_generation_moves_only_outside_metadata(kube: KubeApiSer
     """
     created = _post(kube, GIT_PATH, _repo())
     assert created["metadata"]["generation"] == 1
-    code, labelled, _ = request(kube, "PATCH", f"{GIT_PATH}/r",
-                                {"metadata": {"labels": {"a": "b"}}}, MERGE)
+    code, labelled, _ = request(
+        kube, "PATCH", f"{GIT_PATH}/r", {"metadata": {"labels": {"a": "b"}}}, MERGE
+    )
     assert code == 200 and labelled["metadata"]["generation"] == 1
     assert _rv(labelled) > _rv(created)
-    code, status, _ = request(kube, "PATCH", f"{GIT_PATH}/r/status",
-                              {"status": {"observedGeneration": 1}}, MERGE)
+    code, status, _ = request(
+        kube, "PATCH", f"{GIT_PATH}/r/status", {"status": {"observedGeneration": 1}}, MERGE
+    )
     assert code == 200 and status["metadata"]["generation"] == 1
     code, spec, _ = request(kube, "PATCH", f"{GIT_PATH}/r", {"spec": {"interval": "2m"}}, MERGE)
     assert code == 200 and spec["metadata"]["generation"] == 2
@@ -91,13 +97,20 @@ def test_application_status_change_moves_generation(kube: KubeApiServer) -> None
     Fact: customresource/strategy.go PrepareForUpdate compares everything but metadata; the
     Argo CD Application CRD has `subresources: {}` (/work/shared/facts/appliers.md A1).
     """
-    app = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-           "metadata": {"name": "app"},
-           "spec": {"destination": {"server": "https://kubernetes.default.svc"},
-                    "project": "default", "source": {"repoURL": "https://x/r.git"}}}
+    app = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "app"},
+        "spec": {
+            "destination": {"server": "https://kubernetes.default.svc"},
+            "project": "default",
+            "source": {"repoURL": "https://x/r.git"},
+        },
+    }
     _post(kube, APP_PATH, app)
-    code, obj, _ = request(kube, "PATCH", f"{APP_PATH}/app",
-                           {"status": {"sync": {"status": "Synced"}}}, MERGE)
+    code, obj, _ = request(
+        kube, "PATCH", f"{APP_PATH}/app", {"status": {"sync": {"status": "Synced"}}}, MERGE
+    )
     assert code == 200 and obj["metadata"]["generation"] == 2
 
 
@@ -119,13 +132,18 @@ def test_managed_fields_name_the_manager(kube: KubeApiServer) -> None:
     Fact: kubernetes/kubernetes apiserver handlers/rest.go managerOrUserAgent, and
     kubernetes.io/docs/reference/using-api/server-side-apply/#managers.
     """
-    created = _post(kube, CM_PATH, {"metadata": {"name": "a"}, "data": {"k": "v"}},
-                    "?fieldManager=writer")
+    created = _post(
+        kube, CM_PATH, {"metadata": {"name": "a"}, "data": {"k": "v"}}, "?fieldManager=writer"
+    )
     entry = created["metadata"]["managedFields"][0]
     assert (entry["manager"], entry["operation"], entry["apiVersion"]) == ("writer", "Update", "v1")
     assert entry["time"].endswith("Z") and len(entry["time"]) == 20
-    by_agent = _post(kube, CM_PATH, {"metadata": {"name": "b"}, "data": {"k": "v"}},
-                     agent="kubectl/v1.32.4 (linux/amd64) kubernetes/abc")
+    by_agent = _post(
+        kube,
+        CM_PATH,
+        {"metadata": {"name": "b"}, "data": {"k": "v"}},
+        agent="kubectl/v1.32.4 (linux/amd64) kubernetes/abc",
+    )
     assert by_agent["metadata"]["managedFields"][0]["manager"].startswith("kubectl")
 
 
@@ -137,6 +155,7 @@ def test_typed_client_sees_uid_and_timestamps(kube: KubeApiServer) -> None:
     """
     core = client.CoreV1Api(kube.api_client())
     cm = core.create_namespaced_config_map(
-        "default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="a")))
+        "default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="a"))
+    )
     assert len(cm.metadata.uid) == 36 and cm.metadata.creation_timestamp.tzinfo is not None
     assert int(cm.metadata.resource_version) > 0

@@ -47,8 +47,11 @@ RECEIVER: dict[str, Any] = {
     "apiVersion": "notification.toolkit.fluxcd.io/v1",
     "kind": "Receiver",
     "metadata": {"name": "hook", "namespace": "flux-system"},
-    "spec": {"type": "github", "resources": [{"kind": "GitRepository", "name": "r"}],
-             "secretRef": {"name": "token"}},
+    "spec": {
+        "type": "github",
+        "resources": [{"kind": "GitRepository", "name": "r"}],
+        "secretRef": {"name": "token"},
+    },
 }
 KUBECONFIG_RULE = (
     "exactly one of spec.kubeConfig.configMapRef or spec.kubeConfig.secretRef must be specified"
@@ -72,8 +75,12 @@ def test_kustomization_kube_config_rules_fire(crds: dict[str, Schema], kube_conf
     (validation.go fieldErrorForReason with the schema type as the value)."""
     errors = check(crds["Kustomization"], _with(KUSTOMIZATION, kubeConfig=kube_config)).errors
     assert errors == [
-        FieldError("spec.kubeConfig", fe.INVALID, KUBECONFIG_RULE,
-                   f'Invalid value: "object": {KUBECONFIG_RULE}')
+        FieldError(
+            "spec.kubeConfig",
+            fe.INVALID,
+            KUBECONFIG_RULE,
+            f'Invalid value: "object": {KUBECONFIG_RULE}',
+        )
     ]
     assert errors[0].status_message == f'Invalid value: "object": {KUBECONFIG_RULE}'
     one = _with(KUSTOMIZATION, kubeConfig={"secretRef": {"name": "a"}})
@@ -82,10 +89,12 @@ def test_kustomization_kube_config_rules_fire(crds: dict[str, Schema], kube_conf
 
 def test_git_repository_service_account_rule(crds: dict[str, Schema]) -> None:
     """GitRepository: serviceAccountName only with provider azure or aws (its CRD's rule)."""
-    repo = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-            "metadata": {"name": "r", "namespace": "flux-system"},
-            "spec": {"interval": "1m", "url": "https://git.example/r.git",
-                     "serviceAccountName": "sa"}}
+    repo = {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": "r", "namespace": "flux-system"},
+        "spec": {"interval": "1m", "url": "https://git.example/r.git", "serviceAccountName": "sa"},
+    }
     errors = check(crds["GitRepository"], repo).errors
     assert [(e.field, e.message) for e in errors] == [
         ("spec", "serviceAccountName can only be set when provider is 'azure' or 'aws'")
@@ -114,12 +123,19 @@ IMMUTABLE: Schema = {
         "spec": {
             "type": "object",
             "properties": {
-                "url": {"type": "string",
-                        "x-kubernetes-validations": [{"rule": "self == oldSelf",
-                                                      "message": "url is immutable"}]},
-                "count": {"type": "integer",
-                          "x-kubernetes-validations": [{"rule": "self >= oldSelf"},
-                                                       {"rule": "self < 100"}]},
+                "url": {
+                    "type": "string",
+                    "x-kubernetes-validations": [
+                        {"rule": "self == oldSelf", "message": "url is immutable"}
+                    ],
+                },
+                "count": {
+                    "type": "integer",
+                    "x-kubernetes-validations": [
+                        {"rule": "self >= oldSelf"},
+                        {"rule": "self < 100"},
+                    ],
+                },
             },
         }
     },
@@ -138,16 +154,21 @@ def test_an_immutable_field() -> None:
     assert _errors(IMMUTABLE, {"url": "a"}, {"url": "a"}) == []
     assert _errors(IMMUTABLE, {"url": "a"}, {}) == []
     assert _errors(IMMUTABLE, {"url": "b"}, {"url": "a"}) == [
-        FieldError("spec.url", fe.INVALID, "url is immutable",
-                   'Invalid value: "string": url is immutable')
+        FieldError(
+            "spec.url", fe.INVALID, "url is immutable", 'Invalid value: "string": url is immutable'
+        )
     ]
 
 
 def test_without_message_the_rule_is_quoted() -> None:
     """ValidationRule.message: if unset the message is ``failed rule: {Rule}``."""
     assert _errors(IMMUTABLE, {"count": 3}, {"count": 4}) == [
-        FieldError("spec.count", fe.INVALID, "failed rule: self >= oldSelf",
-                   'Invalid value: "integer": failed rule: self >= oldSelf')
+        FieldError(
+            "spec.count",
+            fe.INVALID,
+            "failed rule: self >= oldSelf",
+            'Invalid value: "integer": failed rule: self >= oldSelf',
+        )
     ]
 
 
@@ -168,15 +189,31 @@ def test_unchanged_values_ratchet_but_transition_rules_still_run() -> None:
 
 OPTIONAL: Schema = {
     "type": "object",
-    "properties": {"spec": {"type": "object", "properties": {"phase": {
-        "type": "string",
-        "x-kubernetes-validations": [
-            {"rule": "!oldSelf.hasValue() || oldSelf.value() != 'Done' || self == 'Done'",
-             "message": "Done is final", "optionalOldSelf": True},
-            {"rule": "oldSelf.hasValue() || self == 'New'", "message": "starts New",
-             "optionalOldSelf": True},
-        ],
-    }}}},
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "phase": {
+                    "type": "string",
+                    "x-kubernetes-validations": [
+                        {
+                            "rule": (
+                                "!oldSelf.hasValue() || oldSelf.value() != 'Done'"
+                                " || self == 'Done'"
+                            ),
+                            "message": "Done is final",
+                            "optionalOldSelf": True,
+                        },
+                        {
+                            "rule": "oldSelf.hasValue() || self == 'New'",
+                            "message": "starts New",
+                            "optionalOldSelf": True,
+                        },
+                    ],
+                }
+            },
+        }
+    },
 }
 
 
@@ -213,11 +250,16 @@ def _rule_schema(rule: Mapping[str, Any], **extra: Any) -> Schema:
 def test_reason_field_path_and_message_expression() -> None:
     """reason picks the error type, fieldPath extends the path, messageExpression is evaluated
     (validation.go fieldErrorForReason and evalMessageExpression)."""
-    rule = {"rule": "self.name.startsWith('app-')", "reason": "FieldValueForbidden",
-            "fieldPath": ".name", "messageExpression": "'name ' + self.name + ' lacks app-'"}
+    rule = {
+        "rule": "self.name.startsWith('app-')",
+        "reason": "FieldValueForbidden",
+        "fieldPath": ".name",
+        "messageExpression": "'name ' + self.name + ' lacks app-'",
+    }
     assert _errors(_rule_schema(rule), {"name": "web"}) == [
-        FieldError("spec.name", fe.FORBIDDEN, "name web lacks app-",
-                   "Forbidden: name web lacks app-")
+        FieldError(
+            "spec.name", fe.FORBIDDEN, "name web lacks app-", "Forbidden: name web lacks app-"
+        )
     ]
     required = {"rule": "has(self.name)", "reason": "FieldValueRequired", "message": "say who"}
     assert _errors(_rule_schema(required), {})[0].status_message == "Required value: say who"
@@ -235,7 +277,8 @@ def test_a_map_entry_path_uses_brackets() -> None:
     """Rules below additionalProperties report ``labels[key]`` (field.Path.Key)."""
     schema = _rule_schema({"rule": "true"})
     schema["properties"]["spec"]["properties"]["labels"]["additionalProperties"][
-        "x-kubernetes-validations"] = [{"rule": "self.size() < 4", "message": "short"}]
+        "x-kubernetes-validations"
+    ] = [{"rule": "self.size() < 4", "message": "short"}]
     assert [e.field for e in _errors(schema, {"labels": {"ok": "1", "app": "toolong"}})] == [
         "spec.labels[app]"
     ]
@@ -243,8 +286,12 @@ def test_a_map_entry_path_uses_brackets() -> None:
 
 def test_a_root_rule_reports_on_nil() -> None:
     """A rule on the root schema runs with self = the object; its path is ``<nil>``."""
-    schema: Schema = {"type": "object", "x-kubernetes-validations": [
-        {"rule": "self.metadata.name.startsWith('a')", "message": "names start with a"}]}
+    schema: Schema = {
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith('a')", "message": "names start with a"}
+        ],
+    }
     obj = {"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "bob"}}
     assert [(e.field, e.message) for e in check(schema, obj).errors] == [
         ("<nil>", "names start with a")
@@ -274,24 +321,28 @@ def test_a_rule_that_fails_to_evaluate_is_an_error() -> None:
     [
         ("has(self.name) && size(self.name) == 3", {"name": "abc"}),
         ("self.name.matches('^[a-c]+$')", {"name": "abc"}),
-        ("self.name.startsWith('a') && self.name.endsWith('c') && self.name.contains('b')",
-         {"name": "abc"}),
-        ("'b' in self.items && self.items.all(i, i != '') && self.items.exists(i, i == 'a')",
-         {"items": ["a", "b"]}),
+        (
+            "self.name.startsWith('a') && self.name.endsWith('c') && self.name.contains('b')",
+            {"name": "abc"},
+        ),
+        (
+            "'b' in self.items && self.items.all(i, i != '') && self.items.exists(i, i == 'a')",
+            {"items": ["a", "b"]},
+        ),
         ("self.items.exists_one(i, i == 'a')", {"items": ["a", "b"]}),
         ("self.items.map(i, i + '!') == ['a!', 'b!']", {"items": ["a", "b"]}),
         ("self.items.filter(i, i != 'a').size() == 1", {"items": ["a", "b"]}),
         ("self.name.lowerAscii() == 'abc' && self.name.upperAscii() == 'ABC'", {"name": "aBc"}),
         ("duration(self.wait) <= duration('1m')", {"wait": "45s"}),
-        ("self.name.split('-').join('.') == 'a.b' && self.name.indexOf('-') == 1",
-         {"name": "a-b"}),
+        ("self.name.split('-').join('.') == 'a.b' && self.name.indexOf('-') == 1", {"name": "a-b"}),
         ("self.name.trim() == 'x' && self.name.replace(' ', '') == 'x'", {"name": " x "}),
         ("self.items.isSorted() && self.items.indexOf('b') == 1", {"items": ["a", "b"]}),
         ("self.ratio > 0.5 && self.ratio == 2.0 && self.size == 2", {"ratio": 2, "size": 2}),
-        ("self.foo__dash__bar == 'x' && self.__namespace__ == 'n'",
-         {"foo-bar": "x", "namespace": "n"}),
-        ("self.labels.all(k, self.labels[k] != '') && 'a' in self.labels",
-         {"labels": {"a": "1"}}),
+        (
+            "self.foo__dash__bar == 'x' && self.__namespace__ == 'n'",
+            {"foo-bar": "x", "namespace": "n"},
+        ),
+        ("self.labels.all(k, self.labels[k] != '') && 'a' in self.labels", {"labels": {"a": "1"}}),
         ("self == self && self != {'name': 'other'}", {"name": "me"}),
     ],
 )
@@ -309,11 +360,24 @@ def test_set_lists_compare_without_order() -> None:
     """Equality on list-type set (and map) lists ignores order; on atomic lists it does not
     (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#validation-rules)."""
     for list_type, expected in (("set", []), ("atomic", ["frozen"])):
-        schema: Schema = {"type": "object", "properties": {"spec": {
-            "type": "object", "properties": {"tags": {
-                "type": "array", "x-kubernetes-list-type": list_type, "items": {"type": "string"},
-                "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "frozen"}],
-            }}}}}
+        schema: Schema = {
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {
+                        "tags": {
+                            "type": "array",
+                            "x-kubernetes-list-type": list_type,
+                            "items": {"type": "string"},
+                            "x-kubernetes-validations": [
+                                {"rule": "self == oldSelf", "message": "frozen"}
+                            ],
+                        }
+                    },
+                }
+            },
+        }
         errors = _errors(schema, {"tags": ["b", "a"]}, {"tags": ["a", "b"]})
         assert [e.message for e in errors] == expected
 
@@ -321,13 +385,34 @@ def test_set_lists_compare_without_order() -> None:
 def test_map_list_items_correlate_by_key() -> None:
     """Transition rules inside a list-type map list see the stored item with the same key;
     atomic list items have no oldSelf (validation.go validateArray, makeMapList)."""
-    item = {"type": "object", "properties": {
-        "name": {"type": "string"},
-        "port": {"type": "integer", "x-kubernetes-validations": [
-            {"rule": "self == oldSelf", "message": "port is fixed"}]}}}
-    schema: Schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
-        "ports": {"type": "array", "x-kubernetes-list-type": "map",
-                  "x-kubernetes-list-map-keys": ["name"], "items": item}}}}}
+    item = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "port": {
+                "type": "integer",
+                "x-kubernetes-validations": [
+                    {"rule": "self == oldSelf", "message": "port is fixed"}
+                ],
+            },
+        },
+    }
+    schema: Schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "ports": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                        "items": item,
+                    }
+                },
+            }
+        },
+    }
     stored = {"ports": [{"name": "http", "port": 80}, {"name": "dns", "port": 53}]}
     reordered = {"ports": [{"name": "dns", "port": 53}, {"name": "http", "port": 80}]}
     assert _errors(schema, reordered, stored) == []
@@ -339,7 +424,8 @@ def test_null_values_are_not_evaluated() -> None:
     """Only non-null values are validated (validation.go: ``if obj == nil``)."""
     schema = _rule_schema({"rule": "true"})
     schema["properties"]["spec"]["properties"]["name"].update(
-        nullable=True, **{"x-kubernetes-validations": [{"rule": "self.size() > 0"}]})
+        nullable=True, **{"x-kubernetes-validations": [{"rule": "self.size() > 0"}]}
+    )
     assert _errors(schema, {"name": None}) == []
 
 

@@ -86,18 +86,29 @@ def create_merge_patch(source: dict[str, Any], target: dict[str, Any]) -> dict[s
     return patch
 
 
-_SCALARS = (st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=5)
-            | st.floats(allow_nan=False, allow_infinity=False))
+_SCALARS = (
+    st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.text(max_size=5)
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
 _KEYS = st.text(min_size=1, max_size=4)
-_NO_NULLS = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3)
-                         | st.dictionaries(_KEYS, inner, max_size=3), max_leaves=12)
-_WITH_NULLS = st.recursive(_SCALARS | st.none(), lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(_KEYS, inner, max_size=3), max_leaves=12)
+_NO_NULLS = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3),
+    max_leaves=12,
+)
+_WITH_NULLS = st.recursive(
+    _SCALARS | st.none(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.dictionaries(_KEYS, _WITH_NULLS, max_size=4),
-       st.dictionaries(_KEYS, _NO_NULLS, max_size=4))
+@given(
+    st.dictionaries(_KEYS, _WITH_NULLS, max_size=4), st.dictionaries(_KEYS, _NO_NULLS, max_size=4)
+)
 def test_merge_patch_of_the_diff_reaches_the_target(
     source: dict[str, Any], target: dict[str, Any]
 ) -> None:
@@ -108,34 +119,58 @@ def test_merge_patch_of_the_diff_reaches_the_target(
 # ---- RFC 6902 JSON patch ------------------------------------------------------------------
 
 RFC6902_CASES = [
-    ({"foo": "bar"}, [{"op": "add", "path": "/baz", "value": "qux"}],
-     {"baz": "qux", "foo": "bar"}),
-    ({"foo": ["bar", "baz"]}, [{"op": "add", "path": "/foo/1", "value": "qux"}],
-     {"foo": ["bar", "qux", "baz"]}),
+    ({"foo": "bar"}, [{"op": "add", "path": "/baz", "value": "qux"}], {"baz": "qux", "foo": "bar"}),
+    (
+        {"foo": ["bar", "baz"]},
+        [{"op": "add", "path": "/foo/1", "value": "qux"}],
+        {"foo": ["bar", "qux", "baz"]},
+    ),
     ({"baz": "qux", "foo": "bar"}, [{"op": "remove", "path": "/baz"}], {"foo": "bar"}),
-    ({"foo": ["bar", "qux", "baz"]}, [{"op": "remove", "path": "/foo/1"}],
-     {"foo": ["bar", "baz"]}),
-    ({"baz": "qux", "foo": "bar"}, [{"op": "replace", "path": "/baz", "value": "boo"}],
-     {"baz": "boo", "foo": "bar"}),
-    ({"foo": {"bar": "baz", "waldo": "fred"}, "qux": {"corge": "grault"}},
-     [{"op": "move", "from": "/foo/waldo", "path": "/qux/thud"}],
-     {"foo": {"bar": "baz"}, "qux": {"corge": "grault", "thud": "fred"}}),
-    ({"foo": ["all", "grass", "cows", "eat"]}, [{"op": "move", "from": "/foo/1",
-                                                 "path": "/foo/3"}],
-     {"foo": ["all", "cows", "eat", "grass"]}),
-    ({"baz": "qux", "foo": ["a", 2, "c"]},
-     [{"op": "test", "path": "/baz", "value": "qux"}, {"op": "test", "path": "/foo/1",
-                                                       "value": 2}],
-     {"baz": "qux", "foo": ["a", 2, "c"]}),
-    ({"foo": "bar"}, [{"op": "add", "path": "/child", "value": {"grandchild": {}}}],
-     {"foo": "bar", "child": {"grandchild": {}}}),
-    ({"foo": "bar"}, [{"op": "add", "path": "/baz", "value": "qux", "xyz": 123}],
-     {"foo": "bar", "baz": "qux"}),
+    ({"foo": ["bar", "qux", "baz"]}, [{"op": "remove", "path": "/foo/1"}], {"foo": ["bar", "baz"]}),
+    (
+        {"baz": "qux", "foo": "bar"},
+        [{"op": "replace", "path": "/baz", "value": "boo"}],
+        {"baz": "boo", "foo": "bar"},
+    ),
+    (
+        {"foo": {"bar": "baz", "waldo": "fred"}, "qux": {"corge": "grault"}},
+        [{"op": "move", "from": "/foo/waldo", "path": "/qux/thud"}],
+        {"foo": {"bar": "baz"}, "qux": {"corge": "grault", "thud": "fred"}},
+    ),
+    (
+        {"foo": ["all", "grass", "cows", "eat"]},
+        [{"op": "move", "from": "/foo/1", "path": "/foo/3"}],
+        {"foo": ["all", "cows", "eat", "grass"]},
+    ),
+    (
+        {"baz": "qux", "foo": ["a", 2, "c"]},
+        [
+            {"op": "test", "path": "/baz", "value": "qux"},
+            {"op": "test", "path": "/foo/1", "value": 2},
+        ],
+        {"baz": "qux", "foo": ["a", 2, "c"]},
+    ),
+    (
+        {"foo": "bar"},
+        [{"op": "add", "path": "/child", "value": {"grandchild": {}}}],
+        {"foo": "bar", "child": {"grandchild": {}}},
+    ),
+    (
+        {"foo": "bar"},
+        [{"op": "add", "path": "/baz", "value": "qux", "xyz": 123}],
+        {"foo": "bar", "baz": "qux"},
+    ),
     ({"/": 9, "~1": 10}, [{"op": "test", "path": "/~01", "value": 10}], {"/": 9, "~1": 10}),
-    ({"foo": ["bar"]}, [{"op": "add", "path": "/foo/-", "value": ["abc", "def"]}],
-     {"foo": ["bar", ["abc", "def"]]}),
-    ({"a": {"b": [1]}}, [{"op": "copy", "from": "/a/b", "path": "/c"}],
-     {"a": {"b": [1]}, "c": [1]}),
+    (
+        {"foo": ["bar"]},
+        [{"op": "add", "path": "/foo/-", "value": ["abc", "def"]}],
+        {"foo": ["bar", ["abc", "def"]]},
+    ),
+    (
+        {"a": {"b": [1]}},
+        [{"op": "copy", "from": "/a/b", "path": "/c"}],
+        {"a": {"b": [1]}, "c": [1]},
+    ),
 ]
 
 
@@ -149,12 +184,21 @@ def test_json_patch_follows_rfc6902_appendix(target: Any, ops: Any, expected: An
 
 
 RFC6902_ERRORS = [
-    ({"baz": "qux"}, [{"op": "test", "path": "/baz", "value": "bar"}],
-     "testing value /baz failed: test failed"),
-    ({"foo": "bar"}, [{"op": "add", "path": "/baz/bat", "value": "qux"}],
-     'add operation does not apply: doc is missing path: "/baz/bat": missing value'),
-    ({"/": 9, "~1": 10}, [{"op": "test", "path": "/~01", "value": "10"}],
-     "testing value /~01 failed: test failed"),
+    (
+        {"baz": "qux"},
+        [{"op": "test", "path": "/baz", "value": "bar"}],
+        "testing value /baz failed: test failed",
+    ),
+    (
+        {"foo": "bar"},
+        [{"op": "add", "path": "/baz/bat", "value": "qux"}],
+        'add operation does not apply: doc is missing path: "/baz/bat": missing value',
+    ),
+    (
+        {"/": 9, "~1": 10},
+        [{"op": "test", "path": "/~01", "value": "10"}],
+        "testing value /~01 failed: test failed",
+    ),
 ]
 
 
@@ -174,8 +218,10 @@ def test_failed_json_patch_operation_is_422_invalid(target: Any, ops: Any, detai
 def test_json_patch_is_all_or_nothing() -> None:
     """RFC 6902 §5: if any operation fails the whole patch is not applied."""
     target = {"metadata": {"resourceVersion": "7"}, "data": {"a": "1"}}
-    ops = [{"op": "replace", "path": "/data/a", "value": "2"},
-           {"op": "test", "path": "/metadata/resourceVersion", "value": "6"}]
+    ops = [
+        {"op": "replace", "path": "/data/a", "value": "2"},
+        {"op": "test", "path": "/metadata/resourceVersion", "value": "6"},
+    ]
     with pytest.raises(PatchError):
         json_patch(target, ops)
     assert target["data"] == {"a": "1"}
@@ -216,18 +262,31 @@ def test_json_patch_negative_index_counts_from_the_end() -> None:
 
 
 def _deployment(containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "web", "namespace": "default", "finalizers": ["a", "b"]},
-            "spec": {"replicas": 1, "template": {"metadata": {"labels": {"app": "web"}},
-                                                 "spec": {"containers": containers, **spec}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "finalizers": ["a", "b"]},
+        "spec": {
+            "replicas": 1,
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": containers, **spec},
+            },
+        },
+    }
 
 
 def _containers(patch_containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
     return {"spec": {"template": {"spec": {"containers": patch_containers, **spec}}}}
 
 
-APP = {"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}],
-       "ports": [{"containerPort": 80}], "volumeMounts": [{"mountPath": "/a", "name": "v"}]}
+APP = {
+    "name": "app",
+    "image": "app:1",
+    "env": [{"name": "A", "value": "1"}],
+    "ports": [{"containerPort": 80}],
+    "volumeMounts": [{"mountPath": "/a", "name": "v"}],
+}
 SIDECAR = {"name": "sidecar", "image": "proxy:1"}
 
 
@@ -235,8 +294,9 @@ def test_strategic_merge_merges_deployment_containers_by_name() -> None:
     """k8s.io/api core/v1 types.go PodSpec.Containers `patchStrategy:"merge"
     patchMergeKey:"name"`: a patched container merges into its namesake, others stay."""
     target = _deployment([copy.deepcopy(APP), copy.deepcopy(SIDECAR)])
-    result = strategic_merge_patch(target, _containers([{"name": "app", "image": "app:2"}]),
-                                   "Deployment")
+    result = strategic_merge_patch(
+        target, _containers([{"name": "app", "image": "app:2"}]), "Deployment"
+    )
     containers = result["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["app", "sidecar"]
     assert containers[0] == {**APP, "image": "app:2"}
@@ -258,11 +318,19 @@ def test_strategic_merge_merges_env_ports_and_mounts_by_their_keys() -> None:
     mergeSortedSlice takes the patch item whenever it cannot compare both live positions, so
     an item new to the list lands before the live ones (no $setElementOrder sent)."""
     target = _deployment([copy.deepcopy(APP)])
-    patch = _containers([{"name": "app", "env": [{"name": "B", "value": "2"}],
-                          "ports": [{"containerPort": 80, "name": "http"}],
-                          "volumeMounts": [{"mountPath": "/b", "name": "w"}]}])
+    patch = _containers(
+        [
+            {
+                "name": "app",
+                "env": [{"name": "B", "value": "2"}],
+                "ports": [{"containerPort": 80, "name": "http"}],
+                "volumeMounts": [{"mountPath": "/b", "name": "w"}],
+            }
+        ]
+    )
     app = strategic_merge_patch(target, patch, "Deployment")["spec"]["template"]["spec"][
-        "containers"][0]
+        "containers"
+    ][0]
     assert app["env"] == [{"name": "B", "value": "2"}, {"name": "A", "value": "1"}]
     assert app["ports"] == [{"containerPort": 80, "name": "http"}]
     assert [m["mountPath"] for m in app["volumeMounts"]] == ["/b", "/a"]
@@ -271,10 +339,11 @@ def test_strategic_merge_merges_env_ports_and_mounts_by_their_keys() -> None:
 def test_strategic_merge_retain_keys_clears_the_old_volume_source() -> None:
     """core/v1 PodSpec.Volumes `patchStrategy:"merge,retainKeys" patchMergeKey:"name"`;
     strategicpatch applyRetainKeysDirective drops keys missing from $retainKeys."""
-    target = _deployment([copy.deepcopy(APP)],
-                         volumes=[{"name": "v", "configMap": {"name": "cm"}}])
-    patch = _containers([], volumes=[{"name": "v", "$retainKeys": ["name", "secret"],
-                                      "secret": {"secretName": "s"}}])
+    target = _deployment([copy.deepcopy(APP)], volumes=[{"name": "v", "configMap": {"name": "cm"}}])
+    patch = _containers(
+        [],
+        volumes=[{"name": "v", "$retainKeys": ["name", "secret"], "secret": {"secretName": "s"}}],
+    )
     spec = strategic_merge_patch(target, patch, "Deployment")["spec"]["template"]["spec"]
     assert spec["volumes"] == [{"name": "v", "secret": {"secretName": "s"}}]
     assert [c["name"] for c in spec["containers"]] == ["app"]
@@ -286,7 +355,9 @@ def test_strategic_merge_retain_keys_that_is_not_a_list_is_bad_request() -> None
     with pytest.raises(PatchError) as caught:
         strategic_merge_patch({"spec": {}}, {"spec": {"$retainKeys": "x"}}, "Deployment")
     assert (caught.value.status, caught.value.message) == (
-        400, "invalid patch format of retainKeys")
+        400,
+        "invalid patch format of retainKeys",
+    )
 
 
 def test_strategic_merge_finalizers_merge_as_a_set_and_delete_from_primitive_list() -> None:
@@ -303,16 +374,30 @@ def test_strategic_merge_finalizers_merge_as_a_set_and_delete_from_primitive_lis
 def test_strategic_merge_owner_references_merge_by_uid() -> None:
     """apimachinery meta/v1 types.go ObjectMeta.OwnerReferences patchMergeKey uid."""
     target = {"metadata": {"ownerReferences": [{"uid": "1", "kind": "A", "name": "a"}]}}
-    patch = {"metadata": {"ownerReferences": [{"uid": "2", "kind": "B", "name": "b"},
-                                              {"uid": "1", "name": "renamed"}]}}
+    patch = {
+        "metadata": {
+            "ownerReferences": [
+                {"uid": "2", "kind": "B", "name": "b"},
+                {"uid": "1", "name": "renamed"},
+            ]
+        }
+    }
     refs = strategic_merge_patch(target, patch, "ConfigMap")["metadata"]["ownerReferences"]
     assert {r["uid"]: r["name"] for r in refs} == {"1": "renamed", "2": "b"}
 
 
-@pytest.mark.parametrize(("kind", "field", "old", "new"), [
-    ("Role", "rules", [{"verbs": ["get"], "resources": ["pods"]}], [{"verbs": ["list"]}]),
-    ("RoleBinding", "subjects", [{"kind": "User", "name": "a"}], [{"kind": "User", "name": "b"}]),
-])
+@pytest.mark.parametrize(
+    ("kind", "field", "old", "new"),
+    [
+        ("Role", "rules", [{"verbs": ["get"], "resources": ["pods"]}], [{"verbs": ["list"]}]),
+        (
+            "RoleBinding",
+            "subjects",
+            [{"kind": "User", "name": "a"}],
+            [{"kind": "User", "name": "b"}],
+        ),
+    ],
+)
 def test_strategic_merge_replaces_rbac_lists(kind: str, field: str, old: Any, new: Any) -> None:
     """k8s.io/api rbac/v1 types.go: Role.Rules and RoleBinding.Subjects carry no
     patchStrategy (+listType=atomic), so a patch replaces the whole list."""
@@ -321,8 +406,11 @@ def test_strategic_merge_replaces_rbac_lists(kind: str, field: str, old: Any, ne
 
 def _ordered_names(order: list[str], containers: list[dict[str, Any]]) -> list[str]:
     target = _deployment([{"name": "a"}, {"name": "b"}, {"name": "c"}])
-    patch: dict[str, Any] = {"spec": {"template": {"spec": {
-        "$setElementOrder/containers": [{"name": n} for n in order]}}}}
+    patch: dict[str, Any] = {
+        "spec": {
+            "template": {"spec": {"$setElementOrder/containers": [{"name": n} for n in order]}}
+        }
+    }
     if containers:
         patch["spec"]["template"]["spec"]["containers"] = containers
     result = strategic_merge_patch(target, patch, "Deployment")
@@ -345,14 +433,21 @@ def test_strategic_merge_set_element_order_interleaves_server_only_items() -> No
 def test_strategic_merge_map_directives_and_nulls() -> None:
     """strategicpatch handleDirectiveInMergeMap: $patch replace swaps the map, delete empties
     it; a null deletes a key; directives never reach the stored object."""
-    target = {"metadata": {"labels": {"a": "1", "b": "2"}, "annotations": {"x": "y"}},
-              "data": {"k": "v", "gone": "x"}}
-    patch = {"metadata": {"labels": {"$patch": "replace", "c": "3"},
-                          "annotations": {"$patch": "delete"}},
-             "data": {"gone": None, "new": {"$patch": "replace", "n": None, "m": 1}}}
+    target = {
+        "metadata": {"labels": {"a": "1", "b": "2"}, "annotations": {"x": "y"}},
+        "data": {"k": "v", "gone": "x"},
+    }
+    patch = {
+        "metadata": {
+            "labels": {"$patch": "replace", "c": "3"},
+            "annotations": {"$patch": "delete"},
+        },
+        "data": {"gone": None, "new": {"$patch": "replace", "n": None, "m": 1}},
+    }
     assert strategic_merge_patch(target, patch, "ConfigMap") == {
         "metadata": {"labels": {"c": "3"}, "annotations": {}},
-        "data": {"k": "v", "new": {"m": 1}}}
+        "data": {"k": "v", "new": {"m": 1}},
+    }
 
 
 def test_strategic_merge_missing_merge_key_is_a_500_with_upstream_wording() -> None:
@@ -369,8 +464,9 @@ def test_strategic_merge_missing_merge_key_is_a_500_with_upstream_wording() -> N
 def test_strategic_merge_list_of_lists_is_unprocessable() -> None:
     """apiserver handlers/patch.go interpretStrategicMergePatchError: ErrNoListOfLists -> 422."""
     with pytest.raises(PatchError) as caught:
-        strategic_merge_patch({"metadata": {"finalizers": []}},
-                              {"metadata": {"finalizers": [["a"]]}}, "ConfigMap")
+        strategic_merge_patch(
+            {"metadata": {"finalizers": []}}, {"metadata": {"finalizers": [["a"]]}}, "ConfigMap"
+        )
     assert caught.value.status == 422
 
 
