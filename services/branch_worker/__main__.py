@@ -15,9 +15,12 @@ import threading
 import time
 from types import FrameType
 
+from services.branch_worker.credentials import SecretCredentials
 from services.branch_worker.worker import BranchWorker, Stores
 from shared import logging as jsonlog
 from shared import metrics
+from shared.kube.clients import ClientFactory
+from shared.kube.crds import CrdReader
 from shared.settings import Settings
 from shared.store.connection import connect
 
@@ -42,7 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     jsonlog.configure(settings.log_level)
     metrics.serve(settings.metrics_port)
     client = connect(settings.redis_url, client_name=f"branch-worker:{args.id}")
-    worker = BranchWorker(settings, Stores.build(client, settings), args.id, time.time)
+    stores = Stores.build(client, settings)
+    factory = ClientFactory(settings, time.time)
+    credentials = SecretCredentials(lambda: CrdReader(factory.local().client), stores.configs)
+    worker = BranchWorker(settings, stores, args.id, time.time, credentials)
     stop = threading.Event()
     _install_signals(stop)
     worker.run(stop, burst=args.burst)

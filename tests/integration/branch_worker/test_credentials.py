@@ -1,0 +1,55 @@
+"""A branch's git credentials come from its GitProvider's Secret, never from Redis (R5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import redis
+from kubernetes import client
+
+from sandbox.githost import GitHost
+from sandbox.kube.server import KubeApiServer
+from services.branch_worker.credentials import SecretCredentials
+from shared.git.remote import ls_remote
+from shared.git.workspace import Committer, Workspace
+from shared.kube.api import KubeClient
+from shared.kube.crds import CrdReader
+from shared.model.config import BranchConfig
+from shared.store.config import ConfigStore
+from shared.store.keys import Keys
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_owner_pushes_with_the_secrets_basic_credentials(
+    tmp_path: Path, redis_client: redis.Redis, key_prefix: str
+) -> None:
+    host = GitHost(tmp_path / "git", auth=("bot", "s3cret"))
+    host.start()
+    kube = KubeApiServer()
+    kube.start()
+    try:
+        url = host.create_repo("team/locked", files={"README.md": b"x\n"})
+        client.CoreV1Api(kube.api_client()).create_namespaced_secret(
+            "default",
+            client.V1Secret(
+                metadata=client.V1ObjectMeta(name="creds"),
+                string_data={"username": "bot", "password": "s3cret"},
+            ),
+        )
+        configs = ConfigStore(redis_client, Keys(key_prefix))
+        bk = configs.publish_branch(BranchConfig(url, "main", "default", "gp", "creds"))
+        reader = CrdReader(KubeClient(kube.api_client(), "local"))
+        env = SecretCredentials(lambda: reader, configs, tmp_path / "ssh")(bk)
+        assert "s3cret" not in str(redis_client.hgetall(Keys(key_prefix).branch_meta(bk)))
+        ws = Workspace(tmp_path / "ws", url, "main", env=env)
+        ws.reset(ws.fetch())
+        ws.write("a.yaml", b"a: 1\n")
+        ws.commit("with credentials", Committer())
+        assert ws.push(ls_remote(url, "main", env)).pushed
+        with pytest.raises(Exception, match="credentials|Authentication|401"):
+            ls_remote(url, "main")
+    finally:
+        kube.stop()
+        host.stop()
