@@ -14,7 +14,7 @@ $(VENV): pyproject.toml constraints.txt
 
 lint: $(VENV)
 	.venv/bin/ruff check .
-	.venv/bin/ruff format --check .
+	.venv/bin/ruff format --check shared services sandbox tests bench
 	.venv/bin/mypy
 	.venv/bin/lint-imports
 

@@ -25,6 +25,10 @@ from sandbox.kube.schema import FieldError, check
 Schema = dict[str, Any]
 
 
+#: An optionalOldSelf transition rule: once "Done", always "Done".
+DONE_IS_FINAL = "!oldSelf.hasValue() || oldSelf.value() != 'Done' || self == 'Done'"
+
+
 @pytest.fixture(scope="module")
 def crds() -> dict[str, Schema]:
     """The storage version's openAPIV3Schema of each third-party CRD, by kind."""
@@ -197,10 +201,7 @@ OPTIONAL: Schema = {
                     "type": "string",
                     "x-kubernetes-validations": [
                         {
-                            "rule": (
-                                "!oldSelf.hasValue() || oldSelf.value() != 'Done'"
-                                " || self == 'Done'"
-                            ),
+                            "rule": DONE_IS_FINAL,
                             "message": "Done is final",
                             "optionalOldSelf": True,
                         },
