@@ -16,8 +16,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
+from services.branch_worker import metrics
 from shared.decide.obligations import (
     ATTEMPT_DEADLINE_S,
+    REASONS,
     Applier,
     Ask,
     cancel_refusal,
@@ -30,7 +32,7 @@ from shared.decide.obligations import (
     owe_refusal,
     sent,
 )
-from shared.decide.quiet import BranchView
+from shared.decide.quiet import BranchView, is_quiet
 from shared.model.config import ApplierRef, BranchConfig, TargetConfig
 from shared.model.ids import BranchKey
 from shared.model.requests import ApplyRequest
@@ -64,6 +66,7 @@ class ApplierDesk:
         self._attempts = attempts
         self._states = states
         self._clock = clock
+        self._waiting_since: float | None = None
         self._deadline_s = attempt_deadline_s
 
     def _named(self) -> dict[ApplierRef, list[TargetConfig]]:
@@ -105,8 +108,23 @@ class ApplierDesk:
         """Read outcomes, then decide and send for every applier of the branch."""
         self._read_outcomes()
         view = self._view()
+        owed: dict[str, int] = dict.fromkeys(REASONS, 0)
         for ref, targets in self._named().items():
-            self._consider(ref, targets, view)
+            for reason in self._consider(ref, targets, view):
+                owed[reason] += 1
+        self._report(owed, view)
+
+    def _report(self, owed: dict[str, int], view: BranchView) -> None:
+        """O1: obligations owed and how long they have waited for quiet."""
+        for reason, count in owed.items():
+            metrics.OBLIGATIONS.labels(self._bk, reason).set(count)
+        waiting = any(owed.values()) and not is_quiet(view)
+        if not waiting:
+            self._waiting_since = None
+        elif self._waiting_since is None:
+            self._waiting_since = self._clock()
+        since = self._waiting_since
+        metrics.QUIET_WAIT.labels(self._bk).set(0.0 if since is None else self._clock() - since)
 
     def _read_outcomes(self) -> None:
         outcomes = self._attempts.outcomes(self._bk)
@@ -134,7 +152,9 @@ class ApplierDesk:
             state.last_write_at,
         )
 
-    def _consider(self, ref: ApplierRef, targets: list[TargetConfig], view: BranchView) -> None:
+    def _consider(
+        self, ref: ApplierRef, targets: list[TargetConfig], view: BranchView
+    ) -> list[str]:
         now = self._clock()
         live = [t.uid for t in targets]
         periods = {str(t.uid): (t.applier.quiet_period_s if t.applier else 30.0) for t in targets}
@@ -151,9 +171,10 @@ class ApplierDesk:
                 return sent(applier, decision, token, now, self._deadline_s)
             return applier
 
-        self._appliers.update(ref.key, ref.kind, change)
+        after = self._appliers.update(ref.key, ref.kind, change)
         if asked:
             self._send(ref, asked[0], token, now)
+        return list(after.owes())
 
     def _send(self, ref: ApplierRef, ask: Ask, token: str, now: float) -> None:
         request = ApplyRequest(
