@@ -11,6 +11,7 @@ from kubernetes import client
 from sandbox.githost import GitHost
 from sandbox.kube.server import KubeApiServer
 from services.branch_worker.credentials import SecretCredentials
+from shared.git.errors import GitPermanent
 from shared.git.remote import ls_remote
 from shared.git.workspace import Committer, Workspace
 from shared.kube.api import KubeClient
@@ -48,7 +49,7 @@ def test_the_owner_pushes_with_the_secrets_basic_credentials(
         ws.write("a.yaml", b"a: 1\n")
         ws.commit("with credentials", Committer())
         assert ws.push(ls_remote(url, "main", env)).pushed
-        with pytest.raises(Exception, match="credentials|Authentication|401"):
+        with pytest.raises(GitPermanent):
             ls_remote(url, "main")
     finally:
         kube.stop()
