@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sandbox.kube import fieldsets
+from sandbox.kube.errors import ApiError
 from sandbox.kube.fieldsets import STRIPPED, Path
 from sandbox.kube.patcherrors import bad_request
 
@@ -45,7 +46,7 @@ from sandbox.kube.patcherrors import bad_request
 FIELD_MANAGER_MAX_LENGTH = 128
 
 
-class ApplyConflict(Exception):
+class ApplyConflict(ApiError):
     """An apply would change fields other managers own; the server answers 409 Conflict.
 
     ``conflicts`` lists (other manager, field path). ``message`` and ``causes`` are worded as
@@ -57,23 +58,9 @@ class ApplyConflict(Exception):
     def __init__(
         self, conflicts: list[tuple[str, str]], message: str, causes: list[dict[str, str]]
     ) -> None:
-        super().__init__(message)
+        super().__init__(409, "Conflict", message, details={"causes": causes})
         self.conflicts = conflicts
-        self.message = message
         self.causes = causes
-
-    def status_body(self) -> dict[str, Any]:
-        """The ``Status`` of ``errors.NewApplyConflict``."""
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": "Conflict",
-            "details": {"causes": self.causes},
-            "code": 409,
-        }
 
 
 def manager_from_user_agent(user_agent: str) -> str:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sandbox.kube.errors import ApiError
+
 #: NewGenericServerResponse's message for 422 (k8s.io/apimachinery pkg/api/errors/errors.go).
 UNPROCESSABLE_MESSAGE = "the server rejected our request due to an error in our request"
 
 
-class PatchError(Exception):
+class PatchError(ApiError):
     """A refused patch: ``status`` 400, 413, 422 or 500, ``reason`` and ``message`` as sent.
 
     ``detail`` keeps the patch library's own text when the real server drops it (422 of a
@@ -29,23 +31,12 @@ class PatchError(Exception):
     detail: str = ""
 
     def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-        self.message = message
+        super().__init__(status, reason, message, details={})
 
-    def status_body(self) -> dict[str, Any]:
-        """The ``Status`` object the real server sends for this refusal."""
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "details": {},
-            "code": self.status,
-        }
+    @property
+    def status(self) -> int:
+        """The HTTP status code (the ``code`` of the Status)."""
+        return self.code
 
 
 def bad_request(message: str) -> PatchError:
