@@ -45,11 +45,15 @@ class Sandbox:
         }
 
     def stop(self) -> None:
-        """Stop the controllers and both servers; the files in ``directory`` stay."""
-        if self.flux is not None:
-            self.flux.stop()
+        """Stop the servers, then the controllers; the files in ``directory`` stay.
+
+        The API server goes first: closing it ends the controllers' open watch streams, which
+        a client cannot interrupt while no event arrives.
+        """
         self.githost.stop()
         self.kube.stop()
+        if self.flux is not None:
+            self.flux.stop()
 
 
 def start(
