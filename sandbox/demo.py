@@ -74,10 +74,11 @@ class Processes:
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, names: tuple[str, ...]) -> None:
+        """Start the named Procfile entries (a restarted one appends to its log)."""
         commands = procfile()
         self._logs.mkdir(parents=True, exist_ok=True)
         for name in names:
-            log = (self._logs / f"{name}.log").open("wb")
+            log = (self._logs / f"{name}.log").open("ab")
             self._procs[name] = subprocess.Popen(
                 commands[name].strip(),
                 shell=True,
@@ -89,7 +90,15 @@ class Processes:
             )
             say(f"started {name}: {commands[name].strip()}  (log: {self._logs / name}.log)")
 
+    def signal(self, name: str, signum: int, timeout: float = 30.0) -> None:
+        """Send ``signum`` to one process (its whole session) and wait until it has exited."""
+        proc = self._procs[name]
+        if proc.poll() is None:
+            os.killpg(proc.pid, signum)
+        proc.wait(timeout=timeout)
+
     def stop(self) -> None:
+        """SIGTERM every process; SIGKILL what has not stopped 30 s later."""
         for proc in self._procs.values():
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
