@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.report import Section, render
 
-BENCHMARKS = ("kube_api", "githost", "mirror", "redis_memory", "receiver")
+BENCHMARKS = ("kube_api", "githost", "mirror", "redis_memory", "receiver", "apply_trigger")
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 
