@@ -314,7 +314,7 @@ def story(sbx: Sandbox, api: client.ApiClient, directory: Path, receiver_port: i
         say(f"     {line}")
     applied = wait(
         "Flux to catch up",
-        lambda: _ks_status(custom).get("lastAttemptedRevision", "").endswith(commit),
+        lambda: _ks_status(custom).get("lastAppliedRevision", "").endswith(commit),
     )
     say(
         f"   CatchUp: after a quiet period of 3s Flux was asked, and applied {commit[:12]} "
@@ -339,7 +339,7 @@ def story(sbx: Sandbox, api: client.ApiClient, directory: Path, receiver_port: i
     )
     wait(
         "Flux to apply the outside commit",
-        lambda: _ks_status(custom).get("lastAttemptedRevision", "").endswith(outside),
+        lambda: _ks_status(custom).get("lastAppliedRevision", "").endswith(outside),
     )
     data = core.read_namespaced_config_map("from-git", NS).data
     say(

@@ -22,6 +22,7 @@ from shared.decide.obligations import (
     REASONS,
     Applier,
     Ask,
+    Wait,
     cancel_refusal,
     decide,
     hand_back_if_overdue,
@@ -67,6 +68,9 @@ class ApplierDesk:
         self._states = states
         self._clock = clock
         self._waiting_since: float | None = None
+        #: When the owner should look again although nothing arrives (A2: a CatchUp's quiet
+        #: period ends, a backoff expires); None when nothing waits on time.
+        self.next_wake: float | None = None
         self._deadline_s = attempt_deadline_s
 
     def _named(self) -> dict[ApplierRef, list[TargetConfig]]:
@@ -108,11 +112,16 @@ class ApplierDesk:
         """Read outcomes, then decide and send for every applier of the branch."""
         self._read_outcomes()
         view = self._view()
+        self.next_wake = None
         owed: dict[str, int] = dict.fromkeys(REASONS, 0)
         for ref, targets in self._named().items():
             for reason in self._consider(ref, targets, view):
                 owed[reason] += 1
         self._report(owed, view)
+
+    def _wake_by(self, until: float) -> None:
+        """Remember the earliest moment a waiting decision may change (quiet period, backoff)."""
+        self.next_wake = until if self.next_wake is None else min(self.next_wake, until)
 
     def _report(self, owed: dict[str, int], view: BranchView) -> None:
         """O1: obligations owed and how long they have waited for quiet."""
@@ -166,6 +175,8 @@ class ApplierDesk:
             applier = _with_periods(applier, periods)
             decision = decide(applier, view, now)
             asked.clear()
+            if isinstance(decision, Wait) and decision.until is not None:
+                self._wake_by(decision.until)
             if isinstance(decision, Ask):
                 asked.append(decision)
                 return sent(applier, decision, token, now, self._deadline_s)

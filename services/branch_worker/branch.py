@@ -224,11 +224,14 @@ class BranchLoop:
             self.desk.wake()
 
     def next_deadline(self) -> float | None:
-        """When the earliest open window closes, if any is open."""
+        """When the owner must act although nothing arrives: a window closes, or an applier's
+        wait ends (a CatchUp's quiet period, a backoff)."""
         c = self.config
         times = [
             closes_at(w.window, c.commit_window_s, c.max_window_s) for w in self._open.values()
         ]
+        if self.desk is not None and self.desk.next_wake is not None:
+            times.append(self.desk.next_wake)
         return min(times) if times else None
 
     def busy(self) -> bool:

@@ -35,8 +35,9 @@ log = logging.getLogger(__name__)
 
 #: Most events read from one branch in one wake: bounds the work between lease renewals.
 READ_BATCH = 500
-#: Longest wait between wakes when nothing happens (lease renewal needs a third of a period).
-IDLE_WAIT_S = 0.5
+#: Longest wait between wakes when nothing happens: notices (a plain stream, which the blocking
+#: group read cannot include) are read once per wake, so this bounds their latency.
+IDLE_WAIT_S = 0.2
 
 CredentialSource = Callable[[BranchKey], dict[str, str]]
 
