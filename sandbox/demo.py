@@ -90,6 +90,11 @@ class Processes:
             )
             say(f"started {name}: {commands[name].strip()}  (log: {self._logs / name}.log)")
 
+    def running(self, name: str) -> bool:
+        """Whether the named process was started and has not exited."""
+        proc = self._procs.get(name)
+        return proc is not None and proc.poll() is None
+
     def signal(self, name: str, signum: int, timeout: float = 30.0) -> None:
         """Send ``signum`` to one process (its whole session) and wait until it has exited."""
         proc = self._procs[name]

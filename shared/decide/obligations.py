@@ -145,9 +145,16 @@ def decide(applier: Applier, branch: BranchView, now: float) -> Ask | Wait:
 def sent(
     applier: Applier, ask: Ask, token: str, now: float, deadline_s: float = ATTEMPT_DEADLINE_S
 ) -> Applier:
-    """Record the attempt out (one at a time, A2), handed back ``deadline_s`` later (A4)."""
+    """Record the attempt out (one at a time, A2), handed back ``deadline_s`` later (A4).
+
+    The request applies the tip it was decided at, which holds every commit owed before it
+    (Q4), so the ForeignCommit and CatchUp it covers are owed at that commit from now on: its
+    Delivered clears them, and only a commit that arrives while it is out stays owed.
+    """
     attempt = Attempt(token, ask.commit, ask.reasons, now, now + deadline_s)
-    return replace(applier, attempt=attempt)
+    foreign = ask.commit if "ForeignCommit" in ask.reasons else applier.foreign_commit
+    catch_up = ask.commit if "CatchUp" in ask.reasons else applier.catch_up
+    return replace(applier, attempt=attempt, foreign_commit=foreign, catch_up=catch_up)
 
 
 def on_outcome(

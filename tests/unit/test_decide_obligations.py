@@ -207,3 +207,15 @@ def test_random_sequences_keep_the_invariants(steps: list[tuple[str, object]], k
             assert (
                 applier.attempt == before_attempt or applier.attempt.token != before_attempt.token
             )
+
+
+def test_a_request_decided_at_a_later_tip_clears_what_it_covered() -> None:
+    """A foreign commit owed at c1 and asked at a later tip c2 (our push on top) is covered by
+    the request: Delivered clears it, and a commit arriving while it is out stays owed."""
+    applier = owe_catch_up(owe_foreign_commit(KS, "c1", ["u1"]), "c1", ["u1"])
+    ask = decide(applier, replace(QUIET, tip="c2"), 100.0)
+    assert isinstance(ask, Ask) and ask.commit == "c2"
+    out = sent(applier, ask, "t1", 100.0)
+    assert on_outcome(out, "t1", "Delivered", 101.0).owes() == {}
+    newer = owe_foreign_commit(out, "c3", ["u1"])
+    assert on_outcome(newer, "t1", "Delivered", 101.0).foreign_commit == "c3"
