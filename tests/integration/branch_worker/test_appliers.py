@@ -124,3 +124,28 @@ def test_obligations_of_a_deleted_gittarget_are_dropped(rig: Rig) -> None:
     rig.clock.now += 60
     loop.apply_requests()
     assert _jobs(rig) == [], "the recreated GitTarget inherits no obligation"
+
+
+def test_gauges_show_what_is_owed_and_how_long_it_waited_for_quiet(rig: Rig) -> None:
+    """O1: obligations owed per reason, and the quiet-branch wait, as gauges."""
+    from prometheus_client import REGISTRY
+
+    def sample(name: str, **labels: str) -> float:
+        return float(REGISTRY.get_sample_value(name, {"branch": rig.bk, **labels}) or 0.0)
+
+    _with_applier(rig)
+    loop = rig.loop()
+    rig.foreign_push()
+    loop.check_tip()
+    rig.publish("app", "CREATE")
+    rig.drain(loop)  # a window is open: the ForeignCommit must wait for quiet
+    loop.apply_requests()
+    assert sample("gitops_reverser_obligations_owed", reason="ForeignCommit") == 1.0
+    rig.clock.now += 2
+    loop.apply_requests()
+    assert sample("gitops_reverser_quiet_wait_seconds") == 2.0
+    rig.clock.now += 5
+    loop.flush()
+    loop.apply_requests()
+    assert sample("gitops_reverser_quiet_wait_seconds") == 0.0, "quiet now: the request went out"
+    assert len(_jobs(rig)) == 1

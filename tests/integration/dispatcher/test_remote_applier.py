@@ -1,0 +1,223 @@
+"""A Kustomization in another cluster, named by spec.applier.clusterProviderRef (issue 5).
+
+The applier's ClusterProvider holds a kubeconfig for a second API server double; its
+accessFrom must admit the GitTarget's namespace (D2), and the stamp lands in that cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from kubernetes import client
+
+from sandbox.flux import FluxControllers
+from sandbox.githost import GitHost
+from sandbox.kube.server import KubeApiServer
+from sandbox.paths import all_crd_files
+from services.dispatcher import attempt as attempts
+from services.dispatcher.jobs import Context, ports
+from shared.kube.clients import ClientFactory
+from shared.model.config import ApplierRef, BranchConfig
+from shared.model.requests import ApplyRequest
+from shared.settings import Settings
+from shared.store.attempts import Attempts
+from shared.store.branch_state import BranchStates
+from shared.store.config import ConfigStore
+from shared.store.keys import Keys
+from shared.store.leases import Leases
+from shared.store.ledger import Ledger
+from tests.integration.dispatcher.test_attempts import CM, GROUP, NS, _git
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def clusters(tmp_path: Path) -> Iterator[tuple[KubeApiServer, KubeApiServer, GitHost, str]]:
+    local, remote = KubeApiServer(all_crd_files()), KubeApiServer(all_crd_files())
+    local.start()
+    remote.start()
+    host = GitHost(tmp_path / "git")
+    host.start()
+    url = host.create_repo("apps", files={"apps/cm.yaml": CM.format(v=1).encode()})
+    yield local, remote, host, url
+    host.stop()
+    remote.stop()
+    local.stop()
+
+
+def _setup(
+    local: KubeApiServer, remote: KubeApiServer, url: str, tmp_path: Path, admitted: list[str]
+) -> str:
+    """Our objects in the local cluster, Flux's in the remote one; the GitTarget's uid."""
+    remote.write_kubeconfig(tmp_path / "remote.kubeconfig")
+    lc, rc = client.CoreV1Api(local.api_client()), client.CoreV1Api(remote.api_client())
+    for api, names in ((lc, [NS, "gitops-reverser"]), (rc, [NS])):
+        for name in names:
+            api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    lc.create_namespaced_secret(
+        "gitops-reverser",
+        client.V1Secret(
+            metadata=client.V1ObjectMeta(name="remote"),
+            string_data={"kubeconfig": (tmp_path / "remote.kubeconfig").read_text()},
+        ),
+    )
+    local_cr, remote_cr = (
+        client.CustomObjectsApi(local.api_client()),
+        client.CustomObjectsApi(remote.api_client()),
+    )
+    local_cr.create_cluster_custom_object(
+        GROUP,
+        "v1alpha1",
+        "clusterproviders",
+        {
+            "apiVersion": f"{GROUP}/v1alpha1",
+            "kind": "ClusterProvider",
+            "metadata": {"name": "remote"},
+            "spec": {
+                "kubeConfig": {"secretRef": {"name": "remote", "key": "kubeconfig"}},
+                "accessFrom": {"names": admitted},
+            },
+        },
+    )
+    local_cr.create_namespaced_custom_object(
+        GROUP,
+        "v1alpha1",
+        NS,
+        "gitproviders",
+        {
+            "apiVersion": f"{GROUP}/v1alpha1",
+            "kind": "GitProvider",
+            "metadata": {"name": "gp"},
+            "spec": {"url": url, "allowedBranches": ["main"]},
+        },
+    )
+    target: dict[str, Any] = local_cr.create_namespaced_custom_object(  # type: ignore[assignment]
+        GROUP,
+        "v1alpha1",
+        NS,
+        "gittargets",
+        {
+            "apiVersion": f"{GROUP}/v1alpha1",
+            "kind": "GitTarget",
+            "metadata": {"name": "gt"},
+            "spec": {
+                "providerRef": {"name": "gp"},
+                "branch": "main",
+                "path": "apps",
+                "applier": {
+                    "kustomizationRef": {"name": "apps", "namespace": NS},
+                    "clusterProviderRef": {"name": "remote"},
+                },
+            },
+        },
+    )
+    remote_cr.create_namespaced_custom_object(
+        "source.toolkit.fluxcd.io",
+        "v1",
+        NS,
+        "gitrepositories",
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": "repo"},
+            "spec": {"url": url, "interval": "24h", "ref": {"branch": "main"}},
+        },
+    )
+    remote_cr.create_namespaced_custom_object(
+        "kustomize.toolkit.fluxcd.io",
+        "v1",
+        NS,
+        "kustomizations",
+        {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "apps"},
+            "spec": {
+                "interval": "24h",
+                "path": "./apps",
+                "prune": True,
+                "sourceRef": {"kind": "GitRepository", "name": "repo"},
+            },
+        },
+    )
+    return str(target["metadata"]["uid"])
+
+
+def _attempt(
+    local: KubeApiServer, url: str, uid: str, redis_client: redis.Redis, key_prefix: str
+) -> tuple[ApplyRequest, str, str]:
+    keys = Keys(key_prefix)
+    settings = Settings(redis_url=Settings.from_env().redis_url, key_prefix=key_prefix)
+    ctx = Context(
+        settings,
+        Attempts(redis_client, keys, f"{key_prefix}-q"),
+        BranchStates(redis_client, keys),
+        ConfigStore(redis_client, keys),
+        Ledger(redis_client, keys),
+        ClientFactory(settings, time.time, local=local.api_client()),
+    )
+    bk = ctx.configs.publish_branch(BranchConfig(url, "main", NS, "gp"))
+    tip = _git("ls-remote", url, "refs/heads/main", cwd=Path("/tmp")).split()[0]
+    lease = Leases(redis_client, keys, 60_000).acquire(bk, "t")
+    assert lease is not None
+    ctx.states.publish(lease, {"observed_tip": tip})
+    request = ApplyRequest(
+        uuid.uuid4().hex,
+        bk,
+        url,
+        "main",
+        tip,
+        {"ForeignCommit": [uid]},
+        ApplierRef("Kustomization", NS, "apps", "remote"),
+        time.time(),
+    )
+    outcome = attempts.run(request, dataclasses.replace(ports(ctx), handled_timeout_s=30))
+    return request, outcome.outcome, outcome.message
+
+
+def test_the_stamp_lands_in_the_appliers_own_cluster(
+    clusters: tuple[KubeApiServer, KubeApiServer, GitHost, str],
+    tmp_path: Path,
+    redis_client: redis.Redis,
+    key_prefix: str,
+) -> None:
+    local, remote, _, url = clusters
+    uid = _setup(local, remote, url, tmp_path, admitted=[NS])
+    flux = FluxControllers(remote.api_client(), tmp_path / "flux")
+    flux.start()
+    try:
+        request, outcome, message = _attempt(local, url, uid, redis_client, key_prefix)
+    finally:
+        flux.stop()
+    assert outcome == "Delivered", message
+    remote_repo: dict[str, Any] = client.CustomObjectsApi(  # type: ignore[assignment]
+        remote.api_client()
+    ).get_namespaced_custom_object("source.toolkit.fluxcd.io", "v1", NS, "gitrepositories", "repo")
+    assert remote_repo["metadata"]["annotations"]["reconcile.fluxcd.io/requestedAt"] == (
+        request.token
+    )
+
+
+def test_a_cluster_provider_that_does_not_admit_the_namespace_gets_nothing(
+    clusters: tuple[KubeApiServer, KubeApiServer, GitHost, str],
+    tmp_path: Path,
+    redis_client: redis.Redis,
+    key_prefix: str,
+) -> None:
+    local, remote, _, url = clusters
+    uid = _setup(local, remote, url, tmp_path, admitted=["someone-else"])
+    _, outcome, _ = _attempt(local, url, uid, redis_client, key_prefix)
+    assert outcome == "NothingToAsk"
+    remote_repo: dict[str, Any] = client.CustomObjectsApi(  # type: ignore[assignment]
+        remote.api_client()
+    ).get_namespaced_custom_object("source.toolkit.fluxcd.io", "v1", NS, "gitrepositories", "repo")
+    assert "reconcile.fluxcd.io/requestedAt" not in (
+        remote_repo["metadata"].get("annotations") or {}
+    )
