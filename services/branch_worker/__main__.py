@@ -1,4 +1,6 @@
-"""``python -m services.branch_worker [--burst]``: run a branch-worker process.
+"""``python -m services.branch_worker [run|inspect] [--burst]``: run a branch-worker process.
+
+``inspect`` prints what each branch holds and each applier is owed, and why it waits (O3).
 
 SIGTERM or SIGINT: finish the current wake, publish open windows, release the leases and exit;
 a second signal exits at once.
@@ -16,6 +18,7 @@ import time
 from types import FrameType
 
 from services.branch_worker.credentials import SecretCredentials
+from services.branch_worker.inspect import report
 from services.branch_worker.worker import BranchWorker, Stores
 from shared import logging as jsonlog
 from shared import metrics
@@ -38,10 +41,21 @@ def _install_signals(stop: threading.Event) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(prog="python -m services.branch_worker")
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=("run", "inspect"),
+        default="run",
+        help="run a worker (default), or print what each branch and applier holds (O3)",
+    )
     parser.add_argument("--burst", action="store_true", help="exit once nothing is left to do")
     parser.add_argument("--id", default=f"{socket.gethostname()}-{os.getpid()}")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
+    if args.command == "inspect":
+        stores = Stores.build(connect(settings.redis_url, client_name="inspect"), settings)
+        print(report(stores))
+        return 0
     jsonlog.configure(settings.log_level)
     metrics.serve(settings.metrics_port)
     client = connect(settings.redis_url, client_name=f"branch-worker:{args.id}")

@@ -1,0 +1,102 @@
+"""``python -m services.branch_worker inspect``: each branch's state and each applier's debts (O3).
+
+For every branch with work: its repository and branch, its owner, the observed tip, whether it
+is quiet (and if not, why), and for every applier its GitTargets name: what it is owed, the
+attempt out, its backoff, and what the decision rule says it is waiting for now.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import replace
+
+from services.branch_worker.worker import Stores
+from shared.decide.obligations import Applier, Ask, decide
+from shared.decide.quiet import BranchView, is_quiet
+from shared.model.config import ApplierRef, TargetConfig
+from shared.model.ids import BranchKey
+from shared.store.branch_state import BranchState
+
+
+def _busy_because(state: BranchState) -> str:
+    reasons = []
+    if state.windows_open:
+        reasons.append(f"{state.windows_open} window(s) open")
+    if state.pending_total:
+        reasons.append(f"{state.pending_total} write(s) pending")
+    if state.push_in_flight:
+        reasons.append("a push in flight")
+    return ", ".join(reasons)
+
+
+def _applier_lines(ref: ApplierRef, applier: Applier, view: BranchView, now: float) -> list[str]:
+    owed = applier.owes()
+    lines = [f"  applier {ref.kind} {ref.namespace}/{ref.name} (cluster {ref.cluster_provider})"]
+    if not owed:
+        lines.append("    owed: nothing")
+    for reason, uids in owed.items():
+        commit = {"ForeignCommit": applier.foreign_commit, "CatchUp": applier.catch_up}.get(reason)
+        at = f" at {commit[:12]}" if commit else ""
+        lines.append(f"    owed: {reason}{at} for GitTarget uid(s) {', '.join(sorted(uids))}")
+    if applier.attempt:
+        a = applier.attempt
+        lines.append(
+            f"    attempt out: token {a.token} at {a.commit[:12]}, "
+            f"handed back in {max(a.deadline - now, 0):.0f}s"
+        )
+    if applier.failures:
+        lines.append(
+            f"    backoff: {applier.failures} failure(s), next try in "
+            f"{max(applier.next_try_at - now, 0):.0f}s"
+        )
+    decision = decide(applier, view, now)
+    if isinstance(decision, Ask):
+        lines.append(f"    next: ask now ({'+'.join(decision.reasons)} at {decision.commit[:12]})")
+    else:
+        until = f" (until {decision.until - now:.0f}s from now)" if decision.until else ""
+        lines.append(f"    next: wait: {decision.why}{until}")
+    return lines
+
+
+def report(stores: Stores, clock: Callable[[], float] = time.time) -> str:
+    """The whole report as text."""
+    now = clock()
+    out: list[str] = []
+    for bk in stores.registry.branches():
+        out += _branch(bk, stores, now)
+    return "\n".join(out) if out else "no branches"
+
+
+def _branch(bk: BranchKey, stores: Stores, now: float) -> list[str]:
+    configs, leases = stores.configs, stores.leases
+    config = configs.branch(bk)
+    state = stores.states.read(bk)
+    view = BranchView(
+        state.observed_tip,
+        state.windows_open,
+        state.pending_total,
+        state.push_in_flight,
+        state.last_write_at,
+    )
+    where = f"{config.url} {config.branch}" if config else "(settings not published)"
+    quiet = "quiet" if is_quiet(view) else f"busy: {_busy_because(state)}"
+    lines = [
+        f"branch {bk}: {where}",
+        f"  owner {leases.holder(bk) or 'none'}, tip {(state.observed_tip or '-')[:12]}, "
+        f"{quiet}, last write {now - state.last_write_at:.0f}s ago"
+        if state.last_write_at
+        else f"  owner {leases.holder(bk) or 'none'}, tip {(state.observed_tip or '-')[:12]}, "
+        f"{quiet}, no write yet",
+    ]
+    named: dict[ApplierRef, list[TargetConfig]] = defaultdict(list)
+    for target in configs.targets_of(bk):
+        if target.applier:
+            a = target.applier
+            named[ApplierRef(a.kind, a.namespace, a.name, a.cluster_provider, 0.0)].append(target)
+    for ref, targets in named.items():
+        periods = {str(t.uid): t.applier.quiet_period_s for t in targets if t.applier}
+        applier = stores.appliers.load(ref.key, ref.kind)
+        lines += _applier_lines(ref, replace(applier, quiet_periods=periods), view, now)
+    return lines
