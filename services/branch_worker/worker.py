@@ -16,8 +16,11 @@ from pathlib import Path
 
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop
+from shared.git.errors import GitError
 from shared.git.remote import ls_remote
 from shared.git.workspace import Workspace
+from shared.kube.errors import KubeError
+from shared.model.config import BranchConfig
 from shared.model.ids import BranchKey
 from shared.settings import Settings
 from shared.store.appliers import ApplierStore
@@ -26,7 +29,7 @@ from shared.store.branch_state import BranchStates, FencedOff
 from shared.store.config import ConfigStore
 from shared.store.connection import Client
 from shared.store.keys import Keys
-from shared.store.leases import Leases
+from shared.store.leases import Lease, Leases
 from shared.store.notice_reader import NoticeReader
 from shared.store.streams import EventStream
 from shared.store.workers import WorkerRegistry
@@ -38,6 +41,12 @@ READ_BATCH = 500
 #: Longest wait between wakes when nothing happens: notices (a plain stream, which the blocking
 #: group read cannot include) are read once per wake, so this bounds their latency.
 IDLE_WAIT_S = 0.2
+
+#: How long a worker leaves a branch whose work failed before it tries to take it again.
+RETAKE_PAUSE_S = 5.0
+#: Failures of one branch's work that give the branch back instead of stopping the process: the
+#: remote or its credentials, the work tree's disk, the cluster holding a Secret.
+BRANCH_FAILURES = (GitError, OSError, KubeError)
 
 CredentialSource = Callable[[BranchKey], dict[str, str]]
 
@@ -96,6 +105,7 @@ class BranchWorker:
         self._lease_s = settings.lease_period.total_seconds()
         self._renewed_at = 0.0
         self._idle = threading.Event()  # never set: an interruptible wait while idle
+        self._paused_until: dict[BranchKey, float] = {}
 
     def run(self, stop: threading.Event, burst: bool = False) -> None:
         """Work until ``stop`` is set; with ``burst``, until nothing is left to do."""
@@ -126,9 +136,26 @@ class BranchWorker:
                 loop.apply_requests()
             except FencedOff:
                 log.warning("lost branch %s to another worker", bk, extra={"branch": bk})
-                self.loops.pop(bk, None)
-                self.stores.notices.forget(bk)
+                self._drop(bk)
+            except BRANCH_FAILURES:
+                log.exception(
+                    "branch %s failed; giving it back to start over", bk, extra={"branch": bk}
+                )
+                self._give_back(bk)
         return any(batches.values())
+
+    def _drop(self, bk: BranchKey) -> None:
+        self.loops.pop(bk, None)
+        self.stores.notices.forget(bk)
+
+    def _give_back(self, bk: BranchKey) -> None:
+        """Release a branch whose work failed: whoever takes it next (maybe this worker, after
+        a pause) claims its unacknowledged events and replays them on the remote tip (M8)."""
+        loop = self.loops.get(bk)
+        self._drop(bk)
+        self._paused_until[bk] = self._clock() + RETAKE_PAUSE_S
+        if loop is not None:
+            self.stores.leases.release(loop.lease)
 
     def _wait_time(self) -> float:
         now = self._clock()
@@ -159,12 +186,22 @@ class BranchWorker:
                 self._try_take(bk)
 
     def _try_take(self, bk: BranchKey) -> None:
+        if self._paused_until.get(bk, 0.0) > self._clock():
+            return
         config = self.stores.configs.branch(bk)
         if config is None:
             return  # the watcher has not published this branch's GitProvider yet
         lease = self.stores.leases.acquire(bk, self.worker_id)
         if lease is None:
             return
+        try:
+            self._start(bk, config, lease)
+        except BRANCH_FAILURES:
+            log.exception("cannot start branch %s; giving it back", bk, extra={"branch": bk})
+            self._paused_until[bk] = self._clock() + RETAKE_PAUSE_S
+            self.stores.leases.release(lease)
+
+    def _start(self, bk: BranchKey, config: BranchConfig, lease: Lease) -> None:
         env = self._credentials(bk)
         workspace = Workspace(
             Path(self.settings.work_dir) / self.worker_id / bk,
