@@ -16,6 +16,7 @@ from typing import Any
 from services.dispatcher.facts import target_facts
 from shared.decide.attempt import Plan, flux_handled, flux_plan, holders, stale
 from shared.decide.obligations import Reason
+from shared.git.errors import GitError
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError, NotFound
 from shared.kube.flux import FluxClient
@@ -54,7 +55,7 @@ def run(request: ApplyRequest, ports: Ports) -> AttemptOutcome:
         )
     try:
         return _flux(request, held.kept, held.dropped, ports)
-    except KubeError as err:
+    except (KubeError, GitError) as err:  # the cluster, or the remote's tip, could not be read
         return _outcome(request, "Failed", str(err), held.dropped, ports)
 
 
