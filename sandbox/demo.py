@@ -25,6 +25,7 @@ from typing import Any
 
 from kubernetes import client
 
+from sandbox import manifests as m
 from sandbox.cli import Sandbox, start
 from sandbox.githost import Hook
 from sandbox.paths import REPO_ROOT
@@ -140,113 +141,26 @@ def environment(directory: Path, receiver_port: int) -> dict[str, str]:
     return env
 
 
-def _cr(
-    api: client.CustomObjectsApi, group: str, version: str, plural: str, body: dict[str, Any]
-) -> None:
-    api.create_namespaced_custom_object(group, version, NS, plural, body)
-
-
 def configure(sbx: Sandbox, url: str) -> client.ApiClient:
     """The objects a user writes: ours, and Flux's (a GitRepository that never fetches alone)."""
     api = sbx.kube.api_client()
-    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    core = client.CoreV1Api(api)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
     core.create_namespaced_secret(
         NS,
         client.V1Secret(metadata=client.V1ObjectMeta(name="webhook"), string_data={"token": TOKEN}),
     )
-    custom.create_cluster_custom_object(
-        GROUP,
-        "v1alpha1",
-        "clusterproviders",
-        {
-            "apiVersion": f"{GROUP}/v1alpha1",
-            "kind": "ClusterProvider",
-            "metadata": {"name": "default"},
-            "spec": {"accessFrom": {"selector": {}}},
-        },
-    )
-    _cr(
-        custom,
-        GROUP,
-        "v1alpha1",
-        "gitproviders",
-        {
-            "apiVersion": f"{GROUP}/v1alpha1",
-            "kind": "GitProvider",
-            "metadata": {"name": "demo"},
-            "spec": {
-                "url": url,
-                "allowedBranches": ["main"],
-                "push": {"commitWindow": "1s"},
-                "receiver": {"type": "github", "secretRef": {"name": "webhook"}},
-            },
-        },
-    )
-    _cr(
-        custom,
-        GROUP,
-        "v1alpha1",
-        "gittargets",
-        {
-            "apiVersion": f"{GROUP}/v1alpha1",
-            "kind": "GitTarget",
-            "metadata": {"name": "apps"},
-            "spec": {
-                "providerRef": {"name": "demo"},
-                "branch": "main",
-                "path": "clusters/demo",
-                "applier": {
-                    "kustomizationRef": {"name": "apps", "namespace": NS},
-                    "quietPeriod": "3s",
-                },
-            },
-        },
-    )
-    _cr(
-        custom,
-        GROUP,
-        "v1alpha1",
-        "watchrules",
-        {
-            "apiVersion": f"{GROUP}/v1alpha1",
-            "kind": "WatchRule",
-            "metadata": {"name": "configs"},
-            "spec": {
-                "targetRef": {"name": "apps"},
-                "rules": [{"apiGroups": [""], "resources": ["configmaps"]}],
-            },
-        },
-    )
-    _cr(
-        custom,
-        "source.toolkit.fluxcd.io",
-        "v1",
-        "gitrepositories",
-        {
-            "apiVersion": "source.toolkit.fluxcd.io/v1",
-            "kind": "GitRepository",
-            "metadata": {"name": "demo"},
-            "spec": {"url": url, "interval": "24h", "ref": {"branch": "main"}},
-        },
-    )
-    _cr(
-        custom,
-        "kustomize.toolkit.fluxcd.io",
-        "v1",
-        "kustomizations",
-        {
-            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-            "kind": "Kustomization",
-            "metadata": {"name": "apps"},
-            "spec": {
-                "interval": "24h",
-                "path": "./clusters/demo",
-                "prune": False,
-                "sourceRef": {"kind": "GitRepository", "name": "demo"},
-            },
-        },
-    )
+    receiver = {"type": "github", "secretRef": {"name": "webhook"}}
+    applier = m.kustomization_applier(NS, "apps", quietPeriod="3s")
+    for body in (
+        m.cluster_provider(),
+        m.git_provider(NS, "demo", url, push={"commitWindow": "1s"}, receiver=receiver),
+        m.git_target(NS, "apps", "demo", "clusters/demo", applier=applier),
+        m.watch_rule(NS, "configs", "apps", ["configmaps"]),
+        m.git_repository(NS, "demo", url),
+        m.kustomization(NS, "apps", "demo", "./clusters/demo", prune=False),
+    ):
+        m.create(api, body)
     say(
         "configured: GitProvider demo (receiver: github), GitTarget apps -> clusters/demo, "
         "WatchRule configmaps, Flux GitRepository demo (interval 24h) + Kustomization apps"

@@ -18,16 +18,3 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(POLL_S)
-
-
-def plural_of(kind: str) -> str:
-    """The resource (plural) name of a custom kind, as its CRD declares it."""
-    import yaml
-
-    from sandbox.paths import all_crd_files
-
-    for path in all_crd_files():
-        for crd in yaml.safe_load_all(path.read_text()):
-            if crd and crd.get("spec", {}).get("names", {}).get("kind") == kind:
-                return str(crd["spec"]["names"]["plural"])
-    raise KeyError(kind)

@@ -17,10 +17,10 @@ from typing import Any
 
 from kubernetes import client
 
+from sandbox import manifests as m
 from sandbox.cli import Sandbox, start
 from sandbox.demo import Processes, environment, free_port
 from sandbox.githost import Hook
-from tests.helpers import plural_of
 
 GROUP = "gitopsreverser.io"
 ALL = ("watcher", "branch_worker", "dispatcher", "receiver")
@@ -65,18 +65,8 @@ class System:
         return client.CustomObjectsApi(self.api)
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Create any custom resource (namespaced or not) from its manifest."""
-        group, _, version = body["apiVersion"].rpartition("/")
-        plural = plural_of(body["kind"])
-        namespace = body["metadata"].get("namespace")
-        if namespace:
-            made = self.custom.create_namespaced_custom_object(
-                group, version, namespace, plural, body
-            )
-        else:
-            made = self.custom.create_cluster_custom_object(group, version, plural, body)
-        result: dict[str, Any] = made  # type: ignore[assignment]
-        return result
+        """Create a Namespace, a Secret or any custom resource from its manifest."""
+        return m.create(self.api, body)
 
     def get(self, group: str, version: str, ns: str, plural: str, name: str) -> dict[str, Any]:
         found: dict[str, Any] = self.custom.get_namespaced_custom_object(  # type: ignore[assignment]

@@ -18,6 +18,7 @@ import pytest
 import redis
 from kubernetes import client
 
+from sandbox import manifests as m
 from sandbox.flux import FluxControllers
 from sandbox.githost import GitHost
 from sandbox.kube.server import KubeApiServer
@@ -159,72 +160,15 @@ def world(tmp_path: Path, redis_client: redis.Redis, key_prefix: str) -> Iterato
 
 
 def _objects(w: World) -> None:
-    w.create(
-        GROUP,
-        "v1alpha1",
-        "gitproviders",
-        {
-            "apiVersion": f"{GROUP}/v1alpha1",
-            "kind": "GitProvider",
-            "metadata": {"name": "gp"},
-            "spec": {"url": w.url, "allowedBranches": ["main"]},
-        },
-    )
-    w.create(
-        GROUP,
-        "v1alpha1",
-        "gittargets",
-        {
-            "apiVersion": f"{GROUP}/v1alpha1",
-            "kind": "GitTarget",
-            "metadata": {"name": "gt"},
-            "spec": {
-                "providerRef": {"name": "gp"},
-                "branch": "main",
-                "path": "apps",
-                "onRefusal": "Reapply",
-                "applier": {"kustomizationRef": {"name": "apps", "namespace": NS}},
-            },
-        },
-    )
-    w.custom.create_cluster_custom_object(
-        GROUP,
-        "v1alpha1",
-        "clusterproviders",
-        {
-            "apiVersion": f"{GROUP}/v1alpha1",
-            "kind": "ClusterProvider",
-            "metadata": {"name": "default"},
-            "spec": {"accessFrom": {"selector": {}}},
-        },
-    )
-    w.create(
-        "source.toolkit.fluxcd.io",
-        "v1",
-        "gitrepositories",
-        {
-            "apiVersion": "source.toolkit.fluxcd.io/v1",
-            "kind": "GitRepository",
-            "metadata": {"name": "repo"},
-            "spec": {"url": w.url, "interval": "24h", "ref": {"branch": "main"}},
-        },
-    )
-    w.create(
-        "kustomize.toolkit.fluxcd.io",
-        "v1",
-        "kustomizations",
-        {
-            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-            "kind": "Kustomization",
-            "metadata": {"name": "apps"},
-            "spec": {
-                "interval": "24h",
-                "path": "./apps",
-                "prune": True,
-                "sourceRef": {"kind": "GitRepository", "name": "repo"},
-            },
-        },
-    )
+    applier = m.kustomization_applier(NS, "apps")
+    for body in (
+        m.git_provider(NS, "gp", w.url),
+        m.git_target(NS, "gt", "gp", "apps", onRefusal="Reapply", applier=applier),
+        m.cluster_provider(),
+        m.git_repository(NS, "repo", w.url),
+        m.kustomization(NS, "apps", "repo", "./apps"),
+    ):
+        m.create(w.kube.api_client(), body)
     w.ctx.configs.publish_branch(BranchConfig(w.url, "main", NS, "gp"))
 
 

@@ -17,6 +17,7 @@ import pytest
 import redis
 from kubernetes import client
 
+from sandbox import manifests as m
 from sandbox.flux import FluxControllers
 from sandbox.githost import GitHost
 from sandbox.kube.server import KubeApiServer
@@ -33,7 +34,7 @@ from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
 from shared.store.ledger import Ledger
-from tests.integration.dispatcher.test_attempts import CM, GROUP, NS, _git
+from tests.integration.dispatcher.test_attempts import CM, NS, _git
 
 pytestmark = pytest.mark.integration
 
@@ -68,85 +69,16 @@ def _setup(
             string_data={"kubeconfig": (tmp_path / "remote.kubeconfig").read_text()},
         ),
     )
-    local_cr, remote_cr = (
-        client.CustomObjectsApi(local.api_client()),
-        client.CustomObjectsApi(remote.api_client()),
-    )
-    local_cr.create_cluster_custom_object(
-        GROUP,
-        "v1alpha1",
-        "clusterproviders",
-        {
-            "apiVersion": f"{GROUP}/v1alpha1",
-            "kind": "ClusterProvider",
-            "metadata": {"name": "remote"},
-            "spec": {
-                "kubeConfig": {"secretRef": {"name": "remote", "key": "kubeconfig"}},
-                "accessFrom": {"names": admitted},
-            },
-        },
-    )
-    local_cr.create_namespaced_custom_object(
-        GROUP,
-        "v1alpha1",
-        NS,
-        "gitproviders",
-        {
-            "apiVersion": f"{GROUP}/v1alpha1",
-            "kind": "GitProvider",
-            "metadata": {"name": "gp"},
-            "spec": {"url": url, "allowedBranches": ["main"]},
-        },
-    )
-    target: dict[str, Any] = local_cr.create_namespaced_custom_object(  # type: ignore[assignment]
-        GROUP,
-        "v1alpha1",
-        NS,
-        "gittargets",
-        {
-            "apiVersion": f"{GROUP}/v1alpha1",
-            "kind": "GitTarget",
-            "metadata": {"name": "gt"},
-            "spec": {
-                "providerRef": {"name": "gp"},
-                "branch": "main",
-                "path": "apps",
-                "applier": {
-                    "kustomizationRef": {"name": "apps", "namespace": NS},
-                    "clusterProviderRef": {"name": "remote"},
-                },
-            },
-        },
-    )
-    remote_cr.create_namespaced_custom_object(
-        "source.toolkit.fluxcd.io",
-        "v1",
-        NS,
-        "gitrepositories",
-        {
-            "apiVersion": "source.toolkit.fluxcd.io/v1",
-            "kind": "GitRepository",
-            "metadata": {"name": "repo"},
-            "spec": {"url": url, "interval": "24h", "ref": {"branch": "main"}},
-        },
-    )
-    remote_cr.create_namespaced_custom_object(
-        "kustomize.toolkit.fluxcd.io",
-        "v1",
-        NS,
-        "kustomizations",
-        {
-            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-            "kind": "Kustomization",
-            "metadata": {"name": "apps"},
-            "spec": {
-                "interval": "24h",
-                "path": "./apps",
-                "prune": True,
-                "sourceRef": {"kind": "GitRepository", "name": "repo"},
-            },
-        },
-    )
+    cluster = {
+        "kubeConfig": {"secretRef": {"name": "remote", "key": "kubeconfig"}},
+        "accessFrom": {"names": admitted},
+    }
+    applier = m.kustomization_applier(NS, "apps", clusterProviderRef={"name": "remote"})
+    m.create(local.api_client(), m.cluster_provider("remote", **cluster))
+    m.create(local.api_client(), m.git_provider(NS, "gp", url))
+    target = m.create(local.api_client(), m.git_target(NS, "gt", "gp", "apps", applier=applier))
+    m.create(remote.api_client(), m.git_repository(NS, "repo", url))
+    m.create(remote.api_client(), m.kustomization(NS, "apps", "repo", "./apps"))
     return str(target["metadata"]["uid"])
 
 

@@ -23,6 +23,7 @@ import redis
 import yaml
 from kubernetes import client
 
+from sandbox import manifests as m
 from sandbox.flux import FluxControllers
 from sandbox.githost import GitHost
 from sandbox.kube.schema import check
@@ -41,7 +42,6 @@ from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
 from shared.store.ledger import Ledger
-from tests.helpers import plural_of
 
 pytestmark = pytest.mark.integration
 
@@ -109,23 +109,10 @@ def sandbox(tmp_path: Path) -> Iterator[tuple[KubeApiServer, GitHost, str]]:
 
 
 def _apply(kube: KubeApiServer, url: str) -> None:
-    api = kube.api_client()
-    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     for obj in example():
         if obj.get("spec", {}).get("url") == EXAMPLE_URL:
             obj["spec"]["url"] = url
-        group, _, version = obj["apiVersion"].rpartition("/")
-        if obj["kind"] == "Namespace":
-            core.create_namespace(obj)
-        elif obj["kind"] == "Secret":
-            core.create_namespaced_secret(obj["metadata"]["namespace"], obj)
-        elif obj["kind"] == "ClusterProvider":
-            custom.create_cluster_custom_object(group, version, "clusterproviders", obj)
-        else:
-            plural = plural_of(obj["kind"])
-            custom.create_namespaced_custom_object(
-                group, version, obj["metadata"]["namespace"], plural, obj
-            )
+        m.create(kube.api_client(), obj)
 
 
 def test_the_example_is_configured_and_a_request_stamps_the_source(
