@@ -30,7 +30,7 @@ from shared.settings import Settings
 from shared.store.attempts import Attempts
 from shared.store.branch_state import BranchStates
 from shared.store.config import ConfigStore
-from shared.store.connection import connect
+from shared.store.connection import Client, connect
 from shared.store.keys import Keys
 from shared.store.ledger import Ledger
 
@@ -46,20 +46,25 @@ class Context:
     ledger: Ledger
     clusters: ClientFactory
 
+    @classmethod
+    def build(cls, settings: Settings, client: Client, clusters: ClientFactory) -> Context:
+        """The stores under ``settings.key_prefix`` on ``client``, and the clusters."""
+        keys = Keys(settings.key_prefix)
+        return cls(
+            settings,
+            Attempts(client, keys, settings.apply_queue),
+            BranchStates(client, keys),
+            ConfigStore(client, keys),
+            Ledger(client, keys),
+            clusters,
+        )
+
 
 @functools.cache
 def _context() -> Context:
     settings = Settings.from_env()
     client = connect(settings.redis_url, client_name="dispatcher")
-    keys = Keys(settings.key_prefix)
-    return Context(
-        settings,
-        Attempts(client, keys, settings.apply_queue),
-        BranchStates(client, keys),
-        ConfigStore(client, keys),
-        Ledger(client, keys),
-        ClientFactory(settings, time.time),
-    )
+    return Context.build(settings, client, ClientFactory(settings, time.time))
 
 
 def _pause(seconds: float) -> None:

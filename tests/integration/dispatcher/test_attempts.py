@@ -30,12 +30,8 @@ from shared.model.config import ApplierRef, BranchConfig
 from shared.model.ids import Branch, GitTargetUid
 from shared.model.requests import ApplyRequest, AttemptOutcome
 from shared.settings import Settings
-from shared.store.attempts import Attempts
-from shared.store.branch_state import BranchStates
-from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
-from shared.store.ledger import Ledger
 
 pytestmark = pytest.mark.integration
 
@@ -134,20 +130,14 @@ def world(tmp_path: Path, redis_client: redis.Redis, key_prefix: str) -> Iterato
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
     flux = FluxControllers(kube.api_client(), tmp_path / "flux")
-    settings = Settings.from_env(
-        {
-            "GITOPS_REVERSER_REDIS_URL": Settings.from_env().redis_url,
-            "GITOPS_REVERSER_KEY_PREFIX": key_prefix,
-        }
-    )
     keys = Keys(key_prefix)
-    ctx = Context(
-        settings,
-        Attempts(redis_client, keys, f"{key_prefix}-q"),
-        BranchStates(redis_client, keys),
-        ConfigStore(redis_client, keys),
-        Ledger(redis_client, keys),
-        ClientFactory(settings, time.time, local=kube.api_client()),
+    settings = Settings(
+        redis_url=Settings.from_env().redis_url,
+        key_prefix=key_prefix,
+        apply_queue=f"{key_prefix}-q",
+    )
+    ctx = Context.build(
+        settings, redis_client, ClientFactory(settings, time.time, local=kube.api_client())
     )
     w = World(kube, host, flux, url, clone, ctx, custom, core, redis_client, keys)
     _objects(w)

@@ -28,12 +28,8 @@ from shared.kube.clients import ClientFactory
 from shared.model.config import ApplierRef, BranchConfig
 from shared.model.requests import ApplyRequest
 from shared.settings import Settings
-from shared.store.attempts import Attempts
-from shared.store.branch_state import BranchStates
-from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
-from shared.store.ledger import Ledger
 from tests.integration.dispatcher.test_attempts import CM, NS, _git
 
 pytestmark = pytest.mark.integration
@@ -86,14 +82,13 @@ def _attempt(
     local: KubeApiServer, url: str, uid: str, redis_client: redis.Redis, key_prefix: str
 ) -> tuple[ApplyRequest, str, str]:
     keys = Keys(key_prefix)
-    settings = Settings(redis_url=Settings.from_env().redis_url, key_prefix=key_prefix)
-    ctx = Context(
-        settings,
-        Attempts(redis_client, keys, f"{key_prefix}-q"),
-        BranchStates(redis_client, keys),
-        ConfigStore(redis_client, keys),
-        Ledger(redis_client, keys),
-        ClientFactory(settings, time.time, local=local.api_client()),
+    settings = Settings(
+        redis_url=Settings.from_env().redis_url,
+        key_prefix=key_prefix,
+        apply_queue=f"{key_prefix}-q",
+    )
+    ctx = Context.build(
+        settings, redis_client, ClientFactory(settings, time.time, local=local.api_client())
     )
     bk = ctx.configs.publish_branch(BranchConfig(url, "main", NS, "gp"))
     tip = _git("ls-remote", url, "refs/heads/main", cwd=Path("/tmp")).split()[0]

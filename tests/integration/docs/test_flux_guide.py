@@ -36,12 +36,8 @@ from shared.model.config import ApplierRef, BranchConfig
 from shared.model.ids import Branch
 from shared.model.requests import ApplyRequest
 from shared.settings import Settings
-from shared.store.attempts import Attempts
-from shared.store.branch_state import BranchStates
-from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
-from shared.store.ledger import Ledger
 
 pytestmark = pytest.mark.integration
 
@@ -150,14 +146,13 @@ def test_the_example_is_configured_and_a_request_stamps_the_source(
     flux.start()
     try:
         keys = Keys(key_prefix)
-        settings = Settings(redis_url=Settings.from_env().redis_url, key_prefix=key_prefix)
-        ctx = Context(
-            settings,
-            Attempts(redis_client, keys, f"{key_prefix}-q"),
-            BranchStates(redis_client, keys),
-            ConfigStore(redis_client, keys),
-            Ledger(redis_client, keys),
-            ClientFactory(settings, time.time, local=kube.api_client()),
+        settings = Settings(
+            redis_url=Settings.from_env().redis_url,
+            key_prefix=key_prefix,
+            apply_queue=f"{key_prefix}-q",
+        )
+        ctx = Context.build(
+            settings, redis_client, ClientFactory(settings, time.time, local=kube.api_client())
         )
         bk = ctx.configs.publish_branch(BranchConfig(url, "main", "team-a", "platform"))
         tip = subprocess.run(

@@ -15,9 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-import yaml
 
-from sandbox import paths
 from sandbox.kube import cel
 from sandbox.kube import fielderrors as fe
 from sandbox.kube.schema import FieldError, check
@@ -27,18 +25,6 @@ Schema = dict[str, Any]
 
 #: An optionalOldSelf transition rule: once "Done", always "Done".
 DONE_IS_FINAL = "!oldSelf.hasValue() || oldSelf.value() != 'Done' || self == 'Done'"
-
-
-@pytest.fixture(scope="module")
-def crds() -> dict[str, Schema]:
-    """The storage version's openAPIV3Schema of each third-party CRD, by kind."""
-    loaded: dict[str, Schema] = {}
-    for path in paths.third_party_crd_files():
-        with path.open(encoding="utf-8") as handle:
-            crd = yaml.safe_load(handle)
-        version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
-        loaded[crd["spec"]["names"]["kind"]] = version["schema"]["openAPIV3Schema"]
-    return loaded
 
 
 KUSTOMIZATION: dict[str, Any] = {

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,23 +69,6 @@ RECEIVER: dict[str, Any] = {
         "secretRef": {"name": "token"},
     },
 }
-
-
-def _storage_schema(crd: Mapping[str, Any]) -> Schema:
-    version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
-    schema: Schema = version["schema"]["openAPIV3Schema"]
-    return schema
-
-
-@pytest.fixture(scope="module")
-def crds() -> dict[str, Schema]:
-    """The storage version's openAPIV3Schema of each third-party CRD, by kind."""
-    loaded: dict[str, Schema] = {}
-    for path in paths.third_party_crd_files():
-        with path.open(encoding="utf-8") as handle:
-            crd = yaml.safe_load(handle)
-        loaded[crd["spec"]["names"]["kind"]] = _storage_schema(crd)
-    return loaded
 
 
 def _check(crds: dict[str, Schema], obj: Mapping[str, Any], old: Any = None) -> Checked:

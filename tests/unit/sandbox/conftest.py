@@ -1,0 +1,24 @@
+"""The real third-party CRD schemas, loaded once for the sandbox's validator tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from sandbox import paths
+
+Schema = dict[str, Any]
+
+
+@pytest.fixture(scope="session")
+def crds() -> dict[str, Schema]:
+    """The storage version's openAPIV3Schema of each third-party CRD, by kind."""
+    loaded: dict[str, Schema] = {}
+    for path in paths.third_party_crd_files():
+        with path.open(encoding="utf-8") as handle:
+            crd = yaml.safe_load(handle)
+        version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
+        loaded[crd["spec"]["names"]["kind"]] = version["schema"]["openAPIV3Schema"]
+    return loaded
