@@ -3,39 +3,25 @@
 ``inspect`` prints what each branch holds and each applier is owed, and why it waits (O3).
 
 SIGTERM or SIGINT: finish the current wake, publish open windows, release the leases and exit;
-a second signal exits at once.
+a second signal exits at once (``shared.process``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import signal
 import socket
 import sys
 import threading
 import time
-from types import FrameType
 
 from services.branch_worker.credentials import SecretCredentials
 from services.branch_worker.inspect import report
 from services.branch_worker.worker import BranchWorker, Stores
-from shared import logging as jsonlog
-from shared import metrics
+from shared import process
 from shared.kube.clients import ClientFactory
 from shared.kube.crds import CrdReader
-from shared.settings import Settings
 from shared.store.connection import connect
-
-
-def _install_signals(stop: threading.Event) -> None:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if stop.is_set():
-            os._exit(1)  # a second signal: stop at once
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,22 +37,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", action="store_true", help="exit once nothing is left to do")
     parser.add_argument("--id", default=f"{socket.gethostname()}-{os.getpid()}")
     args = parser.parse_args(argv)
-    settings = Settings.from_env()
     if args.command == "inspect":
+        settings = process.load_settings_or_exit("branch_worker inspect")
         stores = Stores.build(connect(settings.redis_url, client_name="inspect"), settings)
         print(report(stores))
-        return 0
-    jsonlog.configure(settings.log_level)
-    metrics.serve(settings.metrics_port)
+        return process.EXIT_OK
+    settings = process.start("branch_worker")
     client = connect(settings.redis_url, client_name=f"branch-worker:{args.id}")
     stores = Stores.build(client, settings)
     factory = ClientFactory(settings, time.time)
     credentials = SecretCredentials(lambda: CrdReader(factory.local().client), stores.configs)
     worker = BranchWorker(settings, stores, args.id, time.time, credentials)
     stop = threading.Event()
-    _install_signals(stop)
+    process.Shutdown(stop.set).install()
     worker.run(stop, burst=args.burst)
-    return 0
+    return process.EXIT_OK
 
 
 if __name__ == "__main__":

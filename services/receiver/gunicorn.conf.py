@@ -18,10 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 from shared import logging as json_logging
+from shared import process
 from shared.metrics import mark_worker_dead, wipe_multiprocess_dir
-from shared.settings import Settings, prometheus_multiproc_dir
+from shared.settings import prometheus_multiproc_dir
 
-_settings = Settings.from_env()
+#: Read as every process reads them (``shared.process``): a bad value exits 2 with one line.
+#: gunicorn owns the signals (TERM: graceful, INT/QUIT: quick) and serves ``/metrics`` itself.
+_settings = process.load_settings_or_exit("receiver")
 
 bind = [_settings.receiver_bind]
 worker_class = "gthread"

@@ -1,28 +1,24 @@
 """``python -m services.watcher [--burst]``: the watcher process.
 
 Settings come from ``GITOPS_REVERSER_*`` variables; logs are JSON lines; ``/metrics`` is
-served on ``GITOPS_REVERSER_METRICS_PORT`` when it is not 0. The first SIGTERM (or SIGINT)
-finishes the event in hand and exits; a second one exits at once.
+served on ``GITOPS_REVERSER_METRICS_PORT`` when it is not 0 (``shared.process``). The first
+SIGTERM (or SIGINT) finishes the event in hand and exits; a second one exits at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
-import signal
 import sys
 import time
 from collections.abc import Sequence
-from types import FrameType
 
 from services.watcher.app import Watcher, WatcherParts
 from services.watcher.metrics import WatcherMetrics
-from shared import logging as json_logging
-from shared import metrics
+from shared import process
 from shared.kube.clients import ClientFactory
 from shared.kube.errors import KubeError
-from shared.settings import Settings, SettingsError
+from shared.settings import Settings
 from shared.store.config import ConfigStore
 from shared.store.connection import connect
 from shared.store.keys import Keys
@@ -44,17 +40,6 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _install_signals(watcher: Watcher) -> None:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if watcher.stop_event.is_set():
-            os._exit(128 + signum)  # the second signal: no more waiting
-        logger.info("signal %d: finishing the work in hand", signum)
-        watcher.request_stop()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-
-
 def _parts(settings: Settings) -> WatcherParts:
     """The watcher's adapters, as the environment configures them."""
     redis_client = connect(settings.redis_url, client_name="watcher")
@@ -74,15 +59,9 @@ def _parts(settings: Settings) -> WatcherParts:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the watcher; returns the exit status."""
     args = _parse(argv)
-    try:
-        settings = Settings.from_env()
-    except SettingsError as err:
-        print(f"watcher: {err}", file=sys.stderr)
-        return 2
-    json_logging.configure(settings.log_level)
-    metrics.serve(settings.metrics_port)
+    settings = process.start("watcher")
     watcher = Watcher(_parts(settings), burst=args.burst)
-    _install_signals(watcher)
+    process.Shutdown(watcher.request_stop).install()
     try:
         if args.burst:
             watcher.run_burst()
@@ -90,10 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             watcher.run()
     except KubeError as err:
         logger.error("cannot reach the cluster: %s", err)
-        return 1
+        return process.EXIT_FAILED
     finally:
         watcher.close()
-    return 0
+    return process.EXIT_OK
 
 
 if __name__ == "__main__":

@@ -9,10 +9,12 @@ digits, ``_`` and ``-`` (facts: webhooks-git-libs.md §3.1).
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, NoReturn
 
 import redis
-from rq import Queue
+from rq import Queue, SimpleWorker
 
 from shared.model.ids import BranchKey
 from shared.model.requests import ApplyRequest, AttemptOutcome
@@ -65,6 +67,18 @@ class Attempts:
         pool_class: Any = self._r.connection_pool.connection_class
         return redis.ConnectionPool(connection_class=pool_class, **kwargs)
 
+    def work(self, burst: bool, log_level: str, exit_now: Callable[[int], NoReturn]) -> None:
+        """Run the jobs of the queue in this process until a signal (or, in a burst, none left).
+
+        rq's worker owns SIGTERM/SIGINT while it runs: the first is its warm shutdown (the job in
+        hand finishes); ``exit_now`` replaces its cold shutdown, so a second signal leaves the
+        way every process of the product does.
+        """
+        queue = self.queue()
+        worker = _InProcessWorker([queue], connection=queue.connection)
+        worker.exit_now = exit_now
+        worker.work(burst=burst, logging_level=log_level)
+
     def enqueue(self, request: ApplyRequest) -> None:
         """Send one attempt to the dispatchers."""
         self.queue().enqueue(
@@ -105,3 +119,17 @@ class Attempts:
         """Remove outcomes whose effect is stored in the applier."""
         if entry_ids:
             self._r.xdel(self._keys.branch_outcomes(bk), *entry_ids)
+
+
+class _InProcessWorker(SimpleWorker):
+    """rq's worker, running each job in this process (no fork), with our second signal.
+
+    An attempt is mostly waiting on the applier, and one process keeps the Kubernetes and Redis
+    connections and the metrics of every job.
+    """
+
+    exit_now: Callable[[int], NoReturn]
+
+    def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
+        """A second signal during the warm shutdown: leave at once."""
+        self.exit_now(signum)
