@@ -58,10 +58,25 @@ def test_contracts_pass_on_the_project(project_copy: Path) -> None:
         ("shared/store/probe.py", "import git\n", "only shared.git touches git"),
         ("services/dispatcher/probe.py", "import services.watcher\n", "do not import each other"),
         ("shared/kube/probe.py", "import sandbox.paths\n", "never imports the sandbox"),
+        ("shared/decide/probe.py", "import time\n", "shared.decide is pure"),
+        ("shared/decide/probe.py", "from os import environ\n", "shared.decide is pure"),
+        ("shared/decide/probe.py", "import threading\n", "shared.decide is pure"),
+        ("shared/decide/probe.py", "import shared.settings\n", "shared.decide is pure"),
+        ("shared/model/probe.py", "import shared.decide.quiet\n", "adapters over rules over"),
+        ("services/dispatcher/probe.py", "import rq\n", "only shared.store touches Redis"),
+        ("shared/settings.py", "import redis\n", "only shared.store touches Redis"),
+        ("shared/metrics.py", "import kubernetes\n", "only shared.kube touches"),
+        ("shared/logging.py", "import git\n", "only shared.git touches git"),
+        ("shared/process.py", "import rq\n", "only shared.store touches Redis"),
+        ("services/receiver/verify.py", "import shared.store\n", "verifiers and parsers do no"),
+        ("services/receiver/routing.py", "import socket\n", "verifiers and parsers do no"),
+        ("services/receiver/deliveries.py", "import flask\n", "verifiers and parsers do no"),
     ],
 )
 def test_a_violation_fails(project_copy: Path, module: str, code: str, contract: str) -> None:
-    (project_copy / module).write_text(code)
+    """The probe import is added to the module (a new module, or the end of an existing one)."""
+    with (project_copy / module).open("a", encoding="utf-8") as probe:
+        probe.write(code)
     result = _lint(project_copy)
     assert result.returncode != 0
     assert contract in result.stdout
