@@ -2,7 +2,9 @@
 
 Operators grep and ship these lines; a fixed shape (``time``, ``level``, ``logger``,
 ``message`` and whatever context the call passed in ``extra``) keeps every process's output
-machine-readable. Context keys are listed so that a typo in ``extra`` does not silently vanish.
+machine-readable. The usual context keys are listed (``CONTEXT_FIELDS``) so that they come
+first, in one order; any other key a call passes in ``extra`` is written too, after them, so a
+misspelt key shows up in the line under its wrong name instead of silently vanishing.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-#: Context fields a log call may pass in ``extra`` (O2).
+#: Context fields log calls pass in ``extra`` (O2), written first and in this order.
 CONTEXT_FIELDS = (
     "branch",
     "applier",
@@ -27,6 +29,11 @@ CONTEXT_FIELDS = (
     "worker",
 )
 
+#: What every LogRecord carries of its own; any other attribute came from ``extra``.
+_RECORD_ATTRIBUTES = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+#: The fixed keys of every line; an ``extra`` key of the same name is written as ``extra.<key>``.
+_FIXED = frozenset({"time", "level", "logger", "message", "exception"})
+
 
 class JsonFormatter(logging.Formatter):
     """Formats a record as one JSON object on one line."""
@@ -38,13 +45,22 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for field in CONTEXT_FIELDS:
+        for field in (*CONTEXT_FIELDS, *_extra_keys(record)):
             value = getattr(record, field, None)
             if value is not None:
-                entry[field] = value
+                entry[f"extra.{field}" if field in _FIXED else field] = value
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str, separators=(",", ":"))
+
+
+def _extra_keys(record: logging.LogRecord) -> list[str]:
+    """Keys the call passed in ``extra`` that are not context fields (a typo, say), sorted."""
+    return sorted(
+        key
+        for key in vars(record)
+        if key not in _RECORD_ATTRIBUTES and key not in CONTEXT_FIELDS and key[:1] != "_"
+    )
 
 
 def configure(level: str = "INFO", stream: TextIO | None = None) -> None:

@@ -35,3 +35,15 @@ def test_exceptions_stay_on_one_line() -> None:
     lines = stream.getvalue().splitlines()
     assert len(lines) == 1
     assert "RuntimeError: boom" in json.loads(lines[0])["exception"]
+
+
+def test_an_unlisted_extra_key_is_written_not_lost() -> None:
+    """A misspelt context key shows up under its wrong name, where a reader can see it."""
+    stream = io.StringIO()
+    configure("INFO", stream)
+    logging.getLogger("x").info("pushed", extra={"brnach": "b1", "level": "loud"})
+    entry = json.loads(stream.getvalue())
+    assert entry["brnach"] == "b1"
+    assert entry["level"] == "INFO"
+    assert entry["extra.level"] == "loud"
+    assert "lineno" not in entry
