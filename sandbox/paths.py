@@ -20,9 +20,33 @@ def shared_dir() -> Path:
     return Path(override) if override else REPO_ROOT.parent / "shared"
 
 
+class MissingCrdsError(FileNotFoundError):
+    """The real Flux and Argo CD CRDs are not where the sandbox looks for them."""
+
+
+def third_party_crds_dir() -> Path:
+    """Where the real Flux and Argo CD CRDs are read from."""
+    return shared_dir() / "crds"
+
+
+def missing_crds_message(folder: Path) -> str:
+    """What to tell a person whose checkout has no ``shared/crds`` beside it."""
+    return (
+        f"third-party CRDs not found at {folder}; set {SHARED_DIR_ENV} to the folder holding crds/"
+    )
+
+
 def third_party_crd_files() -> list[Path]:
-    """The real Flux and Argo CD CRD files, in a stable order."""
-    return sorted((shared_dir() / "crds").glob("*/*.yaml"))
+    """The real Flux and Argo CD CRD files, in a stable order.
+
+    Raises MissingCrdsError when there are none: an API double without the Flux CRDs fails
+    later and far from the cause (a 404 on a GitRepository, a KeyError on a schema).
+    """
+    folder = third_party_crds_dir()
+    files = sorted(folder.glob("*/*.yaml"))
+    if not files:
+        raise MissingCrdsError(missing_crds_message(folder))
+    return files
 
 
 def own_crd_files() -> list[Path]:

@@ -7,9 +7,37 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from hypothesis import HealthCheck, settings
 
+from sandbox import paths
 from shared.settings import Settings
 from shared.store.connection import connect
+
+#: A shared, busy machine slows every example down; a property test fails on a wrong answer,
+#: never on the clock (a hung one is stopped by the per-test timeout instead).
+settings.register_profile(
+    "gitops-reverser", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("gitops-reverser")
+
+#: Tiers that start the sandbox's API server, which serves the real Flux and Argo CD CRDs.
+_TIERS_WITH_THE_SANDBOX = ("integration", "e2e")
+
+
+def _needs_third_party_crds(item: pytest.Item) -> bool:
+    return "crds" in getattr(item, "fixturenames", ()) or any(
+        tier in item.path.parts for tier in _TIERS_WITH_THE_SANDBOX
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Stop with one message when collected tests need ``../shared/crds`` and it is missing."""
+    if not any(_needs_third_party_crds(item) for item in items):
+        return
+    try:
+        paths.third_party_crd_files()
+    except paths.MissingCrdsError as err:
+        pytest.exit(str(err), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture
