@@ -28,14 +28,13 @@ from bench.product import (
     Repo,
     configure,
     flux_objects,
-    git,
-    outside_env,
     provider,
     repository,
     target,
     wait_for,
 )
 from bench.stamps import StampWatch
+from sandbox.githost.outside import environment, git
 from shared.model.config import ApplierRef
 from shared.model.ids import GitTargetUid
 from shared.model.notices import Notice
@@ -90,7 +89,7 @@ class Rig:
         with subprocess.Popen(
             ["git", "push", "-q", "origin", "HEAD:main"],
             cwd=self._clone,
-            env=outside_env(self._clone),
+            env=environment(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         ) as push:

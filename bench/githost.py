@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import http.server
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
@@ -19,17 +18,9 @@ from pathlib import Path
 
 from bench.report import Section, render
 from sandbox.githost import GitHost, Hook
+from sandbox.githost.outside import OutsideClone
 
 RUN_TIMEOUT_SECONDS = 30  # bounds each git command, so the whole bench is bounded
-ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "Bench",
-    "GIT_AUTHOR_EMAIL": "b@x.invalid",
-    "GIT_COMMITTER_NAME": "Bench",
-    "GIT_COMMITTER_EMAIL": "b@x.invalid",
-}
 
 
 class _Ok(http.server.BaseHTTPRequestHandler):
@@ -42,27 +33,16 @@ class _Ok(http.server.BaseHTTPRequestHandler):
         return
 
 
-def git(*args: str, cwd: Path | None = None, home: Path) -> None:
-    subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        env={**ENV, "HOME": str(home)},
-        check=True,
-        capture_output=True,
-        timeout=RUN_TIMEOUT_SECONDS,
-    )
-
-
 def one_run(host: GitHost, url: str, scratch: Path, i: int, hooked: bool) -> tuple[float, ...]:
     work = scratch / f"clone-{i}"
     started = time.perf_counter()
-    git("clone", "--quiet", url, str(work), home=scratch)
+    clone = OutsideClone(url, work, timeout=RUN_TIMEOUT_SECONDS)
     cloned = time.perf_counter()
-    (work / f"file-{i}.txt").write_text(f"change {i}\n")
-    git("add", ".", cwd=work, home=scratch)
-    git("commit", "--quiet", "-m", f"change {i}", cwd=work, home=scratch)
+    clone.write({f"file-{i}.txt": f"change {i}\n"})
+    clone.git("add", ".")
+    clone.git("commit", "--quiet", "-m", f"change {i}")
     before_push = time.perf_counter()
-    git("push", "--quiet", "origin", "main", cwd=work, home=scratch)
+    clone.push()
     pushed = time.perf_counter()
     if hooked:
         host.wait_for_deliveries(i + 1, RUN_TIMEOUT_SECONDS, repo="bench")

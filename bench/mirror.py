@@ -18,7 +18,6 @@ run, one commit and one push per edit, edits one after another:
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 import time
 import uuid
@@ -31,13 +30,13 @@ from bench.product import (
     ConfigMapEditor,
     Repo,
     configure,
-    git,
     provider,
     repository,
     running,
     target,
 )
 from bench.report import Section, percentile
+from sandbox.githost.outside import OutsideClone, git
 from services.branch_worker.worker import BranchWorker, Stores
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.events import GitTargetRef, ObjectEvent
@@ -96,41 +95,14 @@ def _ours(url: str, work: Path) -> list[float]:
 
 
 def _plain(url: str, work: Path) -> list[float]:
-    env = {
-        "GIT_AUTHOR_NAME": "b",
-        "GIT_AUTHOR_EMAIL": "b@x",
-        "GIT_COMMITTER_NAME": "b",
-        "GIT_COMMITTER_EMAIL": "b@x",
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(work),
-    }
-
-    def git(*args: str) -> None:
-        subprocess.run(
-            ["git", *args],
-            cwd=work / "clone",
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=EDIT_TIMEOUT_S,
-        )
-
-    subprocess.run(
-        ["git", "clone", "-q", url, str(work / "clone")],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=EDIT_TIMEOUT_S,
-    )
-    target = work / "clone" / "apps" / "team" / "configmaps" / "bench.yaml"
-    target.parent.mkdir(parents=True, exist_ok=True)
+    clone = OutsideClone(url, work / "clone", timeout=EDIT_TIMEOUT_S)
     latencies = []
     for i in range(EDITS):
         start = time.perf_counter()
-        target.write_text(f"n: '{i}'\n")
-        git("add", "-A")
-        git("commit", "-q", "-m", f"edit {i}")
-        git("push", "-q", "origin", "HEAD:main")
+        clone.write({"apps/team/configmaps/bench.yaml": f"n: '{i}'\n"})
+        clone.git("add", "-A")  # not clone.commit: its rev-parse is not part of a plain push
+        clone.git("commit", "-qm", f"edit {i}")
+        clone.push()
         latencies.append(time.perf_counter() - start)
     return latencies
 

@@ -14,7 +14,6 @@ wait is bounded so a benchmark always ends.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from typing import Any, TypeVar
 
 from kubernetes import client
 
+from sandbox.githost.outside import git
 from shared.model.ids import Branch, BranchKey
 from shared.settings import Settings
 from shared.store.keys import Keys
@@ -71,32 +71,6 @@ def read_tip(bare: Path, branch: str = BRANCH) -> str:
         return loose.read_text().strip()
     except FileNotFoundError:
         return git("rev-parse", branch, cwd=bare)
-
-
-def outside_env(home: Path) -> dict[str, str]:
-    """git's environment for an outside user: their name, and no configuration of ours."""
-    return {
-        "GIT_AUTHOR_NAME": "Someone Else",
-        "GIT_AUTHOR_EMAIL": "se@example.com",
-        "GIT_COMMITTER_NAME": "Someone Else",
-        "GIT_COMMITTER_EMAIL": "se@example.com",
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(home),
-    }
-
-
-def git(*args: str, cwd: Path) -> str:
-    """Run git as an outside user; its output."""
-    done = subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        env=outside_env(cwd),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return done.stdout.strip()
 
 
 @contextmanager

@@ -10,15 +10,9 @@ outside push and tells what happened to each: the commit, the request, the outco
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,9 +20,10 @@ from typing import Any
 from kubernetes import client
 
 from sandbox import manifests as m
-from sandbox.cli import Sandbox, start
 from sandbox.githost import Hook
-from sandbox.paths import REPO_ROOT
+from sandbox.githost.outside import git, push
+from sandbox.processes import Processes, environment, free_port
+from sandbox.stack import Sandbox, start
 
 NS = "demo"
 GROUP = "gitopsreverser.io"
@@ -52,93 +47,6 @@ def wait(what: str, check: Callable[[], Any], timeout: float = WAIT_S) -> Any:
             return value
         time.sleep(0.2)  # the effect is in another process: nothing to block on
     raise SystemExit(f"demo: timed out waiting for {what}")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def procfile() -> dict[str, str]:
-    """The Procfile's commands by name."""
-    lines = (REPO_ROOT / "Procfile").read_text().splitlines()
-    return dict(line.split(":", 1) for line in lines if ":" in line and not line.startswith("#"))
-
-
-class Processes:
-    """The product's processes, started from the Procfile with the demo's environment."""
-
-    def __init__(self, env: dict[str, str], logs: Path) -> None:
-        self._env = env
-        self._logs = logs
-        self._procs: dict[str, subprocess.Popen[bytes]] = {}
-
-    def start(self, names: tuple[str, ...]) -> None:
-        """Start the named Procfile entries (a restarted one appends to its log)."""
-        commands = procfile()
-        self._logs.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            log = (self._logs / f"{name}.log").open("ab")
-            self._procs[name] = subprocess.Popen(
-                commands[name].strip(),
-                shell=True,
-                cwd=REPO_ROOT,
-                env=self._env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            say(f"started {name}: {commands[name].strip()}  (log: {self._logs / name}.log)")
-
-    def running(self, name: str) -> bool:
-        """Whether the named process was started and has not exited."""
-        proc = self._procs.get(name)
-        return proc is not None and proc.poll() is None
-
-    def signal(self, name: str, signum: int, timeout: float = 30.0) -> None:
-        """Send ``signum`` to one process (its whole session) and wait until it has exited."""
-        proc = self._procs[name]
-        if proc.poll() is None:
-            os.killpg(proc.pid, signum)
-        proc.wait(timeout=timeout)
-
-    def stop(self) -> None:
-        """SIGTERM every process; SIGKILL what has not stopped 30 s later."""
-        for proc in self._procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for name, proc in self._procs.items():
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                say(f"{name} did not stop in 30s; killed")
-
-
-def environment(directory: Path, receiver_port: int) -> dict[str, str]:
-    """The processes' environment: the sandbox's kubeconfig, Redis, short timings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
-    prom = directory / "prometheus"
-    shutil.rmtree(prom, ignore_errors=True)
-    prom.mkdir(parents=True)
-    env.update(
-        {
-            "GITOPS_REVERSER_REDIS_URL": os.environ.get(
-                "GITOPS_REVERSER_REDIS_URL", "redis://127.0.0.1:6379/0"
-            ),
-            "GITOPS_REVERSER_KEY_PREFIX": f"demo:{uuid.uuid4().hex[:8]}",
-            "GITOPS_REVERSER_KUBECONFIG": str(directory / "kubeconfig"),
-            "GITOPS_REVERSER_WORK_DIR": str(directory / "work"),
-            "GITOPS_REVERSER_STEADY_TICK": "5s",
-            "GITOPS_REVERSER_RECONCILE_PERIOD": "2s",
-            "GITOPS_REVERSER_RECEIVER_BIND": f"127.0.0.1:{receiver_port}",
-            "GITOPS_REVERSER_RECEIVER_WORKERS": "1",
-            "PROMETHEUS_MULTIPROC_DIR": str(prom),
-            "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
-        }
-    )
-    return env
 
 
 def configure(sbx: Sandbox, url: str) -> client.ApiClient:
@@ -168,19 +76,6 @@ def configure(sbx: Sandbox, url: str) -> client.ApiClient:
     return api
 
 
-def _git(*args: str, cwd: Path) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "Someone Else",
-        "GIT_AUTHOR_EMAIL": "se@example.com",
-        "GIT_COMMITTER_NAME": "Someone Else",
-        "GIT_COMMITTER_EMAIL": "se@example.com",
-    }
-    return subprocess.run(
-        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True, timeout=60
-    ).stdout.strip()
-
-
 def _get(custom: client.CustomObjectsApi, group: str, plural: str, name: str) -> dict[str, Any]:
     version = "v1alpha1" if group == GROUP else "v1"
     obj: dict[str, Any] = custom.get_namespaced_custom_object(group, version, NS, plural, name)  # type: ignore[assignment]
@@ -193,7 +88,7 @@ def _ks_status(custom: client.CustomObjectsApi) -> dict[str, Any]:
 
 
 def _tip(bare: Path) -> str:
-    return _git("rev-parse", "main", cwd=bare)
+    return git("rev-parse", "main", cwd=bare)
 
 
 def story(sbx: Sandbox, api: client.ApiClient, directory: Path, receiver_port: int) -> None:
@@ -224,10 +119,10 @@ def story(sbx: Sandbox, api: client.ApiClient, directory: Path, receiver_port: i
     commit = wait("the commit", lambda: (t := _tip(bare)) != before and t)
     say(
         f"   committed and pushed {commit[:12]}: "
-        f"{_git('log', '-1', '--format=%s (%an)', commit, cwd=bare)}"
+        f"{git('log', '-1', '--format=%s (%an)', commit, cwd=bare)}"
     )
     say("   file clusters/demo/demo/configmaps/hello.yaml:")
-    for line in _git(
+    for line in git(
         "show", f"{commit}:clusters/demo/demo/configmaps/hello.yaml", cwd=bare
     ).splitlines():
         say(f"     {line}")
@@ -239,18 +134,18 @@ def story(sbx: Sandbox, api: client.ApiClient, directory: Path, receiver_port: i
         f"   CatchUp: after a quiet period of 3s Flux was asked, and applied {commit[:12]} "
         f"({bool(applied)})"
     )
-    clone = directory / "outside-clone"
-    shutil.rmtree(clone, ignore_errors=True)
-    _git("clone", "-q", sbx.githost.repo_url("demo"), str(clone), cwd=directory)
-    target = clone / "clusters/demo/demo/configmaps/from-git.yaml"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\n"
-        "  namespace: demo\ndata:\n  greeting: hello from Git\n"
+    shutil.rmtree(directory / "outside-clone", ignore_errors=True)
+    push(
+        sbx.githost.repo_url("demo"),
+        directory / "outside-clone",
+        {
+            "clusters/demo/demo/configmaps/from-git.yaml": (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\n"
+                "  namespace: demo\ndata:\n  greeting: hello from Git\n"
+            )
+        },
+        "Add from-git",
     )
-    _git("add", "-A", cwd=clone)
-    _git("commit", "-qm", "Add from-git", cwd=clone)
-    _git("push", "-q", "origin", "HEAD:main", cwd=clone)
     outside = _tip(bare)
     say(
         f"2. Outside push: someone pushes {outside[:12]} (adds from-git.yaml); the Git host "
@@ -310,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     sbx = start(directory)
     say(f"sandbox: Kubernetes API {sbx.kube.url}, Git host {sbx.githost.url}, Flux doubles")
     port = free_port()
-    procs = Processes(environment(directory, port), directory / "logs")
+    procs = Processes(environment(directory, port), directory / "logs", say)
     try:
         api = configure(sbx, sbx.githost.repo_url("demo"))
         procs.start(PROCESSES)

@@ -1,14 +1,13 @@
 """The whole product on the sandbox, for e2e tests: every process started as a user starts it.
 
 ``System`` runs the sandbox (API double, Git host, Flux doubles) in the test process and the
-product's processes from the Procfile (``sandbox.demo.Processes``), with a private key prefix
+product's processes from the Procfile (``sandbox.processes.Processes``), with a private key prefix
 on the test Redis and short timings. Tests create objects through the official client, push
 with real git, and wait (bounded) for effects in other processes.
 """
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,28 +17,15 @@ from typing import Any
 from kubernetes import client
 
 from sandbox import manifests as m
-from sandbox.cli import Sandbox, start
-from sandbox.demo import Processes, environment, free_port
 from sandbox.githost import Hook
+from sandbox.githost.outside import git, push
+from sandbox.processes import Processes, environment, free_port
+from sandbox.stack import Sandbox, start
 
 GROUP = "gitopsreverser.io"
 ALL = ("watcher", "branch_worker", "dispatcher", "receiver")
-
-
-def git(*args: str, cwd: Path) -> str:
-    """Run git as someone else would (an outside pusher)."""
-    env = {
-        "GIT_AUTHOR_NAME": "Someone",
-        "GIT_AUTHOR_EMAIL": "s@example.com",
-        "GIT_COMMITTER_NAME": "Someone",
-        "GIT_COMMITTER_EMAIL": "s@example.com",
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(cwd),
-    }
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True, timeout=60
-    )
-    return done.stdout.strip()
+#: ``git`` (someone else's, ``sandbox.githost.outside``) is re-exported for the tests.
+__all__ = ["ALL", "GROUP", "System", "git", "run_system"]
 
 
 @dataclass
@@ -90,14 +76,7 @@ class System:
     def push(self, repo: str, files: dict[str, str], message: str = "outside change") -> str:
         """Someone else pushes ``files`` to main; returns the new commit."""
         work = self.directory / f"clone-{uuid.uuid4().hex[:6]}"
-        git("clone", "-q", self.sbx.githost.repo_url(repo), str(work), cwd=self.directory)
-        for path, text in files.items():
-            (work / path).parent.mkdir(parents=True, exist_ok=True)
-            (work / path).write_text(text)
-        git("add", "-A", cwd=work)
-        git("commit", "-qm", message, cwd=work)
-        git("push", "-q", "origin", "HEAD:main", cwd=work)
-        return git("rev-parse", "HEAD", cwd=work)
+        return push(self.sbx.githost.repo_url(repo), work, files, message)
 
     def hook(self, repo: str, path: str, provider: str, content_type: str, secret: str) -> None:
         """Point the Git host's webhook for ``repo`` at the receiver."""

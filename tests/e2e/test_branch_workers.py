@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from sandbox.githost.outside import git
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.events import GitTargetRef, ObjectEvent
 from shared.model.ids import BranchKey, GitTargetUid, ObjectId
@@ -31,11 +32,6 @@ pytestmark = pytest.mark.e2e
 
 BRANCHES = 20
 EDITS_BEFORE, EDITS_AFTER = 3, 3
-
-
-def _git(*args: str, cwd: Path | None = None) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
-    return done.stdout.strip()
 
 
 def _event(uid: GitTargetUid, name: str) -> ObjectEvent:
@@ -98,7 +94,7 @@ def test_kill_9_in_open_windows_loses_nothing_and_writes_once(
     repos: dict[BranchKey, tuple[Path, GitTargetUid]] = {}
     for i in range(BRANCHES):
         bare = tmp_path / f"r{i:02d}.git"
-        _git("init", "-q", "--bare", "-b", "main", str(bare))
+        git("init", "-q", "--bare", "-b", "main", str(bare))
         bk = configs.publish_branch(
             BranchConfig(str(bare), "main", "team", f"gp{i}", commit_window_s=1.0)
         )
@@ -132,8 +128,8 @@ def test_kill_9_in_open_windows_loses_nothing_and_writes_once(
     wait_until(all_published, 60, "every edit to be pushed and acknowledged")
     assert holders() == {"beta"}
     for bare, _ in repos.values():
-        files = _git("ls-tree", "-r", "--name-only", "main", cwd=bare).split()
+        files = git("ls-tree", "-r", "--name-only", "main", cwd=bare).split()
         assert len(files) == EDITS_BEFORE + EDITS_AFTER
         for path in files:
-            creating = _git("log", "--format=%H", "main", "--", path, cwd=bare).split()
+            creating = git("log", "--format=%H", "main", "--", path, cwd=bare).split()
             assert len(creating) == 1, f"{bare.name}:{path} written {len(creating)} times"

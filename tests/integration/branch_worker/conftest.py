@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 import pytest
 import redis
 
+from sandbox.githost.outside import git, push
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop
 from shared.git.remote import ls_remote
@@ -26,11 +26,6 @@ from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
 from shared.store.streams import EventStream
-
-
-def git(*args: str, cwd: Path | None = None) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
-    return done.stdout.strip()
 
 
 @dataclass
@@ -139,21 +134,7 @@ class Rig:
     def foreign_push(self, name: str = "notes.md") -> str:
         """Someone else pushes a commit to the branch; returns its sha."""
         other = self.tmp / f"other-{name}"
-        git("clone", "-q", str(self.bare), str(other))
-        (other / name).write_text("someone else\n")
-        git("add", "-A", cwd=other)
-        git(
-            "-c",
-            "user.name=o",
-            "-c",
-            "user.email=o@x",
-            "commit",
-            "-qm",
-            f"foreign {name}",
-            cwd=other,
-        )
-        git("push", "-q", "origin", "HEAD:main", cwd=other)
-        return git("rev-parse", "HEAD", cwd=other)
+        return push(str(self.bare), other, {name: "someone else\n"}, f"foreign {name}")
 
     def notice(self, after: str) -> Notice:
         return Notice("1-0", "github", "refs/heads/main", after, "d-1", self.clock.now)
@@ -172,12 +153,7 @@ class Rig:
 def rig(tmp_path: Path, redis_client: redis.Redis, key_prefix: str) -> Iterator[Rig]:
     bare = tmp_path / "remote.git"
     git("init", "-q", "--bare", "-b", "main", str(bare))
-    seed = tmp_path / "seed"
-    git("clone", "-q", str(bare), str(seed))
-    (seed / "README.md").write_text("seed\n")
-    git("add", "-A", cwd=seed)
-    git("-c", "user.name=s", "-c", "user.email=s@x", "commit", "-qm", "seed", cwd=seed)
-    git("push", "-q", "origin", "HEAD:main", cwd=seed)
+    push(str(bare), tmp_path / "seed", {"README.md": "seed\n"}, "seed")
     branch = BranchConfig(str(bare), "main", "team", "gp", commit_window_s=5.0)
     target = TargetConfig(GitTargetUid("gt-uid-1"), "team", "gt", str(bare), "main", "apps")
     yield Rig(tmp_path, bare, redis_client, Keys(key_prefix), Clock(), branch, target)

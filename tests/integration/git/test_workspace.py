@@ -6,11 +6,11 @@ results: a stale lease is "[rejected] (stale info)", never forced).
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from sandbox.githost.outside import git
 from shared.git.errors import GitPermanent
 from shared.git.remote import ls_remote, parse_advertisement
 from shared.git.workspace import Committer, Workspace
@@ -18,15 +18,10 @@ from shared.git.workspace import Committer, Workspace
 pytestmark = pytest.mark.integration
 
 
-def _git(*args: str, cwd: Path | None = None) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
 @pytest.fixture
 def bare(tmp_path: Path) -> Path:
     path = tmp_path / "remote.git"
-    _git("init", "-q", "--bare", "-b", "main", str(path))
+    git("init", "-q", "--bare", "-b", "main", str(path))
     return path
 
 
@@ -43,7 +38,7 @@ def test_first_commit_on_an_empty_remote(tmp_path: Path, bare: Path) -> None:
     assert sha is not None
     assert ws.push(expected=None).pushed
     assert ls_remote(str(bare), "main") == sha
-    author = _git("log", "-1", "--format=%an <%ae>|%cn", "main", cwd=bare)
+    author = git("log", "-1", "--format=%an <%ae>|%cn", "main", cwd=bare)
     assert author == "GitOps Reverser <noreply@gitopsreverser.io>|GitOps Reverser"
 
 
@@ -81,7 +76,7 @@ def test_stale_lease_is_rejected_and_a_replay_keeps_both_changes(
     ours.write("ours.yaml", b"o\n")
     ours.commit("ours, replayed", Committer())
     assert ours.push(tip).pushed
-    files = _git("ls-tree", "-r", "--name-only", "main", cwd=bare).split()
+    files = git("ls-tree", "-r", "--name-only", "main", cwd=bare).split()
     assert files == ["base.yaml", "ours.yaml", "theirs.yaml"]
 
 

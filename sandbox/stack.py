@@ -1,0 +1,75 @@
+"""The sandbox's stand-ins started together: the API server double, the Git host and Flux.
+
+``python -m sandbox up`` runs this in the foreground; the demo, the e2e harness and the
+benchmarks start it in their own process. Kept apart from the command line so that none of
+them imports another's entry point.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox.flux import FluxControllers
+from sandbox.githost import GitHost
+from sandbox.kube.server import KubeApiServer
+from sandbox.paths import all_crd_files
+
+#: The repository a new user clones first.
+DEFAULT_REPO = "demo"
+
+
+@dataclass(slots=True)
+class Sandbox:
+    """A running API server double and Git host, and where their files are."""
+
+    directory: Path
+    kube: KubeApiServer
+    githost: GitHost
+    repos: list[str]
+    flux: FluxControllers | None = None
+
+    def describe(self) -> dict[str, object]:
+        """What ``sandbox.json`` holds: enough for a test or a person to reach everything."""
+        return {
+            "kube": {"url": self.kube.url, "port": self.kube.port},
+            "git": {"url": self.githost.url, "port": self.githost.port},
+            "kubeconfig": str(self.directory / "kubeconfig"),
+            "repositories": {name: self.githost.repo_url(name) for name in self.repos},
+        }
+
+    def stop(self) -> None:
+        """Stop the servers, then the controllers; the files in ``directory`` stay.
+
+        The API server goes first: closing it ends the controllers' open watch streams, which
+        a client cannot interrupt while no event arrives.
+        """
+        self.githost.stop()
+        self.kube.stop()
+        if self.flux is not None:
+            self.flux.stop()
+
+
+def start(
+    directory: Path,
+    kube_port: int = 0,
+    git_port: int = 0,
+    repos: tuple[str, ...] = (DEFAULT_REPO,),
+    flux: bool = True,
+) -> Sandbox:
+    """Start the stand-ins and write ``kubeconfig`` and ``sandbox.json`` into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    kube = KubeApiServer(all_crd_files())
+    kube.start(port=kube_port)
+    githost = GitHost(directory / "git")
+    githost.start(port=git_port)
+    for name in repos:
+        githost.create_repo(name, files={"README.md": b"Managed by gitops-reverser.\n"})
+    kube.write_kubeconfig(directory / "kubeconfig", context="sandbox")
+    running = Sandbox(directory, kube, githost, list(repos))
+    if flux:
+        running.flux = FluxControllers(kube.api_client(), directory / "flux")
+        running.flux.start()
+    (directory / "sandbox.json").write_text(json.dumps(running.describe(), indent=2) + "\n")
+    return running
