@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from shared.model.crds import Condition
+from shared.model.times import rfc3339
 
 READY, RECONCILING, STALLED = "Ready", "Reconciling", "Stalled"
 TRUE, FALSE = "True", "False"
@@ -43,11 +43,6 @@ class Wanted:
     status: str
     reason: str
     message: str = ""
-
-
-def timestamp(now: float) -> str:
-    """RFC 3339 at one-second granularity, as metav1.Time serialises."""
-    return datetime.fromtimestamp(int(now), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def trio(problems: Sequence[Problem], ready_message: str = "") -> list[Wanted]:
@@ -84,7 +79,7 @@ def merge(
     merged = dict(existing)
     for want in wanted:
         old = existing.get(want.type)
-        since = timestamp(now)
+        since = rfc3339(now)
         if old is not None and old.status == want.status and old.last_transition_time:
             since = old.last_transition_time
         merged[want.type] = Condition(

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from shared.decide.conditions import timestamp
 from shared.kube.api import KubeClient, Obj
 from shared.kube.kinds import EVENTS
 from shared.model.crds import Condition, Meta
 from shared.model.resources import ApiResource
+from shared.model.times import rfc3339
 
 EventType = Literal["Normal", "Warning"]
 JSON_PATCH = "application/json-patch+json"
@@ -70,7 +70,7 @@ class StatusWriter:
     ) -> None:
         """Record a Kubernetes Event about one object."""
         now = self._clock()
-        stamp = timestamp(now)
+        stamp = rfc3339(now)
         event = {
             "apiVersion": "v1",
             "kind": "Event",
