@@ -183,7 +183,8 @@ def story(sbx: Sandbox, api: client.ApiClient, directory: Path, receiver_port: i
         lines = [
             ln
             for ln in page.read().decode().splitlines()
-            if ln.startswith("receiver_deliveries_total") and not ln.endswith(" 0.0")
+            if ln.startswith("gitops_reverser_receiver_deliveries_total")
+            and not ln.endswith(" 0.0")
         ]
     for line in lines:
         say(f"   receiver /metrics: {line}")

@@ -4,6 +4,10 @@ Under gunicorn each worker is its own process, so a plain registry would expose 
 numbers per scrape. When ``PROMETHEUS_MULTIPROC_DIR`` is set (it must be set in the shell that
 starts the process, and wiped before each start), metrics are written to files there and a
 scrape collects all of them; otherwise the process's own registry is served.
+
+Each process defines its metrics in its own ``metrics.py``, as a class built on a registry.
+Every name starts with ``PREFIX`` (``tests/unit/shared/test_metric_names.py`` checks it), so an
+operator finds all of the product's series under one name on a shared Prometheus.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from prometheus_client import (
 from prometheus_client.exposition import start_http_server
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+#: The start of every metric name the product registers (O1).
+PREFIX = "gitops_reverser_"
 
 
 def multiprocess_enabled() -> bool:

@@ -1,27 +1,65 @@
-"""The branch worker's metrics (O1): commits, pushes, conflicts, foreign commits, refusals."""
+"""The branch worker's metrics (O1): commits, pushes, foreign commits, refusals, notices, waits.
+
+Defined as the other processes define theirs: a class whose metrics live on the registry it is
+given, so a test can build its own. The branch loops are not yet handed an instance, so the
+process's one instance and its metrics are also module names here (``COMMITS`` ...).
+"""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 
-COMMITS = Counter("gitops_reverser_commits_total", "Commits made by branch workers")
-PUSHES = Counter(
-    "gitops_reverser_pushes_total", "CAS pushes by result (pushed, rejected)", ["result"]
-)
-FOREIGN_COMMITS = Counter(
-    "gitops_reverser_foreign_commits_total", "Tips found that gitops-reverser did not push"
-)
-REFUSALS = Counter("gitops_reverser_refusals_total", "Edits refused (M10) by reason", ["reason"])
-NOTICES = Counter(
-    "gitops_reverser_notices_total", "Push notices read, by what they did", ["decision"]
-)
-OBLIGATIONS = Gauge(
-    "gitops_reverser_obligations_owed",
-    "Appliers of a branch owing each reason (A1), as its owner last decided",
-    ["branch", "reason"],
-)
-QUIET_WAIT = Gauge(
-    "gitops_reverser_quiet_wait_seconds",
-    "How long something owed has waited for the branch to be quiet (Q4); 0 when nothing waits",
-    ["branch"],
-)
+
+class BranchWorkerMetrics:
+    """What the owners of branches did and what they wait for."""
+
+    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        self.commits = Counter(
+            "gitops_reverser_commits_total", "Commits made by branch workers", registry=registry
+        )
+        self.pushes = Counter(
+            "gitops_reverser_pushes_total",
+            "CAS pushes by result (pushed, rejected)",
+            ["result"],
+            registry=registry,
+        )
+        self.foreign_commits = Counter(
+            "gitops_reverser_foreign_commits_total",
+            "Tips found that gitops-reverser did not push",
+            registry=registry,
+        )
+        self.refusals = Counter(
+            "gitops_reverser_refusals_total",
+            "Edits refused (M10) by reason",
+            ["reason"],
+            registry=registry,
+        )
+        self.notices = Counter(
+            "gitops_reverser_notices_total",
+            "Push notices read, by what they did",
+            ["decision"],
+            registry=registry,
+        )
+        self.obligations = Gauge(
+            "gitops_reverser_obligations_owed",
+            "Appliers of a branch owing each reason (A1), as its owner last decided",
+            ["branch", "reason"],
+            registry=registry,
+        )
+        self.quiet_wait = Gauge(
+            "gitops_reverser_quiet_wait_seconds",
+            "How long something owed has waited for the branch to be quiet (Q4); 0 when nothing "
+            "waits",
+            ["branch"],
+            registry=registry,
+        )
+
+
+METRICS = BranchWorkerMetrics()
+COMMITS = METRICS.commits
+PUSHES = METRICS.pushes
+FOREIGN_COMMITS = METRICS.foreign_commits
+REFUSALS = METRICS.refusals
+NOTICES = METRICS.notices
+OBLIGATIONS = METRICS.obligations
+QUIET_WAIT = METRICS.quiet_wait

@@ -146,4 +146,6 @@ def finish(ctx: Context, request: ApplyRequest, outcome: AttemptOutcome) -> None
         },
     )
     for reason in request.reasons:
-        metrics.APPLY_REQUESTS.labels(request.applier.kind.lower(), reason, outcome.outcome).inc()
+        metrics.METRICS.apply_requests.labels(
+            request.applier.kind.lower(), reason, outcome.outcome
+        ).inc()

@@ -18,19 +18,19 @@ class ReceiverMetrics:
 
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self.deliveries = Counter(
-            "receiver_deliveries_total",
+            "gitops_reverser_receiver_deliveries_total",
             "Webhook deliveries, by receiver type (unknown for no receiver) and result.",
             ["type", "result"],
             registry=registry,
         )
         self.notices = Counter(
-            "receiver_notices_total",
+            "gitops_reverser_receiver_notices_total",
             "Push notices stored on branch streams, by receiver type.",
             ["type"],
             registry=registry,
         )
         self.latency = Histogram(
-            "receiver_delivery_seconds",
+            "gitops_reverser_receiver_delivery_seconds",
             "Time from the start of a hook request to its answer.",
             buckets=LATENCY_BUCKETS,
             registry=registry,

@@ -15,25 +15,25 @@ class WatcherMetrics:
 
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self.events = Counter(
-            "watcher_events_published_total",
+            "gitops_reverser_watcher_events_published_total",
             "Object events published to branch streams, by operation.",
             ["operation"],
             registry=registry,
         )
         self.restarts = Counter(
-            "watcher_watch_restarts_total",
+            "gitops_reverser_watcher_watch_restarts_total",
             "Watch sessions that ended in an error and were started again, by error class.",
             ["reason"],
             registry=registry,
         )
         self.relists = Counter(
-            "watcher_relists_total",
+            "gitops_reverser_watcher_relists_total",
             "Lists made because a watch had no cursor or its cursor expired (410 Gone).",
             ["cause"],
             registry=registry,
         )
         self.status_writes = Counter(
-            "watcher_status_writes_total",
+            "gitops_reverser_watcher_status_writes_total",
             "Status writes of our custom resources, by kind.",
             ["kind"],
             registry=registry,

@@ -138,7 +138,7 @@ def _get(url: str, path: str, method: str = "GET") -> tuple[int, bytes]:
 
 def _not_found_count(url: str) -> float:
     text = _get(url, "/metrics")[1].decode()
-    line = 'receiver_deliveries_total{result="not_found",type="unknown"} '
+    line = 'gitops_reverser_receiver_deliveries_total{result="not_found",type="unknown"} '
     values = [float(x.removeprefix(line)) for x in text.splitlines() if x.startswith(line)]
     return values[0] if values else 0.0
 

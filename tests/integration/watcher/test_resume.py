@@ -52,9 +52,9 @@ def test_restart_with_a_cursor_resumes_without_a_full_replay(rig: Rig, repo_url:
     events = rig.events(repo_url)
     assert len(events) == 4
     assert (events[3].operation, events[3].object_id.name) == ("UPDATE", "b")
-    assert rig.metric("watcher_relists_total", cause="nocursor") == 0
-    assert rig.metric("watcher_events_published_total", operation="UPDATE") == 1
-    assert rig.metric("watcher_events_published_total", operation="CREATE") == 0
+    assert rig.metric("gitops_reverser_watcher_relists_total", cause="nocursor") == 0
+    assert rig.metric("gitops_reverser_watcher_events_published_total", operation="UPDATE") == 1
+    assert rig.metric("gitops_reverser_watcher_events_published_total", operation="CREATE") == 0
 
 
 def _expire_after_deleting(rig: Rig, gone: str) -> None:
@@ -83,8 +83,8 @@ def test_expired_cursor_relists_and_sweeps_per_prune_mode(
     rig.burst()
 
     later = rig.events(repo_url)[2:]
-    assert rig.metric("watcher_watch_restarts_total", reason="expired") == 1
-    assert rig.metric("watcher_relists_total", cause="expired") == 1
+    assert rig.metric("gitops_reverser_watcher_watch_restarts_total", reason="expired") == 1
+    assert rig.metric("gitops_reverser_watcher_relists_total", cause="expired") == 1
     assert ("UPDATE", "keep", keep["metadata"]["uid"]) in [
         (e.operation, e.object_id.name, e.uid) for e in later
     ]
@@ -110,7 +110,7 @@ def test_expired_cursor_is_replaced_by_the_relist_version(short_rig: Rig, repo_u
     known = rig.redis.hkeys(rig.keys.watch_known(uid, "/configmaps", "team-a"))
     assert sorted(known) == ["keep"]
     rig.burst()
-    assert rig.metric("watcher_relists_total", cause="expired") == 0
+    assert rig.metric("gitops_reverser_watcher_relists_total", cause="expired") == 0
 
 
 def test_config_is_published_and_forgotten_with_its_gittarget(rig: Rig, repo_url: str) -> None:

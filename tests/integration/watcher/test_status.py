@@ -179,14 +179,14 @@ def test_a_converged_pass_writes_no_status(rig: Rig, repo_url: str) -> None:
     versions = [
         rig.cluster.get(GROUP, k, n, ns)["metadata"]["resourceVersion"] for k, n, ns in kinds
     ]
-    assert rig.metric("watcher_status_writes_total", kind="GitTarget") == 1
+    assert rig.metric("gitops_reverser_watcher_status_writes_total", kind="GitTarget") == 1
 
     rig.clock.now += 600
     rig.burst()
     assert [
         rig.cluster.get(GROUP, k, n, ns)["metadata"]["resourceVersion"] for k, n, ns in kinds
     ] == versions
-    assert rig.metric("watcher_status_writes_total", kind="GitTarget") == 0
+    assert rig.metric("gitops_reverser_watcher_status_writes_total", kind="GitTarget") == 0
     target = rig.cluster.get(GROUP, "GitTarget", "target", "team-a")
     assert target["status"]["observedGeneration"] == target["metadata"]["generation"]
 

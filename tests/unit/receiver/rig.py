@@ -86,7 +86,7 @@ class Rig:
 
     def count(self, kind: str, result: str) -> float:
         value = self.registry.get_sample_value(
-            "receiver_deliveries_total", {"type": kind, "result": result}
+            "gitops_reverser_receiver_deliveries_total", {"type": kind, "result": result}
         )
         return value or 0.0
 

@@ -289,5 +289,7 @@ def test_deliveries_are_counted_by_type_and_result(rig: Rig) -> None:
     rig.post("/hook/" + "f" * 64, every_kind()["gitea-json"])
     assert rig.count("gitea", "stored") == 1
     assert rig.count("unknown", "not_found") == 1
-    notices = rig.registry.get_sample_value("receiver_notices_total", {"type": "gitea"})
+    notices = rig.registry.get_sample_value(
+        "gitops_reverser_receiver_notices_total", {"type": "gitea"}
+    )
     assert notices == 1
