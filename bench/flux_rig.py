@@ -145,9 +145,9 @@ class Rig:
 
     def _outcome(self, commit: str) -> str | None:
         last, _ = self._ledger.last_request(self._uid)
-        if last is None or last.get("commit") != commit:
+        if last is None or last.commit != commit:
             return None
-        return f"{'+'.join(last.get('reasons', []))} {last.get('outcome')}"
+        return f"{'+'.join(last.reasons)} {last.outcome}"
 
     def _applied(self, commit: str) -> bool:
         status = self._get("kustomizations", "apps", "kustomize.toolkit.fluxcd.io").get("status")

@@ -11,7 +11,6 @@ import functools
 import threading
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from services.dispatcher import attempt as attempts
 from services.dispatcher import metrics
@@ -25,6 +24,7 @@ from shared.kube.flux import FluxClient
 from shared.kube.kinds import GIT_TARGETS
 from shared.kube.status import StatusWriter
 from shared.model.ids import BranchKey
+from shared.model.ledger import LastRequest
 from shared.model.requests import ApplyRequest, AttemptOutcome
 from shared.settings import Settings
 from shared.store.attempts import Attempts
@@ -74,10 +74,6 @@ def _pause(seconds: float) -> None:
     shutdown), and a second leaves the process at once (``shared.process``), waits included.
     """
     threading.Event().wait(seconds)  # an Event nobody sets: the same as time.sleep
-
-
-def _iso(at: float) -> str:
-    return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def attempt(request_json: str) -> str:
@@ -133,18 +129,7 @@ def finish(ctx: Context, request: ApplyRequest, outcome: AttemptOutcome) -> None
     if not ctx.attempts.report_once(BranchKey(request.branch_key), outcome):
         return  # an outcome for this token exists already: never a second one
     uids = {uid for held in request.reasons.values() for uid in held}
-    ctx.ledger.record(
-        uids,
-        {
-            "reasons": sorted(request.reasons),
-            "commit": request.commit,
-            "token": request.token,
-            "sentAt": _iso(request.sent_at),
-            "finishedAt": _iso(outcome.finished_at),
-            "outcome": outcome.outcome,
-            "message": outcome.message[:1000],
-        },
-    )
+    ctx.ledger.record(uids, LastRequest.of(request, outcome))
     for reason in request.reasons:
         metrics.METRICS.apply_requests.labels(
             request.applier.kind.lower(), reason, outcome.outcome

@@ -21,38 +21,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shared.decide.conditions import timestamp
 from shared.kube.errors import KubeError, KubePermanent
 from shared.kube.kinds import GIT_TARGETS
 from shared.kube.status import StatusWriter
 from shared.model.config import ApplierRef
 from shared.model.crds import GitTargetView, Meta
 from shared.model.ids import GitTargetUid
+from shared.model.ledger import LastRequest
 from shared.store.ledger import Ledger
 
 logger = logging.getLogger(__name__)
 
 FIELD = "applier"
-#: The ``lastRequest`` fields the GitTarget CRD defines; anything else would be pruned.
-LAST_REQUEST_FIELDS = ("reasons", "commit", "token", "sentAt", "finishedAt", "outcome", "message")
-#: Fields that are date-times in the CRD; a ledger entry may hold them as epoch seconds.
-_TIMES = frozenset({"sentAt", "finishedAt"})
 
 
-def last_request(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """A ledger entry as the CRD's ``lastRequest``: known fields only, times in RFC 3339."""
-    shown: dict[str, Any] = {}
-    for name in LAST_REQUEST_FIELDS:
-        value = entry.get(name)
-        if value is None or value == "":
-            continue
-        if name in _TIMES and isinstance(value, int | float):
-            value = timestamp(float(value))
-        shown[name] = list(value) if name == "reasons" else value
-    return shown
-
-
-def applier_status(ref: ApplierRef, entry: Mapping[str, Any] | None) -> dict[str, Any]:
+def applier_status(ref: ApplierRef, entry: LastRequest | None) -> dict[str, Any]:
     """``status.applier``: the applier as resolved, and the last request when there is one."""
     value: dict[str, Any] = {
         "kind": ref.kind,
@@ -60,8 +43,8 @@ def applier_status(ref: ApplierRef, entry: Mapping[str, Any] | None) -> dict[str
         "namespace": ref.namespace,
         "clusterProvider": ref.cluster_provider,
     }
-    if entry:
-        value["lastRequest"] = last_request(entry)
+    if entry is not None:
+        value["lastRequest"] = entry.to_status()
     return value
 
 
@@ -104,11 +87,18 @@ class ApplierStatus:
         uids = sorted(self._tracked)
         versions = self._ledger.versions(uids) if uids else {}
         moved = [uid for uid in uids if self._seen.get(uid) != versions[uid]]
-        return sum(self._publish(uid) for uid in moved)
+        return sum(self._publish(uid, versions[uid]) for uid in moved)
 
-    def _publish(self, uid: GitTargetUid) -> bool:
+    def _publish(self, uid: GitTargetUid, polled: int) -> bool:
         tracked = self._tracked[uid]
-        entry, version = self._ledger.last_request(uid)
+        try:
+            entry, version = self._ledger.last_request(uid)
+        except ValueError as err:
+            # Not a LastRequest (written before the ledger had its record): shown once the next
+            # request replaces it. Marked seen, so it is reported once and not on every pass.
+            self._seen[uid] = polled
+            logger.warning("ledger entry of GitTarget %s not shown: %s", uid, err)
+            return False
         wanted = applier_status(tracked.ref, entry)
         if self._stored.get(uid) == wanted:
             self._seen[uid] = version

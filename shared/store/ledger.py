@@ -3,18 +3,18 @@
 Keyed by uid, so a GitTarget deleted and recreated under the same name never inherits its
 predecessor's request; ``ConfigStore.forget_target`` deletes the entry with the rest of the
 incarnation's keys. The dispatcher writes each attempt's request and outcome; the watcher
-publishes the entry into the GitTarget's status when it changes (O6).
+publishes the entry into the GitTarget's status when it changes (O6). Entries go in and come
+out as ``LastRequest`` records, so no caller handles their JSON.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import redis
 
 from shared.model.ids import GitTargetUid
+from shared.model.ledger import LastRequest
 from shared.store.keys import Keys
 
 
@@ -25,9 +25,9 @@ class Ledger:
         self._r = client
         self._keys = keys
 
-    def record(self, uids: Iterable[str], last_request: dict[str, Any]) -> None:
+    def record(self, uids: Iterable[str], last_request: LastRequest) -> None:
         """Set the last request of every GitTarget it served (changes ``version``)."""
-        text = json.dumps(last_request, sort_keys=True)
+        text = last_request.to_json()
         pipe = self._r.pipeline(transaction=True)
         for uid in uids:
             key = self._keys.ledger(GitTargetUid(uid))
@@ -35,11 +35,15 @@ class Ledger:
             pipe.hincrby(key, "version", 1)
         pipe.execute()
 
-    def last_request(self, uid: GitTargetUid) -> tuple[dict[str, Any] | None, int]:
-        """The last request recorded for a GitTarget incarnation, and the entry's version."""
+    def last_request(self, uid: GitTargetUid) -> tuple[LastRequest | None, int]:
+        """The last request recorded for a GitTarget incarnation, and the entry's version.
+
+        ValueError when the stored entry is not one ``LastRequest.to_json`` wrote.
+        """
         raw: dict[str, str] = self._r.hgetall(self._keys.ledger(uid))  # type: ignore[assignment]
         text = raw.get("lastRequest")
-        return (json.loads(text) if text else None), int(raw.get("version") or 0)
+        entry = LastRequest.from_json(text) if text else None
+        return entry, int(raw.get("version") or 0)
 
     def versions(self, uids: Sequence[GitTargetUid]) -> dict[GitTargetUid, int]:
         """Each entry's version in one round trip (0 when there is none): the cheap poll of O6."""

@@ -185,7 +185,7 @@ def test_a_foreign_commit_stamps_the_source_and_is_delivered_once_applied(world:
     events = world.core.list_namespaced_event(NS).items
     assert any(e.reason == "ApplyRequested" and "ForeignCommit" in e.message for e in events)
     last, _ = world.ctx.ledger.last_request(GitTargetUid(uid))
-    assert last is not None and last["outcome"] == "Delivered" and last["token"] == request.token
+    assert last is not None and (last.outcome, last.token) == ("Delivered", request.token)
     assert not world.ctx.attempts.report_once(
         request.branch_key,  # type: ignore[arg-type]
         AttemptOutcome(request.token, "Failed"),

@@ -12,6 +12,7 @@ import base64
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from kubernetes.dynamic import DynamicClient
 from sandbox.kube.access import AccessRule
 from sandbox.kube.server import KubeApiServer
 from sandbox.paths import all_crd_files
+from shared.model.ledger import LastRequest
 from tests.helpers import wait_until
 from tests.integration.watcher.harness import GROUP, Cluster, Rig, cluster_provider, mirror_setup
 
@@ -30,14 +32,7 @@ pytestmark = pytest.mark.integration
 OPERATOR_NS = "gitops-reverser"  # Settings.namespace's default: kubeconfig Secrets live here
 FLUX_NS = "flux-system"
 KUSTOMIZATION = {"kustomizationRef": {"name": "apps", "namespace": FLUX_NS}}
-REQUEST = {
-    "reasons": ["CatchUp"],
-    "commit": "c" * 40,
-    "token": "req-1",
-    "sentAt": "2030-03-17T17:46:40Z",
-    "finishedAt": "2030-03-17T17:46:52Z",
-    "outcome": "Delivered",
-}
+REQUEST = LastRequest("req-1", "c" * 40, ("CatchUp",), 1_900_000_000, 1_900_000_012, "Delivered")
 
 
 def gitrepository(url: str, ref: dict[str, str] | None = None) -> dict[str, Any]:
@@ -259,7 +254,14 @@ def test_last_request_appears_after_one_light_pass_and_only_changes_are_written(
         rig.ledger.record([uid], REQUEST)
         assert watcher.publish_applier_status() == 1
         published = target(rig)
-        assert published["status"]["applier"]["lastRequest"] == REQUEST
+        assert published["status"]["applier"]["lastRequest"] == {
+            "reasons": ["CatchUp"],
+            "commit": "c" * 40,
+            "token": "req-1",
+            "sentAt": "2030-03-17T17:46:40Z",
+            "finishedAt": "2030-03-17T17:46:52Z",
+            "outcome": "Delivered",
+        }
         assert watcher.publish_applier_status() == 0
         assert (
             target(rig)["metadata"]["resourceVersion"] == (published["metadata"]["resourceVersion"])
@@ -316,7 +318,7 @@ def test_a_recreated_git_target_shows_no_last_request(rig: Rig, repo_url: str) -
             body={"status": {"observedGeneration": 1}},
             content_type="application/merge-patch+json",
         )
-        rig.ledger.record([old_uid], {**REQUEST, "token": "req-2"})
+        rig.ledger.record([old_uid], replace(REQUEST, token="req-2"))
         assert watcher.publish_applier_status() == 0
         assert target(rig)["status"] == {"observedGeneration": 1}
         watcher.reconcile_once()

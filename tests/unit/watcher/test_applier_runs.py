@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from services.watcher.applier_status import applier_status, last_request
+from services.watcher.applier_status import applier_status
 from services.watcher.appliers import ApplierChecker, ApplierWorld, CheckJob, plan_check
 from services.watcher.clusters import ClusterState
 from shared.decide.applier_check import Subject, configured
@@ -21,6 +21,7 @@ from shared.decide.conditions import Wanted
 from shared.decide.targets import TargetFindings, Verdict, target_conditions
 from shared.model.config import ApplierRef
 from shared.model.crds import Condition, GitTargetView, parse_cluster_provider, parse_git_target
+from shared.model.ledger import LastRequest
 from shared.settings import Settings, SettingsError
 
 REF = ApplierRef("Kustomization", "flux-system", "apps", "default")
@@ -130,33 +131,17 @@ def test_an_applier_configuration_error_stalls_and_an_unknown_check_keeps_reconc
 
 def test_status_applier_names_the_resolved_applier_and_the_last_request() -> None:
     """S3 and the GitTarget CRD's status.applier: kind, name, namespace, clusterProvider, and
-    lastRequest (reasons, commit, token, sentAt, finishedAt, outcome, message) when a
-    request was made; unknown ledger fields are left out, epoch times become RFC 3339."""
+    the ledger entry as lastRequest when a request was made (its shape: tests/unit/model)."""
     assert applier_status(REF, None) == {
         "kind": "Kustomization",
         "name": "apps",
         "namespace": "flux-system",
         "clusterProvider": "default",
     }
-    entry = {
-        "reasons": ("CatchUp",),
-        "commit": "a" * 40,
-        "token": "t-1",
-        "sentAt": 1_900_000_000,
-        "finishedAt": "2030-03-17T17:46:45Z",
-        "outcome": "Delivered",
-        "message": "",
-        "attempt": 3,
-    }
-    assert last_request(entry) == {
-        "reasons": ["CatchUp"],
-        "commit": "a" * 40,
-        "token": "t-1",
-        "sentAt": "2030-03-17T17:46:40Z",
-        "finishedAt": "2030-03-17T17:46:45Z",
-        "outcome": "Delivered",
-    }
-    assert applier_status(REF, entry)["lastRequest"]["token"] == "t-1"
+    entry = LastRequest("t-1", "a" * 40, ("CatchUp",), 1_900_000_000, 1_900_000_005, "Delivered")
+    shown = applier_status(REF, entry)
+    assert shown["lastRequest"] == entry.to_status()
+    assert shown["lastRequest"]["token"] == "t-1"
 
 
 def test_applier_settings_have_documented_defaults_and_read_the_environment() -> None:
