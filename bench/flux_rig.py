@@ -50,7 +50,7 @@ from tests.e2e.system import GROUP, System
 QUIET_PERIOD_S = 2.0
 #: Longest wait for one stamp or one settling: far above a sample (a few seconds).
 STEP_TIMEOUT_S = 60.0
-APPLIER = ApplierRef("Kustomization", NS, "apps", quiet_period_s=QUIET_PERIOD_S)
+APPLIER = ApplierRef("Kustomization", NS, "apps", "default")
 
 
 class Rig:

@@ -38,11 +38,11 @@ from bench.product import (
 from bench.report import Section, percentile
 from sandbox.githost.outside import OutsideClone, git
 from services.branch_worker.worker import BranchWorker, Stores
-from shared.model.config import BranchConfig, TargetConfig
 from shared.model.events import GitTargetRef, ObjectEvent
 from shared.model.ids import BranchKey, GitTargetUid, ObjectId
 from shared.settings import Settings
 from shared.store.connection import connect
+from tests.configs import branch_config, target_config
 from tests.e2e.system import System
 
 EDITS = 60
@@ -75,10 +75,10 @@ def _ours(url: str, work: Path) -> list[float]:
     )
     stores = Stores.build(connect(settings.redis_url, "bench"), settings)
     bk: BranchKey = stores.configs.publish_branch(
-        BranchConfig(url, "main", "team", "gp", commit_window_s=0.0)
+        branch_config(url, "main", "team", "gp", commit_window_s=0.0)
     )
     uid = GitTargetUid("bench-target")
-    stores.configs.publish_target(TargetConfig(uid, "team", "gt", url, "main", "apps"))
+    stores.configs.publish_target(target_config(uid, "team", "gt", url, "main", path="apps"))
     worker = BranchWorker(settings, stores, "bench", time.time)
     worker.wake()  # take the branch and sync the work tree before timing
     latencies = []

@@ -12,7 +12,6 @@ import uuid
 import redis
 
 from bench.report import Section
-from shared.model.config import BranchConfig, TargetConfig
 from shared.model.events import GitTargetRef, ObjectEvent
 from shared.model.ids import GitTargetUid, ObjectId
 from shared.settings import Settings
@@ -22,6 +21,7 @@ from shared.store.connection import connect
 from shared.store.keys import Keys
 from shared.store.leases import Leases
 from shared.store.streams import EventStream
+from tests.configs import branch_config, target_config
 
 SIZES = (100, 1000)
 
@@ -29,9 +29,9 @@ SIZES = (100, 1000)
 def _idle_branch(client: redis.Redis, keys: Keys, i: int) -> None:
     url = f"https://git.example.com/team/repo-{i:05d}.git"
     configs = ConfigStore(client, keys)
-    bk = configs.publish_branch(BranchConfig(url, "main", "team", f"gp-{i}"))
+    bk = configs.publish_branch(branch_config(url, "main", "team", f"gp-{i}"))
     uid = GitTargetUid(str(uuid.UUID(int=i)))
-    configs.publish_target(TargetConfig(uid, "team", f"gt-{i}", url, "main", "clusters/prod"))
+    configs.publish_target(target_config(uid, "team", f"gt-{i}", url, "main", path="clusters/prod"))
     lease = Leases(client, keys, 15_000).acquire(bk, "worker-0")
     assert lease is not None
     events = EventStream(client, keys)

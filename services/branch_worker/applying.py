@@ -11,30 +11,22 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 
 from services.branch_worker import metrics
 from shared.decide.obligations import (
-    ATTEMPT_DEADLINE_S,
-    REASONS,
-    Applier,
     Ask,
-    Wait,
     cancel_refusal,
-    decide,
-    hand_back_if_overdue,
-    keep_live,
-    on_outcome,
+    consider,
+    on_outcomes,
     owe_catch_up,
     owe_foreign_commit,
     owe_refusal,
-    sent,
 )
 from shared.decide.quiet import BranchView, is_quiet
-from shared.model.config import ApplierRef, BranchConfig, TargetConfig
+from shared.model.appliers import REASONS
+from shared.model.config import ApplierRef, BranchConfig, TargetConfig, appliers_of
 from shared.model.ids import BranchKey
 from shared.model.requests import ApplyRequest
 from shared.store.appliers import ApplierStore
@@ -58,7 +50,7 @@ class ApplierDesk:
         attempts: Attempts,
         states: BranchStates,
         clock: Callable[[], float],
-        attempt_deadline_s: float = ATTEMPT_DEADLINE_S,
+        attempt_deadline_s: float,
     ) -> None:
         self._bk = bk
         self._config = config
@@ -75,38 +67,32 @@ class ApplierDesk:
 
     def _named(self) -> dict[ApplierRef, list[TargetConfig]]:
         """Appliers of this branch and the GitTargets naming each (A3: one applier, many)."""
-        by_applier: dict[ApplierRef, list[TargetConfig]] = defaultdict(list)
-        for target in self._configs.targets_of(self._bk):
-            if target.applier is not None:
-                ref = _identity(target.applier)
-                by_applier[ref].append(target)
-        return by_applier
+        return appliers_of(self._configs.targets_of(self._bk))
 
     def on_pushed(self, commit: str) -> None:
         """A1: after our push, a Kustomization owes a CatchUp."""
         for ref, targets in self._named().items():
             owe = partial(owe_catch_up, commit=commit, uids=[t.uid for t in targets])
-            self._appliers.update(ref.key, ref.kind, owe)
+            self._appliers.amend(ref.key, ref.kind, owe)
 
     def on_foreign(self, commit: str) -> None:
         """Q5: every applier of the branch owes a ForeignCommit."""
         for ref, targets in self._named().items():
             owe = partial(owe_foreign_commit, commit=commit, uids=[t.uid for t in targets])
-            self._appliers.update(ref.key, ref.kind, owe)
+            self._appliers.amend(ref.key, ref.kind, owe)
 
     def on_refusal(self, target: TargetConfig) -> None:
         """A5/S1: a refused edit is owed a Refusal only with the GitTarget's consent."""
-        if target.applier is not None:
-            ref = _identity(target.applier)
-            self._appliers.update(
-                ref.key, ref.kind, lambda a: owe_refusal(a, target.uid, target.consents)
-            )
+        ref = target.applier
+        if ref is not None:
+            owe = partial(owe_refusal, uid=target.uid, consents=target.consents)
+            self._appliers.amend(ref.key, ref.kind, owe)
 
     def on_recovery(self, target: TargetConfig) -> None:
         """A5: a GitTarget that recovered cancels its own Refusal."""
-        if target.applier is not None:
-            ref = _identity(target.applier)
-            self._appliers.update(ref.key, ref.kind, lambda a: cancel_refusal(a, target.uid))
+        ref = target.applier
+        if ref is not None:
+            self._appliers.amend(ref.key, ref.kind, partial(cancel_refusal, uid=target.uid))
 
     def wake(self) -> None:
         """Read outcomes, then decide and send for every applier of the branch."""
@@ -136,55 +122,41 @@ class ApplierDesk:
         metrics.QUIET_WAIT.labels(self._bk).set(0.0 if since is None else self._clock() - since)
 
     def _read_outcomes(self) -> None:
-        outcomes = self._attempts.outcomes(self._bk)
-        now = self._clock()
-        for ref in self._named():
-            for _, outcome in outcomes:
-                if outcome is not None:
-                    apply = partial(
-                        on_outcome,
-                        token=outcome.token,
-                        outcome=outcome.outcome,
-                        now=now,
-                        dropped=outcome.dropped,
-                    )
-                    self._appliers.update(ref.key, ref.kind, apply)
-        self._attempts.consumed(self._bk, [entry_id for entry_id, _ in outcomes])
+        """A4: every new outcome reaches every applier of the branch (an outcome for another
+        applier's token changes nothing), one transaction per applier."""
+        entries = self._attempts.outcomes(self._bk)
+        outcomes = [outcome for _, outcome in entries if outcome is not None]
+        if outcomes:
+            now = self._clock()
+            apply = partial(on_outcomes, outcomes=outcomes, now=now)
+            for ref in self._named():
+                self._appliers.amend(ref.key, ref.kind, apply)
+        self._attempts.consumed(self._bk, [entry_id for entry_id, _ in entries])
 
     def _view(self) -> BranchView:
-        state = self._states.read(self._bk)
-        return BranchView(
-            state.observed_tip,
-            state.windows_open,
-            state.pending_total,
-            state.push_in_flight,
-            state.last_write_at,
-        )
+        return self._states.read(self._bk).view()
 
     def _consider(
         self, ref: ApplierRef, targets: list[TargetConfig], view: BranchView
     ) -> list[str]:
+        """A2-A5 for one applier: decide under the record's transaction, then act on the
+        decision that was committed (send it, or remember when to look again)."""
         now = self._clock()
-        live = [t.uid for t in targets]
-        periods = {str(t.uid): (t.applier.quiet_period_s if t.applier else 30.0) for t in targets}
         token = uuid.uuid4().hex
-        asked: list[Ask] = []
-
-        def change(applier: Applier) -> Applier:
-            applier = hand_back_if_overdue(keep_live(applier, live), now)
-            applier = _with_periods(applier, periods)
-            decision = decide(applier, view, now)
-            asked.clear()
-            if isinstance(decision, Wait) and decision.until is not None:
-                self._wake_by(decision.until)
-            if isinstance(decision, Ask):
-                asked.append(decision)
-                return sent(applier, decision, token, now, self._deadline_s)
-            return applier
-
-        after = self._appliers.update(ref.key, ref.kind, change)
-        if asked:
-            self._send(ref, asked[0], token, now)
+        periods = {str(t.uid): t.quiet_period_s for t in targets}
+        step = partial(
+            consider,
+            periods=periods,
+            branch=view,
+            now=now,
+            token=token,
+            deadline_s=self._deadline_s,
+        )
+        after, decision = self._appliers.update(ref.key, ref.kind, step)
+        if isinstance(decision, Ask):
+            self._send(ref, decision, token, now)
+        elif decision.until is not None:
+            self._wake_by(decision.until)
         return list(after.owes())
 
     def _send(self, ref: ApplierRef, ask: Ask, token: str, now: float) -> None:
@@ -214,12 +186,3 @@ class ApplierDesk:
                 "applier": f"{ref.kind}/{ref.namespace}/{ref.name}",
             },
         )
-
-
-def _identity(ref: ApplierRef) -> ApplierRef:
-    """The applier itself, without the GitTarget's quietPeriod (A3 merges those)."""
-    return ApplierRef(ref.kind, ref.namespace, ref.name, ref.cluster_provider, 0.0)
-
-
-def _with_periods(applier: Applier, periods: dict[str, float]) -> Applier:
-    return replace(applier, quiet_periods=periods)

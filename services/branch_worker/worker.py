@@ -220,6 +220,7 @@ class BranchWorker:
             worker_id=self.worker_id,
             read_tip=lambda: ls_remote(config.url, config.branch, env),
             steady_tick=self.settings.steady_tick.total_seconds(),
+            max_window=self.settings.max_window.total_seconds(),
             desk=ApplierDesk(
                 bk,
                 config,

@@ -15,12 +15,7 @@ from shared.model.requests import ApplyRequest
 
 
 def _same_applier(a: ApplierRef | None, b: ApplierRef) -> bool:
-    return a is not None and (a.kind, a.namespace, a.name, a.cluster_provider) == (
-        b.kind,
-        b.namespace,
-        b.name,
-        b.cluster_provider,
-    )
+    return a == b  # the reference is the applier's identity only (no quietPeriod in it)
 
 
 def target_facts(request: ApplyRequest, reader: CrdReader) -> dict[str, TargetFacts]:

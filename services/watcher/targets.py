@@ -88,6 +88,7 @@ def target_config(target: GitTargetView, provider: GitProviderView) -> TargetCon
         prune=target.prune,
         on_refusal=target.on_refusal,
         applier=target.applier,
+        quiet_period_s=target.quiet_period_s,
     )
 
 

@@ -9,61 +9,16 @@ everything owed goes out as one request, on a quiet branch, at the tip as it is 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass, replace
 
 from shared.decide.quiet import BranchView, is_quiet
+from shared.model.appliers import Applier, Attempt, Outcome, Reason
+from shared.model.defaults import QUIET_PERIOD_S
+from shared.model.requests import AttemptOutcome
 
-Reason = Literal["ForeignCommit", "Refusal", "CatchUp"]
-Outcome = Literal["Delivered", "Stale", "NothingToAsk", "Failed"]
-ApplierKind = Literal["Kustomization", "Application"]
-REASONS: tuple[Reason, ...] = ("ForeignCommit", "Refusal", "CatchUp")
-
-#: Omitted quietPeriod means 30 s (behaviour.md §1, GitTarget spec.applier).
-DEFAULT_QUIET_PERIOD_S = 30.0
 #: Backoff of a failed request: base doubles per failure, capped (A4).
 BACKOFF_BASE_S = 5.0
 BACKOFF_CAP_S = 300.0
-#: How long an attempt may stay out before it is handed back (D6's 5 minutes, plus slack).
-ATTEMPT_DEADLINE_S = 330.0
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """The request out: its token, commit, reasons and the uids that held each reason."""
-
-    token: str
-    commit: str
-    reasons: Mapping[Reason, frozenset[str]]
-    sent_at: float
-    deadline: float
-
-
-@dataclass(frozen=True, slots=True)
-class Applier:
-    """One applier's obligations, attempt and backoff."""
-
-    kind: ApplierKind
-    foreign_commit: str | None = None
-    foreign_uids: frozenset[str] = frozenset()
-    refusals: frozenset[str] = frozenset()
-    catch_up: str | None = None  # the commit of our latest push still to be caught up
-    catch_up_uids: frozenset[str] = frozenset()
-    attempt: Attempt | None = None
-    failures: int = 0
-    next_try_at: float = 0.0
-    quiet_periods: Mapping[str, float] = field(default_factory=dict)  # uid -> quietPeriod
-
-    def owes(self) -> dict[Reason, frozenset[str]]:
-        """Everything owed now, by reason."""
-        owed: dict[Reason, frozenset[str]] = {}
-        if self.foreign_commit and self.foreign_uids:
-            owed["ForeignCommit"] = self.foreign_uids
-        if self.refusals:
-            owed["Refusal"] = self.refusals
-        if self.catch_up and self.catch_up_uids and self.kind == "Kustomization":
-            owed["CatchUp"] = self.catch_up_uids
-        return owed
 
 
 def owe_foreign_commit(applier: Applier, commit: str, uids: Iterable[str]) -> Applier:
@@ -101,9 +56,13 @@ def keep_live(applier: Applier, live: Iterable[str]) -> Applier:
 
 
 def catch_up_period(applier: Applier) -> float:
-    """A3: a shared Kustomization waits the longest quietPeriod of the GitTargets naming it."""
-    periods = [applier.quiet_periods.get(u, DEFAULT_QUIET_PERIOD_S) for u in applier.catch_up_uids]
-    return max(periods, default=DEFAULT_QUIET_PERIOD_S)
+    """A3: a shared Kustomization waits the longest quietPeriod of the GitTargets naming it.
+
+    A uid without a published period (a record written before its GitTarget's) waits the
+    CRD's default rather than not at all.
+    """
+    periods = [applier.quiet_periods.get(u, QUIET_PERIOD_S) for u in applier.catch_up_uids]
+    return max(periods, default=QUIET_PERIOD_S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,10 +101,10 @@ def decide(applier: Applier, branch: BranchView, now: float) -> Ask | Wait:
     return Ask(branch.tip, owed)
 
 
-def sent(
-    applier: Applier, ask: Ask, token: str, now: float, deadline_s: float = ATTEMPT_DEADLINE_S
-) -> Applier:
+def sent(applier: Applier, ask: Ask, token: str, now: float, deadline_s: float) -> Applier:
     """Record the attempt out (one at a time, A2), handed back ``deadline_s`` later (A4).
+
+    ``deadline_s`` is the process setting ``attempt_deadline``, passed in rather than restated.
 
     The request applies the tip it was decided at, which holds every commit owed before it
     (Q4), so the ForeignCommit and CatchUp it covers are owed at that commit from now on: its
@@ -193,3 +152,32 @@ def hand_back_if_overdue(applier: Applier, now: float) -> Applier:
     if attempt is None or now < attempt.deadline:
         return applier
     return on_outcome(applier, attempt.token, "Failed", now)
+
+
+def consider(
+    applier: Applier,
+    *,
+    periods: Mapping[str, float],
+    branch: BranchView,
+    now: float,
+    token: str,
+    deadline_s: float,
+) -> tuple[Applier, Ask | Wait]:
+    """One wake of the branch's owner for one applier (A2-A5): hand back an overdue attempt,
+    keep only the GitTargets still naming it (``periods``: uid -> its quietPeriod), decide,
+    and record the attempt when the decision is to ask, under ``token``."""
+    applier = replace(
+        hand_back_if_overdue(keep_live(applier, periods), now), quiet_periods=dict(periods)
+    )
+    decision = decide(applier, branch, now)
+    if isinstance(decision, Ask):
+        return sent(applier, decision, token, now, deadline_s), decision
+    return applier, decision
+
+
+def on_outcomes(applier: Applier, outcomes: Iterable[AttemptOutcome], now: float) -> Applier:
+    """A4 for a batch: each outcome in the order it arrived, so a wake needs one transaction
+    per applier instead of one per (applier, outcome)."""
+    for reported in outcomes:
+        applier = on_outcome(applier, reported.token, reported.outcome, now, reported.dropped)
+    return applier

@@ -23,10 +23,11 @@ _PUSHED_FLAGS = {" ", "*", "="}
 
 @dataclass(frozen=True, slots=True)
 class Committer:
-    """Who commits: the GitProvider's ``spec.commit.committer``."""
+    """Who commits: the GitProvider's ``spec.commit.committer``, its CRD defaults applied
+    (``shared.model.defaults``) before it gets here, so none are restated."""
 
-    name: str = "GitOps Reverser"
-    email: str = "noreply@gitopsreverser.io"
+    name: str
+    email: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,41 +2,40 @@
 
 The watcher reads GitProviders and GitTargets from Kubernetes and publishes the non-secret
 parts here, so a branch worker needs the Kubernetes API only to read a GitProvider's Secret
-(credentials never enter Redis, R5).
+(credentials never enter Redis, R5). Every field the CRDs default is required here: the parsers
+in ``shared.model.crds`` already applied ``shared.model.defaults``, and a second default on the
+record could only ever disagree with it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any
 
+from shared.model.appliers import ApplierKind
+from shared.model.defaults import QUIET_PERIOD_S, OnRefusal, PruneMode
 from shared.model.ids import ApplierKey, Branch, GitTargetUid
 
-PruneMode = Literal["Never", "OnEvent", "Always"]
-OnRefusal = Literal["None", "Reapply"]
-
-#: Commit message templates (GitProvider spec.commit.message); Python str.format fields.
-DEFAULT_ONE_WRITE = "{operation} {kind} {namespace}/{name}"
-DEFAULT_MANY_WRITES = "Mirror {count} API edits to {path}"
+__all__ = ["ApplierRef", "BranchConfig", "OnRefusal", "PruneMode", "TargetConfig", "appliers_of"]
 
 
 @dataclass(frozen=True, slots=True)
 class BranchConfig:
-    """A branch as its GitProvider configures it."""
+    """A branch as its GitProvider configures it (the longest window is a process setting)."""
 
     url: str
     branch: str
     provider_namespace: str
     provider_name: str
-    secret_name: str = ""  # GitProvider spec.secretRef.name, in the provider's namespace
-    commit_window_s: float = 5.0
-    max_window_s: float = 60.0
-    committer_name: str = "GitOps Reverser"
-    committer_email: str = "noreply@gitopsreverser.io"
-    message_one: str = DEFAULT_ONE_WRITE
-    message_many: str = DEFAULT_MANY_WRITES
+    secret_name: str  # GitProvider spec.secretRef.name, in the provider's namespace; "" = none
+    commit_window_s: float
+    committer_name: str
+    committer_email: str
+    message_one: str
+    message_many: str
 
     @property
     def ref(self) -> Branch:
@@ -50,24 +49,44 @@ class BranchConfig:
     @classmethod
     def from_json(cls, text: str) -> BranchConfig:
         """The inverse of ``to_json``."""
-        return cls(**json.loads(text))
+        data = json.loads(text)
+        data.pop("max_window_s", None)  # written before the longest window became a setting
+        return cls(**data)
 
 
 @dataclass(frozen=True, slots=True)
 class ApplierRef:
-    """The applier a GitTarget names (spec.applier), resolved to its ClusterProvider."""
+    """Which applier a GitTarget names (spec.applier), resolved to its ClusterProvider.
 
-    kind: Literal["Kustomization", "Application"]
+    Identity only, so two GitTargets naming one applier hold equal, hashable references (A3);
+    how long each waits before a CatchUp is the GitTarget's own ``quiet_period_s``.
+    """
+
+    kind: ApplierKind
     namespace: str
     name: str
-    cluster_provider: str = "default"
-    quiet_period_s: float = 30.0  # an omitted quietPeriod means 30s
+    cluster_provider: str
 
     @property
     def key(self) -> ApplierKey:
         """The applier's key: kind, ClusterProvider, namespace, name (behaviour.md §0)."""
         text = f"{self.kind}\0{self.cluster_provider}\0{self.namespace}\0{self.name}"
         return ApplierKey(hashlib.sha256(text.encode()).hexdigest()[:24])
+
+    def to_data(self) -> dict[str, str]:
+        """The reference as plain JSON data."""
+        return {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "cluster_provider": self.cluster_provider,
+        }
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> ApplierRef:
+        """The inverse of ``to_data``; other keys (a quietPeriod written by an older version
+        inside the reference) are ignored."""
+        return cls(data["kind"], data["namespace"], data["name"], data["cluster_provider"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +99,16 @@ class TargetConfig:
     url: str
     branch: str
     path: str
-    prune: PruneMode = "OnEvent"
-    on_refusal: OnRefusal = "None"
+    prune: PruneMode
+    on_refusal: OnRefusal
+    applier: ApplierRef | None  # None: nobody is ever asked to apply this folder
+    quiet_period_s: float  # spec.applier.quietPeriod, the CRD default applied (A3)
     extra: dict[str, str] = field(default_factory=dict)
-    applier: ApplierRef | None = None
+
+    @property
+    def ref(self) -> Branch:
+        """The branch this GitTarget writes to."""
+        return Branch(self.url, self.branch)
 
     @property
     def consents(self) -> bool:
@@ -99,6 +124,18 @@ class TargetConfig:
         """The inverse of ``to_json``."""
         data = json.loads(text)
         data["uid"] = GitTargetUid(data["uid"])
-        if data.get("applier"):
-            data["applier"] = ApplierRef(**data["applier"])
+        applier = data.get("applier")
+        data["applier"] = ApplierRef.from_data(applier) if applier else None
+        if "quiet_period_s" not in data:  # written before the period left the reference
+            data["quiet_period_s"] = float((applier or {}).get("quiet_period_s", QUIET_PERIOD_S))
         return cls(**data)
+
+
+def appliers_of(targets: Iterable[TargetConfig]) -> dict[ApplierRef, list[TargetConfig]]:
+    """Each applier the GitTargets name, with the GitTargets naming it (A3: one applier can
+    serve several GitTargets; their obligations are merged on the one record)."""
+    named: dict[ApplierRef, list[TargetConfig]] = {}
+    for target in targets:
+        if target.applier is not None:
+            named.setdefault(target.applier, []).append(target)
+    return named

@@ -3,33 +3,24 @@
 The watcher and the decisions read GitProviders, ClusterProviders, GitTargets and WatchRules;
 reading raw dicts everywhere would spread defaults and spelling across the code. Each view is
 built by one parser that applies the CRD's defaults again (an object stored before a default
-was added lacks it), so every reader sees the same values.
+was added lacks it), so every reader sees the same values. The defaults themselves are the
+constants of ``shared.model.defaults``; the views have no defaults of their own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, cast, get_args
 
-from shared.model.config import (
-    DEFAULT_MANY_WRITES,
-    DEFAULT_ONE_WRITE,
-    ApplierRef,
-    OnRefusal,
-    PruneMode,
-)
+from shared.model import defaults
+from shared.model.appliers import ApplierKind
+from shared.model.config import ApplierRef, OnRefusal, PruneMode
 from shared.model.duration import DurationError, parse_duration
 from shared.model.events import OPERATIONS, Operation
 from shared.model.ids import GitTargetUid
 
 Raw = Mapping[str, Any]
-#: GitTarget ``spec.clusterProviderRef`` default (CRD schema default).
-DEFAULT_CLUSTER_PROVIDER = "default"
-#: GitProvider ``spec.push.commitWindow`` default (CRD schema default).
-DEFAULT_COMMIT_WINDOW_S = 5.0
-#: GitTarget ``spec.applier.quietPeriod`` when omitted (behaviour.md §1; no schema default).
-DEFAULT_QUIET_PERIOD_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,15 +101,15 @@ class GitProviderView:
     url: str
     secret_name: str
     allowed_branches: tuple[str, ...]
-    commit_window_s: float = DEFAULT_COMMIT_WINDOW_S
-    committer_name: str = "GitOps Reverser"
-    committer_email: str = "noreply@gitopsreverser.io"
-    message_one: str = DEFAULT_ONE_WRITE
-    message_many: str = DEFAULT_MANY_WRITES
-    conditions: tuple[Condition, ...] = ()
-    receiver_type: str = ""  # spec.receiver.type; empty: no webhook endpoint
-    receiver_secret: str = ""  # spec.receiver.secretRef.name (key "token")
-    webhook_path: str = ""  # status.receiver.webhookPath as last written
+    commit_window_s: float
+    committer_name: str
+    committer_email: str
+    message_one: str
+    message_many: str
+    conditions: tuple[Condition, ...]
+    receiver_type: str  # spec.receiver.type; empty: no webhook endpoint
+    receiver_secret: str  # spec.receiver.secretRef.name (key "token")
+    webhook_path: str  # status.receiver.webhookPath as last written
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,12 +120,13 @@ class GitTargetView:
     provider: str
     branch: str
     path: str
-    cluster_provider: str = DEFAULT_CLUSTER_PROVIDER
-    prune: PruneMode = "OnEvent"
-    on_refusal: OnRefusal = "None"
-    conditions: tuple[Condition, ...] = ()
-    applier: ApplierRef | None = None  # spec.applier, resolved to its ClusterProvider
-    applier_problem: str = ""  # why spec.applier cannot be used (the CRD's CEL rules again)
+    cluster_provider: str
+    prune: PruneMode
+    on_refusal: OnRefusal
+    conditions: tuple[Condition, ...]
+    applier: ApplierRef | None  # spec.applier, resolved to its ClusterProvider
+    quiet_period_s: float  # spec.applier.quietPeriod (A3), read even without an applier
+    applier_problem: str  # why spec.applier cannot be used (the CRD's CEL rules again)
     #: ``status.applier`` as stored (S3), to write it only when it changes.
     applier_status: Raw | None = field(default=None, compare=False)
 
@@ -239,7 +231,7 @@ def _window_seconds(text: Any) -> float:
     try:
         return parse_duration(str(text)).total_seconds()
     except DurationError:
-        return DEFAULT_COMMIT_WINDOW_S
+        return defaults.COMMIT_WINDOW_S
 
 
 def parse_git_provider(raw: Raw) -> GitProviderView:
@@ -253,11 +245,13 @@ def parse_git_provider(raw: Raw) -> GitProviderView:
         url=str(spec.get("url", "")),
         secret_name=str(_map(spec.get("secretRef")).get("name", "")),
         allowed_branches=_strings(spec.get("allowedBranches")),
-        commit_window_s=_window_seconds(_map(spec.get("push")).get("commitWindow", "5s")),
-        committer_name=str(committer.get("name") or "GitOps Reverser"),
-        committer_email=str(committer.get("email") or "noreply@gitopsreverser.io"),
-        message_one=str(message.get("eventTemplate") or DEFAULT_ONE_WRITE),
-        message_many=str(message.get("groupTemplate") or DEFAULT_MANY_WRITES),
+        commit_window_s=_window_seconds(
+            _map(spec.get("push")).get("commitWindow", defaults.COMMIT_WINDOW)
+        ),
+        committer_name=str(committer.get("name") or defaults.COMMITTER_NAME),
+        committer_email=str(committer.get("email") or defaults.COMMITTER_EMAIL),
+        message_one=str(message.get("eventTemplate") or defaults.EVENT_TEMPLATE),
+        message_many=str(message.get("groupTemplate") or defaults.GROUP_TEMPLATE),
         conditions=parse_conditions(raw),
         receiver_type=str(_map(spec.get("receiver")).get("type") or ""),
         receiver_secret=str(_map(_map(spec.get("receiver")).get("secretRef")).get("name") or ""),
@@ -265,26 +259,28 @@ def parse_git_provider(raw: Raw) -> GitProviderView:
     )
 
 
-def parse_applier(spec: Raw, own_cluster: str) -> tuple[ApplierRef | None, str]:
-    """``spec.applier`` as a reference, or why it cannot be one (absent: None and "")."""
+def parse_applier(spec: Raw, own_cluster: str) -> tuple[ApplierRef | None, float, str]:
+    """``spec.applier`` as a reference, the GitTarget's quiet period in seconds, and why the
+    reference cannot be used ("" when it can). Absent: None, the default period and ""."""
     applier = _map(spec.get("applier"))
     if not applier:
-        return None, ""
+        return None, defaults.QUIET_PERIOD_S, ""
     kustomization, application = applier.get("kustomizationRef"), applier.get("applicationRef")
     if bool(kustomization) == bool(application):
-        return None, "spec.applier must name exactly one of kustomizationRef and applicationRef"
+        problem = "spec.applier must name exactly one of kustomizationRef and applicationRef"
+        return None, defaults.QUIET_PERIOD_S, problem
     if application and "quietPeriod" in applier:
-        return None, "spec.applier.quietPeriod only applies to a kustomizationRef"
+        problem = "spec.applier.quietPeriod only applies to a kustomizationRef"
+        return None, defaults.QUIET_PERIOD_S, problem
     try:
-        quiet = parse_duration(str(applier.get("quietPeriod", "30s"))).total_seconds()
+        quiet = parse_duration(str(applier.get("quietPeriod", defaults.QUIET_PERIOD)))
     except DurationError as err:
-        return None, f"spec.applier.quietPeriod: {err}"
+        return None, defaults.QUIET_PERIOD_S, f"spec.applier.quietPeriod: {err}"
     ref = _map(kustomization or application)
     cluster = str(_map(applier.get("clusterProviderRef")).get("name") or own_cluster)
     name, namespace = str(ref.get("name", "")), str(ref.get("namespace", ""))
-    if kustomization:
-        return ApplierRef("Kustomization", namespace, name, cluster, quiet), ""
-    return ApplierRef("Application", namespace, name, cluster, quiet), ""
+    kind: ApplierKind = "Kustomization" if kustomization else "Application"
+    return ApplierRef(kind, namespace, name, cluster), quiet.total_seconds(), ""
 
 
 def _stored_applier(raw: Raw) -> Raw | None:
@@ -295,20 +291,23 @@ def _stored_applier(raw: Raw) -> Raw | None:
 def parse_git_target(raw: Raw) -> GitTargetView:
     """A GitTarget."""
     spec = _map(raw.get("spec"))
-    prune = str(_map(spec.get("prune")).get("mode") or "OnEvent")
-    on_refusal = str(spec.get("onRefusal") or "None")
-    cluster = str(_map(spec.get("clusterProviderRef")).get("name") or DEFAULT_CLUSTER_PROVIDER)
-    applier, applier_problem = parse_applier(spec, cluster)
+    prune = str(_map(spec.get("prune")).get("mode") or defaults.PRUNE_MODE)
+    on_refusal = str(spec.get("onRefusal") or defaults.ON_REFUSAL)
+    cluster = str(_map(spec.get("clusterProviderRef")).get("name") or defaults.CLUSTER_PROVIDER)
+    applier, quiet_period_s, applier_problem = parse_applier(spec, cluster)
     return GitTargetView(
         meta=parse_meta(raw),
         provider=str(_map(spec.get("providerRef")).get("name", "")),
         branch=str(spec.get("branch", "")),
         path=str(spec.get("path", "")),
         cluster_provider=cluster,
-        prune=cast(PruneMode, prune if prune in ("Never", "OnEvent", "Always") else "OnEvent"),
-        on_refusal=cast(OnRefusal, on_refusal if on_refusal == "Reapply" else "None"),
+        prune=cast(PruneMode, prune if prune in get_args(PruneMode) else defaults.PRUNE_MODE),
+        on_refusal=cast(
+            OnRefusal, on_refusal if on_refusal in get_args(OnRefusal) else defaults.ON_REFUSAL
+        ),
         conditions=parse_conditions(raw),
         applier=applier,
+        quiet_period_s=quiet_period_s,
         applier_problem=applier_problem,
         applier_status=_stored_applier(raw),
     )

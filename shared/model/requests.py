@@ -11,10 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.decide.obligations import REASONS, Outcome, Reason
+from shared.model.appliers import OUTCOMES, REASONS, Outcome, Reason
 from shared.model.config import ApplierRef
-
-OUTCOMES: tuple[Outcome, ...] = ("Delivered", "Stale", "NothingToAsk", "Failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +37,7 @@ class ApplyRequest:
             "branch": self.branch,
             "commit": self.commit,
             "reasons": {r: sorted(u) for r, u in self.reasons.items()},
-            "applier": {
-                "kind": self.applier.kind,
-                "namespace": self.applier.namespace,
-                "name": self.applier.name,
-                "cluster_provider": self.applier.cluster_provider,
-                "quiet_period_s": self.applier.quiet_period_s,
-            },
+            "applier": self.applier.to_data(),
             "sent_at": self.sent_at,
         }
         return json.dumps(data, sort_keys=True)
@@ -63,7 +55,7 @@ class ApplyRequest:
                 data["branch"],
                 data["commit"],
                 reasons,
-                ApplierRef(**data["applier"]),
+                ApplierRef.from_data(data["applier"]),
                 float(data["sent_at"]),
             )
         except (KeyError, TypeError, json.JSONDecodeError) as err:

@@ -1,69 +1,26 @@
 """Each applier's obligations, attempt out and backoff (A1-A5), kept in ``applier:{ak}``.
 
 Updates are read-modify-write under WATCH, so two workers of sibling branches sharing one
-Kustomization (A3) never lose each other's obligations. The record is the pure
-``shared.decide.obligations.Applier`` as JSON.
+Kustomization (A3) never lose each other's obligations. The record is
+``shared.model.appliers.Applier`` in its own JSON.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 import redis
 
-from shared.decide.obligations import Applier, ApplierKind, Attempt, Reason
+from shared.model.appliers import Applier, ApplierKind
 from shared.model.ids import ApplierKey
 from shared.store.keys import Keys
 
+T = TypeVar("T")
 
-def encode(applier: Applier) -> str:
-    """The applier as stable JSON."""
-    attempt = applier.attempt
-    data: dict[str, Any] = {
-        "kind": applier.kind,
-        "foreign_commit": applier.foreign_commit,
-        "foreign_uids": sorted(applier.foreign_uids),
-        "refusals": sorted(applier.refusals),
-        "catch_up": applier.catch_up,
-        "catch_up_uids": sorted(applier.catch_up_uids),
-        "failures": applier.failures,
-        "next_try_at": applier.next_try_at,
-        "quiet_periods": dict(sorted(applier.quiet_periods.items())),
-        "attempt": None
-        if attempt is None
-        else {
-            "token": attempt.token,
-            "commit": attempt.commit,
-            "sent_at": attempt.sent_at,
-            "deadline": attempt.deadline,
-            "reasons": {r: sorted(u) for r, u in attempt.reasons.items()},
-        },
-    }
-    return json.dumps(data, sort_keys=True)
-
-
-def decode(text: str) -> Applier:
-    """The inverse of ``encode``."""
-    data = json.loads(text)
-    raw = data.get("attempt")
-    attempt = None
-    if raw:
-        reasons: dict[Reason, frozenset[str]] = {r: frozenset(u) for r, u in raw["reasons"].items()}
-        attempt = Attempt(raw["token"], raw["commit"], reasons, raw["sent_at"], raw["deadline"])
-    return Applier(
-        kind=data["kind"],
-        foreign_commit=data["foreign_commit"],
-        foreign_uids=frozenset(data["foreign_uids"]),
-        refusals=frozenset(data["refusals"]),
-        catch_up=data["catch_up"],
-        catch_up_uids=frozenset(data["catch_up_uids"]),
-        attempt=attempt,
-        failures=data["failures"],
-        next_try_at=data["next_try_at"],
-        quiet_periods=data["quiet_periods"],
-    )
+#: One step of an update: the next record, and what the caller wants to know about it (the
+#: decision taken). It may run more than once (WATCH retries), so it must be pure.
+Step = Callable[[Applier], tuple[Applier, T]]
 
 
 class ApplierStore:
@@ -76,26 +33,38 @@ class ApplierStore:
     def load(self, ak: ApplierKey, kind: ApplierKind) -> Applier:
         """The applier's record, or an empty one."""
         text = self._r.get(self._keys.applier(ak))
-        return decode(str(text)) if text else Applier(kind)
+        return Applier.from_json(str(text)) if text else Applier(kind)
 
-    def update(
-        self, ak: ApplierKey, kind: ApplierKind, change: Callable[[Applier], Applier]
-    ) -> Applier:
-        """Apply ``change`` to the stored record atomically; returns the new record."""
+    def update(self, ak: ApplierKey, kind: ApplierKind, step: Step[T]) -> tuple[Applier, T]:
+        """Run ``step`` on the stored record atomically; returns the new record and what the
+        step returned from the run that was committed.
+
+        A record the step leaves unchanged is not written again (most wakes decide to wait);
+        one that holds nothing worth keeping is deleted, so no TTL is needed.
+        """
         key = self._keys.applier(ak)
         with self._r.pipeline() as pipe:
             while True:
                 try:
                     pipe.watch(key)  # type: ignore[no-untyped-call]
                     text = pipe.get(key)
-                    current = decode(str(text)) if text else Applier(kind)
-                    new = change(current)
-                    pipe.multi()
-                    if new.owes() or new.attempt or new.failures:
-                        pipe.set(key, encode(new))
-                    else:
-                        pipe.delete(key)  # nothing owed, nothing out: no key (no TTL needed)
-                    pipe.execute()
-                    return new
+                    current = Applier.from_json(str(text)) if text else Applier(kind)
+                    new, result = step(current)
+                    kept = new if new.worth_keeping() else None
+                    if kept != (current if text else None):
+                        pipe.multi()
+                        if kept is None:
+                            pipe.delete(key)
+                        else:
+                            pipe.set(key, kept.to_json())
+                        pipe.execute()
+                    return new, result  # leaving the block UNWATCHes an unwritten key
                 except redis.WatchError:
                     continue
+
+    def amend(
+        self, ak: ApplierKey, kind: ApplierKind, change: Callable[[Applier], Applier]
+    ) -> Applier:
+        """``update`` for a change that decides nothing (a new obligation, a cancelled one)."""
+        new, _ = self.update(ak, kind, lambda applier: (change(applier), None))
+        return new

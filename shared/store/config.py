@@ -34,7 +34,7 @@ class ConfigStore:
 
     def publish_target(self, config: TargetConfig) -> None:
         """Record a GitTarget incarnation's settings under its branch."""
-        bk = BranchConfig(config.url, config.branch, "", "").ref.key
+        bk = config.ref.key
         pipe = self._r.pipeline(transaction=True)
         pipe.hset(self._keys.target(config.uid), "config", config.to_json())
         pipe.sadd(self._keys.branch_targets(bk), config.uid)
@@ -53,7 +53,7 @@ class ConfigStore:
 
     def forget_target(self, config: TargetConfig) -> None:
         """Drop a GitTarget incarnation that was deleted: config, refusals, cursors, ledger."""
-        bk = BranchConfig(config.url, config.branch, "", "").ref.key
+        bk = config.ref.key
         cursors = list(self._r.scan_iter(self._keys.watch_cursors(config.uid)))
         pipe = self._r.pipeline(transaction=True)
         pipe.delete(self._keys.target(config.uid), self._keys.ledger(config.uid), *cursors)

@@ -17,7 +17,6 @@ import pytest
 import redis
 
 from sandbox.githost.outside import git
-from shared.model.config import BranchConfig, TargetConfig
 from shared.model.events import GitTargetRef, ObjectEvent
 from shared.model.ids import BranchKey, GitTargetUid, ObjectId
 from shared.settings import Settings
@@ -26,6 +25,7 @@ from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
 from shared.store.streams import EventStream
+from tests.configs import branch_config, target_config
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -96,10 +96,10 @@ def test_kill_9_in_open_windows_loses_nothing_and_writes_once(
         bare = tmp_path / f"r{i:02d}.git"
         git("init", "-q", "--bare", "-b", "main", str(bare))
         bk = configs.publish_branch(
-            BranchConfig(str(bare), "main", "team", f"gp{i}", commit_window_s=1.0)
+            branch_config(str(bare), "main", "team", f"gp{i}", commit_window_s=1.0)
         )
         uid = GitTargetUid(f"gt-{i}")
-        configs.publish_target(TargetConfig(uid, "team", "gt", str(bare), "main", "apps"))
+        configs.publish_target(target_config(uid, "team", "gt", str(bare), "main", path="apps"))
         repos[bk] = (bare, uid)
 
     def publish(round_: str, count: int) -> None:

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared.decide.obligations import (
-    Applier,
     Ask,
     Wait,
     cancel_refusal,
@@ -22,6 +21,11 @@ from shared.decide.obligations import (
     sent,
 )
 from shared.decide.quiet import BranchView, is_quiet
+from shared.model.appliers import Applier
+from shared.settings import Settings
+
+#: The process's attempt deadline (A4), as a worker started with no settings would use it.
+DEADLINE_S = Settings().attempt_deadline.total_seconds()
 
 QUIET = BranchView(
     tip="c1", windows_open=0, pending_total=0, push_in_flight=False, last_write_at=0.0
@@ -79,7 +83,7 @@ def test_one_attempt_at_a_time() -> None:
     applier = owe_foreign_commit(KS, "c1", ["u1"])
     ask = decide(applier, QUIET, 1.0)
     assert isinstance(ask, Ask)
-    out = sent(applier, ask, "t1", 1.0)
+    out = sent(applier, ask, "t1", 1.0, DEADLINE_S)
     assert isinstance(decide(out, QUIET, 2.0), Wait)
 
 
@@ -87,7 +91,7 @@ def test_delivered_clears_what_it_covered_only() -> None:
     applier = owe_refusal(owe_foreign_commit(KS, "c1", ["u1"]), "u1", consents=True)
     ask = decide(applier, QUIET, 1.0)
     assert isinstance(ask, Ask)
-    out = sent(applier, ask, "t1", 1.0)
+    out = sent(applier, ask, "t1", 1.0, DEADLINE_S)
     newer = owe_foreign_commit(out, "c2", ["u1"])  # another foreign push meanwhile
     done = on_outcome(newer, "t1", "Delivered", 2.0)
     assert done.attempt is None and done.refusals == frozenset()
@@ -100,6 +104,7 @@ def test_stale_sends_nothing_and_does_not_back_off() -> None:
         Ask("c1", {"ForeignCommit": frozenset({"u1"})}),
         "t1",
         1.0,
+        DEADLINE_S,
     )
     stale = on_outcome(applier, "t1", "Stale", 2.0)
     assert stale.failures == 0 and stale.next_try_at == 0.0
@@ -113,7 +118,9 @@ def test_failed_backs_off_exponentially_and_stays_owed() -> None:
         ask = decide(applier, QUIET, 100.0 + 1000 * failures)
         assert isinstance(ask, Ask)
         now = 100.0 + 1000 * failures
-        applier = on_outcome(sent(applier, ask, f"t{failures}", now), f"t{failures}", "Failed", now)
+        applier = on_outcome(
+            sent(applier, ask, f"t{failures}", now, DEADLINE_S), f"t{failures}", "Failed", now
+        )
         assert applier.failures == failures and applier.next_try_at == now + delay
         assert decide(applier, QUIET, now + delay - 0.1) == Wait("backing off", now + delay)
 
@@ -122,14 +129,14 @@ def test_an_overdue_attempt_is_handed_back_as_failed() -> None:
     applier = owe_foreign_commit(KS, "c1", ["u1"])
     ask = decide(applier, QUIET, 1.0)
     assert isinstance(ask, Ask)
-    out = sent(applier, ask, "t1", 1.0)
+    out = sent(applier, ask, "t1", 1.0, DEADLINE_S)
     assert hand_back_if_overdue(out, 2.0) == out
     back = hand_back_if_overdue(out, out.attempt.deadline if out.attempt else 0.0)
     assert back.attempt is None and back.failures == 1 and back.foreign_commit == "c1"
 
 
 def test_an_outcome_for_another_token_changes_nothing() -> None:
-    out = sent(owe_foreign_commit(KS, "c1", ["u1"]), Ask("c1", {}), "t1", 1.0)
+    out = sent(owe_foreign_commit(KS, "c1", ["u1"]), Ask("c1", {}), "t1", 1.0, DEADLINE_S)
     assert on_outcome(out, "t-old", "Delivered", 2.0) == out
 
 
@@ -149,7 +156,9 @@ def test_nothing_to_ask_drops_only_the_reasons_no_one_holds() -> None:
     applier = owe_refusal(owe_foreign_commit(KS, "c1", ["u1"]), "u1", consents=True)
     ask = decide(applier, QUIET, 1.0)
     assert isinstance(ask, Ask)
-    out = on_outcome(sent(applier, ask, "t1", 1.0), "t1", "NothingToAsk", 2.0, dropped=["Refusal"])
+    out = on_outcome(
+        sent(applier, ask, "t1", 1.0, DEADLINE_S), "t1", "NothingToAsk", 2.0, dropped=["Refusal"]
+    )
     assert out.refusals == frozenset() and out.foreign_commit == "c1"
 
 
@@ -202,7 +211,7 @@ def test_random_sequences_keep_the_invariants(steps: list[tuple[str, object]], k
             assert set(decision.reasons) <= set(applier.owes())
             assert kind == "Kustomization" or "CatchUp" not in decision.reasons
             tokens += 1
-            applier = sent(applier, decision, f"t{tokens}", now)
+            applier = sent(applier, decision, f"t{tokens}", now, DEADLINE_S)
         elif before_attempt is not None and applier.attempt is not None:
             assert (
                 applier.attempt == before_attempt or applier.attempt.token != before_attempt.token
@@ -215,7 +224,7 @@ def test_a_request_decided_at_a_later_tip_clears_what_it_covered() -> None:
     applier = owe_catch_up(owe_foreign_commit(KS, "c1", ["u1"]), "c1", ["u1"])
     ask = decide(applier, replace(QUIET, tip="c2"), 100.0)
     assert isinstance(ask, Ask) and ask.commit == "c2"
-    out = sent(applier, ask, "t1", 100.0)
+    out = sent(applier, ask, "t1", 100.0, DEADLINE_S)
     assert on_outcome(out, "t1", "Delivered", 101.0).owes() == {}
     newer = owe_foreign_commit(out, "c3", ["u1"])
     assert on_outcome(newer, "t1", "Delivered", 101.0).foreign_commit == "c3"

@@ -18,7 +18,7 @@ from tests.integration.branch_worker.conftest import Rig
 
 pytestmark = pytest.mark.integration
 
-KS = ApplierRef("Kustomization", "flux-system", "apps", "default", 30.0)
+KS = ApplierRef("Kustomization", "flux-system", "apps", "default")  # quietPeriod 30s
 
 
 def _with_applier(rig: Rig, consent: bool = False) -> None:

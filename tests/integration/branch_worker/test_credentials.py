@@ -13,12 +13,12 @@ from sandbox.kube.server import KubeApiServer
 from services.branch_worker.credentials import SecretCredentials
 from shared.git.errors import GitPermanent
 from shared.git.remote import ls_remote
-from shared.git.workspace import Committer, Workspace
+from shared.git.workspace import Workspace
 from shared.kube.api import KubeClient
 from shared.kube.crds import CrdReader
-from shared.model.config import BranchConfig
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
+from tests.configs import DEFAULT_COMMITTER, branch_config
 
 pytestmark = pytest.mark.integration
 
@@ -40,14 +40,14 @@ def test_the_owner_pushes_with_the_secrets_basic_credentials(
             ),
         )
         configs = ConfigStore(redis_client, Keys(key_prefix))
-        bk = configs.publish_branch(BranchConfig(url, "main", "default", "gp", "creds"))
+        bk = configs.publish_branch(branch_config(url, "main", "default", "gp", "creds"))
         reader = CrdReader(KubeClient(kube.api_client(), "local"))
         env = SecretCredentials(lambda: reader, configs, tmp_path / "ssh")(bk)
         assert "s3cret" not in str(redis_client.hgetall(Keys(key_prefix).branch_meta(bk)))
         ws = Workspace(tmp_path / "ws", url, "main", env=env)
         ws.reset(ws.fetch())
         ws.write("a.yaml", b"a: 1\n")
-        ws.commit("with credentials", Committer())
+        ws.commit("with credentials", DEFAULT_COMMITTER)
         assert ws.push(ls_remote(url, "main", env)).pushed
         with pytest.raises(GitPermanent):
             ls_remote(url, "main")

@@ -16,7 +16,7 @@ from tests.integration.branch_worker.conftest import Rig
 
 pytestmark = pytest.mark.integration
 
-KS = ApplierRef("Kustomization", "flux-system", "apps", "default", 30.0)
+KS = ApplierRef("Kustomization", "flux-system", "apps", "default")  # quietPeriod 30s
 
 
 def test_inspect_names_the_debt_and_the_reason_to_wait(rig: Rig, key_prefix: str) -> None:

@@ -10,10 +10,10 @@ import pytest
 import redis
 
 from services.branch_worker.worker import RETAKE_PAUSE_S, BranchWorker, Stores
-from shared.model.config import BranchConfig, TargetConfig
 from shared.model.events import GitTargetRef, ObjectEvent
 from shared.model.ids import GitTargetUid, ObjectId
 from shared.settings import Settings
+from tests.configs import branch_config, target_config
 from tests.integration.branch_worker.conftest import Clock
 
 pytestmark = pytest.mark.integration
@@ -30,10 +30,10 @@ def test_an_unreachable_remote_is_given_back_then_taken_when_it_answers(
     stores = Stores.build(redis_client, settings)
     bare = tmp_path / "later.git"  # does not exist yet
     bk = stores.configs.publish_branch(
-        BranchConfig(str(bare), "main", "ns", "gp", commit_window_s=0.0)
+        branch_config(str(bare), "main", "ns", "gp", commit_window_s=0.0)
     )
     uid = GitTargetUid("t")
-    stores.configs.publish_target(TargetConfig(uid, "ns", "gt", str(bare), "main", "apps"))
+    stores.configs.publish_target(target_config(uid, "ns", "gt", str(bare), "main", path="apps"))
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}}
     stores.events.publish(
         bk,

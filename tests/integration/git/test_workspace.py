@@ -14,6 +14,7 @@ from sandbox.githost.outside import git
 from shared.git.errors import GitPermanent
 from shared.git.remote import ls_remote, parse_advertisement
 from shared.git.workspace import Committer, Workspace
+from tests.configs import DEFAULT_COMMITTER
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +35,7 @@ def test_first_commit_on_an_empty_remote(tmp_path: Path, bare: Path) -> None:
     assert ws.fetch() is None
     ws.reset(None)
     ws.write("apps/cm.yaml", b"a: 1\n")
-    sha = ws.commit("first", Committer())
+    sha = ws.commit("first", DEFAULT_COMMITTER)
     assert sha is not None
     assert ws.push(expected=None).pushed
     assert ls_remote(str(bare), "main") == sha
@@ -46,11 +47,11 @@ def test_nothing_changed_makes_no_commit(tmp_path: Path, bare: Path) -> None:
     ws = _workspace(tmp_path, bare)
     ws.reset(None)
     ws.write("a.yaml", b"x\n")
-    first = ws.commit("one", Committer())
+    first = ws.commit("one", DEFAULT_COMMITTER)
     ws.push(None)
     ws.reset(ws.fetch())
     ws.write("a.yaml", b"x\n")
-    assert ws.commit("two", Committer()) is None
+    assert ws.commit("two", DEFAULT_COMMITTER) is None
     assert ws.head() == first
 
 
@@ -60,21 +61,21 @@ def test_stale_lease_is_rejected_and_a_replay_keeps_both_changes(
     ours, theirs = _workspace(tmp_path, bare, "ours"), _workspace(tmp_path, bare, "theirs")
     ours.reset(None)
     ours.write("base.yaml", b"base\n")
-    base = ours.commit("base", Committer())
+    base = ours.commit("base", DEFAULT_COMMITTER)
     assert ours.push(None).pushed
     theirs.reset(theirs.fetch())
     theirs.write("theirs.yaml", b"t\n")
     theirs.commit("foreign", Committer("Someone", "s@example.com"))
     assert theirs.push(base).pushed
     ours.write("ours.yaml", b"o\n")
-    ours.commit("ours", Committer())
+    ours.commit("ours", DEFAULT_COMMITTER)
     rejected = ours.push(base)
     assert not rejected.pushed
     assert "stale info" in rejected.summary or "fetch first" in rejected.summary
     tip = ours.fetch()
     ours.reset(tip)
     ours.write("ours.yaml", b"o\n")
-    ours.commit("ours, replayed", Committer())
+    ours.commit("ours, replayed", DEFAULT_COMMITTER)
     assert ours.push(tip).pushed
     files = git("ls-tree", "-r", "--name-only", "main", cwd=bare).split()
     assert files == ["base.yaml", "ours.yaml", "theirs.yaml"]

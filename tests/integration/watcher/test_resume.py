@@ -139,7 +139,8 @@ def test_config_is_published_and_forgotten_with_its_gittarget(rig: Rig, repo_url
         "Always",
         "Reapply",
     )
-    assert target.applier == ApplierRef("Kustomization", "flux-system", "apps", "default", 45.0)
+    assert target.applier == ApplierRef("Kustomization", "flux-system", "apps", "default")
+    assert target.quiet_period_s == 45.0
     assert list(redis_client_keys(rig, f"watch:{uid}:*"))
 
     rig.cluster.delete("gitopsreverser.io/v1alpha1", "GitTarget", "target", "team-a")

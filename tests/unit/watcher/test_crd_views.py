@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from shared.model.config import ApplierRef
 from shared.model.crds import (
+    GitTargetView,
     parse_cluster_provider,
     parse_git_provider,
     parse_git_target,
@@ -94,8 +95,8 @@ def test_watch_rule_operations() -> None:
     assert rule.target == "t"
 
 
-def _applier(applier: dict[str, object]) -> tuple[object, str]:
-    target = parse_git_target(
+def _target(applier: dict[str, object]) -> GitTargetView:
+    return parse_git_target(
         {
             "metadata": {"name": "t", "namespace": "a"},
             "spec": {
@@ -107,6 +108,10 @@ def _applier(applier: dict[str, object]) -> tuple[object, str]:
             },
         }
     )
+
+
+def _applier(applier: dict[str, object]) -> tuple[object, str]:
+    target = _target(applier)
     return target.applier, target.applier_problem
 
 
@@ -115,16 +120,17 @@ def test_applier_reference_is_resolved_with_defaults() -> None:
     own; quietPeriod omitted = 30s."""
     ref, problem = _applier({"kustomizationRef": {"name": "apps", "namespace": "flux-system"}})
     assert problem == ""
-    assert ref == ApplierRef("Kustomization", "flux-system", "apps", "home", 30.0)
+    assert ref == ApplierRef("Kustomization", "flux-system", "apps", "home")
     ref, _ = _applier(
         {
             "applicationRef": {"name": "web", "namespace": "argocd"},
             "clusterProviderRef": {"name": "hub"},
         }
     )
-    assert ref == ApplierRef("Application", "argocd", "web", "hub", 30.0)
-    ref, _ = _applier({"kustomizationRef": {"name": "a", "namespace": "b"}, "quietPeriod": "1m"})
-    assert ref is not None and ref.quiet_period_s == 60.0  # type: ignore[attr-defined]
+    assert ref == ApplierRef("Application", "argocd", "web", "hub")
+    kustomization = {"kustomizationRef": {"name": "a", "namespace": "b"}}
+    assert _target(kustomization).quiet_period_s == 30.0
+    assert _target({**kustomization, "quietPeriod": "1m"}).quiet_period_s == 60.0
 
 
 def test_applier_rules_of_the_crd_are_checked_again() -> None:

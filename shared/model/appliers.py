@@ -1,0 +1,114 @@
+"""An applier's record: what it is owed, the attempt out and its backoff, and the JSON for Redis.
+
+These are records, not rules: the store keeps them, requests and outcomes carry their reason and
+outcome names, and the pure rules in ``shared.decide.obligations`` turn one record into the
+next (A1-A5). Keeping them here lets ``shared.model`` stand below ``shared.decide``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Reason = Literal["ForeignCommit", "Refusal", "CatchUp"]
+Outcome = Literal["Delivered", "Stale", "NothingToAsk", "Failed"]
+ApplierKind = Literal["Kustomization", "Application"]
+REASONS: tuple[Reason, ...] = ("ForeignCommit", "Refusal", "CatchUp")
+OUTCOMES: tuple[Outcome, ...] = ("Delivered", "Stale", "NothingToAsk", "Failed")
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """The request out: its token, commit, reasons and the uids that held each reason."""
+
+    token: str
+    commit: str
+    reasons: Mapping[Reason, frozenset[str]]
+    sent_at: float
+    deadline: float
+
+    def to_data(self) -> dict[str, Any]:
+        """The attempt as plain JSON data, uids sorted so equal attempts encode equally."""
+        return {
+            "token": self.token,
+            "commit": self.commit,
+            "sent_at": self.sent_at,
+            "deadline": self.deadline,
+            "reasons": {r: sorted(u) for r, u in self.reasons.items()},
+        }
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Attempt:
+        """The inverse of ``to_data``."""
+        reasons: dict[Reason, frozenset[str]] = {
+            r: frozenset(u) for r, u in data["reasons"].items() if r in REASONS
+        }
+        return cls(data["token"], data["commit"], reasons, data["sent_at"], data["deadline"])
+
+
+@dataclass(frozen=True, slots=True)
+class Applier:
+    """One applier's obligations, attempt out and backoff (A1-A5)."""
+
+    kind: ApplierKind
+    foreign_commit: str | None = None
+    foreign_uids: frozenset[str] = frozenset()
+    refusals: frozenset[str] = frozenset()
+    catch_up: str | None = None  # the commit of our latest push still to be caught up
+    catch_up_uids: frozenset[str] = frozenset()
+    attempt: Attempt | None = None
+    failures: int = 0
+    next_try_at: float = 0.0
+    #: uid -> the GitTarget's quietPeriod in seconds, as the branch last published it (A3).
+    quiet_periods: Mapping[str, float] = field(default_factory=dict)
+
+    def owes(self) -> dict[Reason, frozenset[str]]:
+        """Everything owed now, by reason (a CatchUp only ever to a Kustomization, A1)."""
+        owed: dict[Reason, frozenset[str]] = {}
+        if self.foreign_commit and self.foreign_uids:
+            owed["ForeignCommit"] = self.foreign_uids
+        if self.refusals:
+            owed["Refusal"] = self.refusals
+        if self.catch_up and self.catch_up_uids and self.kind == "Kustomization":
+            owed["CatchUp"] = self.catch_up_uids
+        return owed
+
+    def worth_keeping(self) -> bool:
+        """Whether the record says anything an empty one would not (otherwise: no key)."""
+        return bool(self.owes() or self.attempt or self.failures)
+
+    def to_json(self) -> str:
+        """Stable JSON (sorted keys and uids), so an unchanged record encodes unchanged."""
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "foreign_commit": self.foreign_commit,
+            "foreign_uids": sorted(self.foreign_uids),
+            "refusals": sorted(self.refusals),
+            "catch_up": self.catch_up,
+            "catch_up_uids": sorted(self.catch_up_uids),
+            "failures": self.failures,
+            "next_try_at": self.next_try_at,
+            "quiet_periods": dict(sorted(self.quiet_periods.items())),
+            "attempt": None if self.attempt is None else self.attempt.to_data(),
+        }
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Applier:
+        """The inverse of ``to_json``."""
+        data = json.loads(text)
+        raw = data.get("attempt")
+        return cls(
+            kind=data["kind"],
+            foreign_commit=data["foreign_commit"],
+            foreign_uids=frozenset(data["foreign_uids"]),
+            refusals=frozenset(data["refusals"]),
+            catch_up=data["catch_up"],
+            catch_up_uids=frozenset(data["catch_up_uids"]),
+            attempt=Attempt.from_data(raw) if raw else None,
+            failures=data["failures"],
+            next_try_at=data["next_try_at"],
+            quiet_periods=dict(data["quiet_periods"]),
+        )

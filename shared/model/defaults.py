@@ -1,0 +1,64 @@
+"""The default of every custom-resource field the product reads, spelled here and nowhere else.
+
+The API server fills a schema default when an object is written, but an object stored before
+the default existed lacks it, so the parsers in ``shared.model.crds`` apply these constants
+again. Records built from the parsed views (``BranchConfig``, ``TargetConfig``, ``Committer``)
+take every value as a required field, so a default can never drift between copies.
+
+``SCHEMA_DEFAULTS`` ties each constant to the field whose OpenAPI ``default:`` it restates;
+``tests/unit/model/test_crd_defaults.py`` walks ``charts/gitops-reverser/crds/`` and checks the
+two agree in both directions. The quiet period and the message templates have no schema default
+(the CRD leaves them out on purpose), so they are listed apart, in ``PRODUCT_DEFAULTS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final, Literal
+
+from shared.model.duration import parse_duration
+
+PruneMode = Literal["Never", "OnEvent", "Always"]
+OnRefusal = Literal["None", "Reapply"]
+
+#: GitProvider ``spec.push.commitWindow``.
+COMMIT_WINDOW: Final = "5s"
+#: GitProvider ``spec.commit.committer.name``.
+COMMITTER_NAME: Final = "GitOps Reverser"
+#: GitProvider ``spec.commit.committer.email``.
+COMMITTER_EMAIL: Final = "noreply@gitopsreverser.io"
+#: GitTarget ``spec.clusterProviderRef.name`` (the schema defaults the whole reference).
+CLUSTER_PROVIDER: Final = "default"
+#: GitTarget ``spec.prune.mode``.
+PRUNE_MODE: Final[PruneMode] = "OnEvent"
+#: GitTarget ``spec.onRefusal``: no consent to revert a refused edit unless asked (S1).
+ON_REFUSAL: Final[OnRefusal] = "None"
+
+#: GitTarget ``spec.applier.quietPeriod`` when left out (behaviour.md §1). No schema default,
+#: because a CEL rule refuses a quietPeriod next to an applicationRef.
+QUIET_PERIOD: Final = "30s"
+#: GitProvider ``spec.commit.message.eventTemplate`` when left out; Python ``str.format``
+#: fields ``operation``, ``kind``, ``namespace``, ``name``, ``path``.
+EVENT_TEMPLATE: Final = "{operation} {kind} {namespace}/{name}"
+#: GitProvider ``spec.commit.message.groupTemplate`` when left out; fields ``count``, ``path``.
+GROUP_TEMPLATE: Final = "Mirror {count} API edits to {path}"
+
+#: The two durations in seconds, derived so that the spelling above stays the only one.
+COMMIT_WINDOW_S: Final = parse_duration(COMMIT_WINDOW).total_seconds()
+QUIET_PERIOD_S: Final = parse_duration(QUIET_PERIOD).total_seconds()
+
+#: (kind, field path) -> the constant that restates the field's schema ``default:``.
+SCHEMA_DEFAULTS: Final[Mapping[tuple[str, str], str]] = {
+    ("GitProvider", "spec.push.commitWindow"): COMMIT_WINDOW,
+    ("GitProvider", "spec.commit.committer.name"): COMMITTER_NAME,
+    ("GitProvider", "spec.commit.committer.email"): COMMITTER_EMAIL,
+    ("GitTarget", "spec.clusterProviderRef.name"): CLUSTER_PROVIDER,
+    ("GitTarget", "spec.prune.mode"): PRUNE_MODE,
+    ("GitTarget", "spec.onRefusal"): ON_REFUSAL,
+}
+#: (kind, field path) -> the product's value for a field whose schema has no ``default:``.
+PRODUCT_DEFAULTS: Final[Mapping[tuple[str, str], str]] = {
+    ("GitTarget", "spec.applier.quietPeriod"): QUIET_PERIOD,
+    ("GitProvider", "spec.commit.message.eventTemplate"): EVENT_TEMPLATE,
+    ("GitProvider", "spec.commit.message.groupTemplate"): GROUP_TEMPLATE,
+}
