@@ -1,8 +1,11 @@
 """Git credentials of a branch, read from its GitProvider's Secret when the branch is taken.
 
 Credentials never enter Redis (R5): the watcher publishes only the Secret's name, and the
-branch's owner reads the Secret through the Kubernetes API and hands git an environment
-(``shared.git.auth``) that keeps them out of URLs, ``.git/config`` and logs.
+branch's owner resolves it through ``shared.git.credentials`` (the same resolver as the
+dispatcher and the watcher's probe), which reads the Secret through the Kubernetes API and
+hands git an environment that keeps it out of URLs, ``.git/config`` and logs. The SSH files
+stay in one private folder per branch, because the branch's working copy fetches and pushes
+with them for as long as the branch is owned.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from shared.git.auth import http_auth_env, ssh_env
+from shared.git.credentials import SecretMissing, resolve
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
 from shared.model.ids import BranchKey
@@ -36,21 +39,15 @@ class SecretCredentials:
         if config is None or not config.secret_name:
             return {}
         try:
-            secret = self._reader().secret_data(config.provider_namespace, config.secret_name)
-        except KubeError as err:
+            return resolve(
+                self._reader().secret_data,
+                config.provider_namespace,
+                config.secret_name,
+                self._ssh_dir / bk,
+            )
+        except (KubeError, SecretMissing) as err:
+            # the branch is still worked: the push fails and is retried once the Secret is back
             log.warning(
                 "cannot read the credentials of branch %s: %s", bk, err, extra={"branch": bk}
             )
             return {}
-        if secret is None:
-            log.warning(
-                "Secret %s/%s of branch %s is missing",
-                config.provider_namespace,
-                config.secret_name,
-                bk,
-                extra={"branch": bk},
-            )
-            return {}
-        folder = self._ssh_dir / bk
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return {**http_auth_env(secret), **ssh_env(secret, folder)}

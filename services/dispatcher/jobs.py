@@ -16,7 +16,7 @@ from services.dispatcher import attempt as attempts
 from services.dispatcher import metrics
 from services.dispatcher.facts import target_views
 from shared.decide.obligations import Reason
-from shared.git.auth import http_auth_env
+from shared.git.credentials import resolved_once
 from shared.git.remote import ls_remote
 from shared.kube.clients import ClientFactory
 from shared.kube.crds import CrdReader
@@ -96,13 +96,11 @@ def ports(ctx: Context) -> attempts.Ports:
         return FluxClient(cluster.client)
 
     def tip(request: ApplyRequest) -> str | None:
+        # the same resolver as the branch worker's, so an SSH GitProvider's identity is sent (D3)
         config = ctx.configs.branch(BranchKey(request.branch_key))
-        secret = (
-            reader.secret_data(config.provider_namespace, config.secret_name)
-            if config and config.secret_name
-            else None
-        )
-        return ls_remote(request.url, request.branch, http_auth_env(secret or {}))
+        namespace, name = (config.provider_namespace, config.secret_name) if config else ("", "")
+        with resolved_once(reader.secret_data, namespace, name) as env:
+            return ls_remote(request.url, request.branch, env)
 
     def stamped(request: ApplyRequest, reasons: dict[Reason, list[str]], plan: str) -> None:
         writer = StatusWriter(local.client, "gitops-reverser-dispatcher", time.time)

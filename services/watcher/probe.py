@@ -1,10 +1,10 @@
 """Can we reach a GitProvider's repository with its credentials? An ``ls-remote`` probe.
 
 The probe reads the remote's ref advertisement with the credentials of the GitProvider's
-Secret: ``username``/``password`` (or ``password`` alone, a token with an empty user) and
-``bearerToken`` travel as an ``http.extraHeader`` in git's environment (``shared.git.auth``;
-never in the URL, which git would print in errors); an SSH ``identity`` and
-``known_hosts`` are written to a private temporary folder for the one call. Results are kept
+Secret, turned into git's environment by the resolver every caller shares
+(``shared.git.credentials``): HTTP credentials travel as an ``http.extraHeader``, never in the
+URL, which git would print in errors; an SSH ``identity`` and ``known_hosts`` are written to a
+private temporary folder deleted after the one call. Results are kept
 for ``ttl_s`` per GitProvider generation and credentials, so a converged cluster does not
 ls-remote every reconcile.
 """
@@ -12,13 +12,11 @@ ls-remote every reconcile.
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from shared.decide.conditions import Problem
-from shared.git.auth import http_auth_env, ssh_env
+from shared.git.credentials import environment_once
 from shared.git.errors import GitError, GitPermanent
 from shared.git.remote import ls_remote
 from shared.model.crds import GitProviderView
@@ -74,8 +72,7 @@ class Prober:
         return problem
 
     def _ls_remote(self, url: str, secret: Mapping[str, bytes]) -> Problem | None:
-        with tempfile.TemporaryDirectory(prefix="gr-probe-") as folder:
-            env = {**http_auth_env(secret), **ssh_env(secret, Path(folder))}
+        with environment_once(secret) as env:
             try:
                 self._lister(url, PROBE_REF, env)
             except GitError as err:

@@ -1,16 +1,30 @@
-"""Credentials for git, passed in the environment (HTTP) and never written to a URL or log.
+"""Credentials for git, passed in the environment and never written to a URL, config or log.
 
-git reads ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` (git >= 2.31) as
-command-line config, so an ``http.extraHeader`` with the Authorization header reaches the
+One place turns a GitProvider's Secret (``docs/crds.md``: ``username`` + ``password``,
+``password`` alone as a token, ``bearerToken``, or an SSH ``identity`` + ``known_hosts``) into
+the environment every git call to a remote runs with, so the branch worker, the watcher's probe
+and the dispatcher cannot disagree about what a Secret means.
+
+HTTP: git reads ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` (git >= 2.31)
+as command-line config, so an ``http.extraHeader`` with the Authorization header reaches the
 remote without landing in ``.git/config``, a URL, or a log line.
+
+SSH: the identity (and the known hosts) are written to files that only we may read, in a folder
+only we may enter, and ``GIT_SSH_COMMAND`` points ssh at them; ssh itself refuses an identity
+file others can read.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
+
+#: Mode of the folder holding SSH files, and of the files: ours alone.
+PRIVATE_FOLDER = 0o700
+PRIVATE_FILE = 0o600
 
 
 def basic_auth_env(username: str, password: str) -> dict[str, str]:
@@ -43,15 +57,40 @@ def http_auth_env(secret: Mapping[str, bytes]) -> dict[str, str]:
 
 
 def ssh_env(secret: Mapping[str, bytes], folder: Path) -> dict[str, str]:
-    """Git environment for an SSH identity, written into ``folder`` (empty without one)."""
+    """Git environment for an SSH identity, written into ``folder`` (empty without one).
+
+    ``folder`` is created (or narrowed) to 0700 and the files are created 0600 before a byte
+    is written, so the key is never readable by others, not even for an instant.
+    """
     if "identity" not in secret:
         return {}
-    identity = folder / "identity"
-    identity.write_bytes(secret["identity"])
-    identity.chmod(0o600)
+    _private_folder(folder)
+    identity = _write_private(folder / "identity", secret["identity"])
     options = ["ssh", "-i", str(identity), "-o", "IdentitiesOnly=yes"]
     if "known_hosts" in secret:
-        known = folder / "known_hosts"
-        known.write_bytes(secret["known_hosts"])
+        known = _write_private(folder / "known_hosts", secret["known_hosts"])
         options += ["-o", f"UserKnownHostsFile={known}", "-o", "StrictHostKeyChecking=yes"]
     return {"GIT_SSH_COMMAND": shlex.join(options)}
+
+
+def env_for_secret(secret: Mapping[str, bytes] | None, ssh_folder: Path) -> dict[str, str]:
+    """The git environment a GitProvider's Secret asks for (empty without credentials).
+
+    The one function every caller that talks to a remote uses; SSH files go to ``ssh_folder``.
+    """
+    if not secret:
+        return {}
+    return {**http_auth_env(secret), **ssh_env(secret, ssh_folder)}
+
+
+def _private_folder(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
+    folder.chmod(PRIVATE_FOLDER)  # mkdir's mode is masked by the umask and skips existing ones
+
+
+def _write_private(path: Path, data: bytes) -> Path:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with os.fdopen(fd, "wb") as file:
+        os.fchmod(file.fileno(), PRIVATE_FILE)  # an older file of that name may be wider
+        file.write(data)
+    return path

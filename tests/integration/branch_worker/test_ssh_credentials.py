@@ -1,0 +1,107 @@
+"""A branch of an ``ssh://`` GitProvider is fetched and pushed with its Secret's identity (D3, R5).
+
+The Secret is read through the Kubernetes API when the branch is taken and resolved by the
+shared resolver (``shared.git.credentials``); the remote is the sandbox's fake ``ssh``.
+"""
+
+from __future__ import annotations
+
+import logging
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+from kubernetes import client
+
+from sandbox.kube.server import KubeApiServer
+from services.branch_worker.credentials import SecretCredentials
+from shared.git.workspace import Committer, Workspace
+from shared.kube.api import KubeClient
+from shared.kube.crds import CrdReader
+from shared.model.config import BranchConfig
+from shared.model.ids import BranchKey
+from shared.store.config import ConfigStore
+from shared.store.keys import Keys
+from tests.integration.git.ssh_support import KEY, SshRemote, serve_over_ssh
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass(frozen=True, slots=True)
+class Rig:
+    remote: SshRemote
+    configs: ConfigStore
+    credentials: SecretCredentials
+    core: client.CoreV1Api
+
+    def branch(self, secret_name: str) -> BranchKey:
+        return self.configs.publish_branch(
+            BranchConfig(
+                url=self.remote.url,
+                branch="main",
+                provider_namespace="default",
+                provider_name="gp",
+                secret_name=secret_name,
+                commit_window_s=5.0,
+                committer_name="GitOps Reverser",
+                committer_email="noreply@gitopsreverser.io",
+                message_one="{operation} {kind} {namespace}/{name}",
+                message_many="Mirror {count} API edits to {path}",
+            )
+        )
+
+
+@pytest.fixture
+def rig(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, key_prefix: str
+) -> Iterator[Rig]:
+    remote = serve_over_ssh(tmp_path / "ssh-host", monkeypatch)
+    kube = KubeApiServer()
+    kube.start()
+    configs = ConfigStore(redis_client, Keys(key_prefix))
+    reader = CrdReader(KubeClient(kube.api_client(), "local"))
+    credentials = SecretCredentials(lambda: reader, configs, tmp_path / "ssh")
+    try:
+        yield Rig(remote, configs, credentials, client.CoreV1Api(kube.api_client()))
+    finally:
+        kube.stop()
+
+
+def test_the_owner_fetches_and_pushes_with_the_secrets_identity(
+    rig: Rig, tmp_path: Path, redis_client: redis.Redis, key_prefix: str
+) -> None:
+    rig.core.create_namespaced_secret(
+        "default",
+        client.V1Secret(
+            metadata=client.V1ObjectMeta(name="deploy-key"),
+            string_data={k: v.decode() for k, v in rig.remote.secret.items()},
+        ),
+    )
+    bk = rig.branch("deploy-key")
+    env = rig.credentials(bk)
+    folder = tmp_path / "ssh" / bk
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert (folder / "identity").read_bytes() == KEY
+    stored = redis_client.hgetall(Keys(key_prefix).branch_meta(bk))
+    assert "PRIVATE KEY" not in str(stored)
+    assert "PRIVATE KEY" not in str(env)
+    ws = Workspace(tmp_path / "ws", rig.remote.url, "main", env=env)
+    tip = ws.fetch()
+    ws.reset(tip)
+    ws.write("apps/b.yaml", b"b: 2\n")
+    ws.commit("over ssh", Committer("t", "t@x"))
+    assert ws.push(tip).pushed
+    assert rig.remote.tip() == ws.head()
+    assert {call.verdict for call in rig.remote.host.calls()} == {"ok"}
+
+
+def test_a_missing_secret_leaves_the_branch_without_credentials(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    bk = rig.branch("not-there")
+    with caplog.at_level(logging.WARNING):
+        assert rig.credentials(bk) == {}
+    assert "Secret default/not-there not found" in caplog.text

@@ -1,0 +1,111 @@
+"""The dispatcher reads the tip of an ``ssh://`` GitProvider with the Secret's identity (D3).
+
+Before the credentials were resolved in one place, the dispatcher's tip read passed only the
+HTTP credentials of the Secret: over SSH git ran a bare ``ssh`` with no identity and no known
+hosts, every attempt failed and was retried for ever. The remote here is the sandbox's fake
+``ssh`` (``sandbox/githost/fake_ssh.py``), which refuses exactly what OpenSSH would.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+from kubernetes import client
+
+from sandbox.kube.server import KubeApiServer
+from services.dispatcher.jobs import Context, ports
+from shared.git.errors import GitPermanent
+from shared.kube.clients import ClientFactory
+from shared.model.config import ApplierRef, BranchConfig
+from shared.model.requests import ApplyRequest
+from shared.settings import Settings
+from tests.integration.git.ssh_support import CREATED_AT, SshRemote, serve_over_ssh
+
+pytestmark = pytest.mark.integration
+
+NS = "team"
+
+
+@dataclass(frozen=True, slots=True)
+class Rig:
+    remote: SshRemote
+    ctx: Context
+    core: client.CoreV1Api
+
+    def request(self, secret_name: str) -> ApplyRequest:
+        """An attempt for the remote's ``main``, its GitProvider naming ``secret_name``."""
+        bk = self.ctx.configs.publish_branch(
+            BranchConfig(
+                url=self.remote.url,
+                branch="main",
+                provider_namespace=NS,
+                provider_name="gp",
+                secret_name=secret_name,
+                commit_window_s=5.0,
+                committer_name="GitOps Reverser",
+                committer_email="noreply@gitopsreverser.io",
+                message_one="{operation} {kind} {namespace}/{name}",
+                message_many="Mirror {count} API edits to {path}",
+            )
+        )
+        return ApplyRequest(
+            uuid.uuid4().hex,
+            bk,
+            self.remote.url,
+            "main",
+            self.remote.tip(),
+            {"CatchUp": ["uid"]},
+            ApplierRef("Kustomization", NS, "apps", "default"),
+            CREATED_AT,
+        )
+
+    def store_secret(self, name: str, data: dict[str, bytes]) -> None:
+        self.core.create_namespaced_secret(
+            NS,
+            client.V1Secret(
+                metadata=client.V1ObjectMeta(name=name),
+                string_data={key: value.decode() for key, value in data.items()},
+            ),
+        )
+
+
+@pytest.fixture
+def rig(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, key_prefix: str
+) -> Iterator[Rig]:
+    remote = serve_over_ssh(tmp_path / "ssh-host", monkeypatch)
+    kube = KubeApiServer()
+    kube.start()
+    settings = Settings(
+        redis_url=Settings.from_env().redis_url,
+        key_prefix=key_prefix,
+        apply_queue=f"{key_prefix}-q",
+    )
+    clusters = ClientFactory(settings, lambda: CREATED_AT, local=kube.api_client())
+    core = client.CoreV1Api(kube.api_client())
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
+    try:
+        yield Rig(remote, Context.build(settings, redis_client, clusters), core)
+    finally:
+        kube.stop()
+
+
+def test_the_tip_of_an_ssh_provider_is_read_with_its_identity(rig: Rig) -> None:
+    rig.store_secret("creds", rig.remote.secret)
+    request = rig.request("creds")
+    assert ports(rig.ctx).tip(request) == rig.remote.tip()
+    (call,) = rig.remote.host.calls()
+    assert call.verdict == "ok"
+    assert "-i" in call.argv
+    assert "StrictHostKeyChecking=yes" in call.argv
+
+
+def test_a_missing_secret_fails_the_tip_read_with_its_name(rig: Rig) -> None:
+    with pytest.raises(GitPermanent, match=f"Secret {NS}/gone not found"):
+        ports(rig.ctx).tip(rig.request("gone"))
+    assert rig.remote.host.calls() == []  # nothing was tried without the credentials it names
