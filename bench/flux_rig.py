@@ -37,7 +37,7 @@ from bench.stamps import StampWatch
 from sandbox.githost.outside import environment, git
 from shared.model.config import ApplierRef
 from shared.model.ids import GitTargetUid
-from shared.model.notices import Notice
+from shared.model.notices import PushNotice
 from shared.settings import Settings
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts, job_id
@@ -112,8 +112,8 @@ class Rig:
         """When the receiver stored the notice naming ``commit`` (None if it is not there)."""
         key = self.repo.keys.branch_notices(self.repo.branch_key)
         entries: Any = self._redis.xrevrange(key, count=20)
-        for entry_id, fields in entries:
-            notice = Notice.from_fields(entry_id, fields)
+        for _entry, fields in entries:
+            notice = PushNotice.from_fields(fields)
             if notice.after == commit:
                 return notice.received_at
         return None

@@ -42,17 +42,12 @@ def _idle_branch(client: redis.Redis, keys: Keys, i: int) -> None:
     )
     events.read(bk, "worker-0", 1, None)
     events.ack(bk, [entry])
-    BranchStates(client, keys).publish(
-        lease,
-        {
-            "observed_tip": "a" * 40,
-            "ours": f'["{"b" * 40}"]',
-            "last_write_at": 1.0e9,
-            "windows_open": 0,
-            "push_in_flight": 0,
-            "pending:worker-0": 0,
-        },
-    )
+    states = BranchStates(client, keys)
+    states.publish_tip(lease, "a" * 40)
+    states.remember_ours(lease, "b" * 40, ())
+    states.publish_tip(lease, "a" * 40)
+    states.publish_counts(lease, windows_open=0, pending=0, last_write_at=1.0e9)
+    states.publish_push(lease, in_flight=False)
 
 
 def _fill(client: redis.Redis, keys: Keys, size: int) -> None:
