@@ -18,9 +18,9 @@ from services.dispatcher.facts import target_views
 from shared.decide.obligations import Reason
 from shared.git.credentials import resolved_once
 from shared.git.remote import ls_remote
+from shared.kube.api import KubeClient
 from shared.kube.clients import ClientFactory
 from shared.kube.crds import CrdReader
-from shared.kube.flux import FluxClient
 from shared.kube.kinds import GIT_TARGETS
 from shared.kube.status import StatusWriter
 from shared.model.ids import BranchKey
@@ -90,10 +90,10 @@ def ports(ctx: Context) -> attempts.Ports:
     local = ctx.clusters.local()
     reader = CrdReader(local.client)
 
-    def flux_for(name: str) -> FluxClient:
+    def cluster_for(name: str) -> KubeClient:
         found = [c for c in reader.cluster_providers() if c.meta.name == name]
         cluster = ctx.clusters.for_provider(found[0]) if found else local
-        return FluxClient(cluster.client)
+        return cluster.client
 
     def tip(request: ApplyRequest) -> str | None:
         # the same resolver as the branch worker's, so an SSH GitProvider's identity is sent (D3)
@@ -113,7 +113,7 @@ def ports(ctx: Context) -> attempts.Ports:
 
     return attempts.Ports(
         reader,
-        flux_for,
+        cluster_for,
         tip,
         lambda bk: ctx.states.read(BranchKey(bk)),
         stamped,

@@ -1,9 +1,11 @@
 """Running the ApplierConfigured checks (S2): read the applier's objects, under a deadline.
 
-The rules are pure (``shared.decide.applier_check``); this module plans which GitTargets get a
-check, reads what the rules need from the applier's cluster (the client its ClusterProvider
-yields, ``ClientFactory.for_provider``, built by this pass's cluster reconcile), and asks the
-API server what we may do with SelfSubjectAccessReviews, only once everything else holds.
+The rules are pure (``shared.decide.applier_check``) and each applier kind's module
+(``shared.appliers``) reads what they need and asks the API server what we may do with
+SelfSubjectAccessReviews, only once everything else holds. This module plans which GitTargets
+get a check, hands each to its kind's ``validate`` with the client its ClusterProvider yields
+(``ClientFactory.for_provider``, built by this pass's cluster reconcile), and keeps the pass's
+deadline.
 
 Nothing is read through a ClusterProvider that does not admit the GitTarget's namespace. The
 checks of one pass run side by side on a small thread pool; each has ``deadline_s`` from the
@@ -21,32 +23,22 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 from services.watcher.clusters import ClusterState
+from shared.appliers import UnknownApplierKind, for_kind
 from shared.decide.applier_check import (
     ACCESS_DENIED,
     CHECK_FAILED,
     CHECK_TIMED_OUT,
     NOT_CHECKED,
-    ArgoFound,
-    FluxFound,
-    Permission,
     Subject,
     admission,
-    argo_permissions,
-    check_argo,
-    check_flux,
-    flux_permissions,
     invalid_applier,
-    source_ref,
     unknown,
 )
 from shared.decide.conditions import FALSE, Wanted
 from shared.decide.targets import APPLIER_CONFIGURED, Verdict
-from shared.kube.api import KubeClient, Obj
-from shared.kube.errors import KubeError, NotFound
-from shared.kube.flux import GIT_REPOSITORIES, KUSTOMIZATIONS
-from shared.kube.kinds import APPLICATIONS
+from shared.kube.api import KubeClient
+from shared.kube.errors import KubeError
 from shared.model.crds import ClusterProviderView, GitTargetView
-from shared.model.resources import ApiResource
 
 #: Checks of one pass that run at once; more wait for a free thread (their deadline runs).
 CHECK_THREADS = 8
@@ -96,54 +88,14 @@ def plan_check(
     return CheckJob(subject, state.cluster.client)
 
 
-def _get(client: KubeClient, res: ApiResource, namespace: str, name: str) -> Obj | None:
-    if not name:
-        return None
-    try:
-        return client.get(res, namespace, name)
-    except NotFound:
-        return None
-
-
-def _ask(client: KubeClient, needed: list[Permission]) -> dict[Permission, bool]:
-    return {p: client.ssar(p.verb, p.group, p.resource, p.namespace, p.name) for p in needed}
-
-
-def check_flux_applier(job: CheckJob, min_interval_s: float) -> Wanted:
-    """Read a Kustomization and its GitRepository, then decide."""
-    ref, client = job.subject.applier, job.client
-    kustomization = _get(client, KUSTOMIZATIONS, ref.namespace, ref.name)
-    if kustomization is None:
-        return check_flux(job.subject, FluxFound(None, None, {}), min_interval_s)
-    source = source_ref(kustomization)
-    repo = None
-    if source.kind == "GitRepository":
-        repo = _get(client, GIT_REPOSITORIES, source.namespace, source.name)
-    found = FluxFound(kustomization, repo, {})
-    verdict = check_flux(job.subject, found, min_interval_s)
-    if verdict.reason != ACCESS_DENIED:
-        return verdict  # a configuration problem comes first, or nothing is asked at all
-    allowed = _ask(client, flux_permissions(ref, source))
-    return check_flux(job.subject, FluxFound(kustomization, repo, allowed), min_interval_s)
-
-
-def check_argo_applier(job: CheckJob) -> Wanted:
-    """Read an Application, then decide."""
-    ref, client = job.subject.applier, job.client
-    application = _get(client, APPLICATIONS, ref.namespace, ref.name)
-    verdict = check_argo(job.subject, ArgoFound(application, {}))
-    if verdict.reason != ACCESS_DENIED:
-        return verdict
-    allowed = _ask(client, argo_permissions(ref))
-    return check_argo(job.subject, ArgoFound(application, allowed))
-
-
 def run_check(job: CheckJob, min_interval_s: float) -> Wanted:
-    """One check; an API failure is AccessDenied (403) or an Unknown CheckFailed."""
+    """One check by the applier's own module; an API failure is AccessDenied (403) or an
+    Unknown CheckFailed, and a kind no module handles is InvalidApplier."""
     try:
-        if job.subject.applier.kind == "Kustomization":
-            return check_flux_applier(job, min_interval_s)
-        return check_argo_applier(job)
+        applier = for_kind(job.subject.applier.kind)
+        return applier.validate(job.client, job.subject, min_interval_s)
+    except UnknownApplierKind as err:
+        return invalid_applier(str(err))
     except KubeError as err:
         if err.code == FORBIDDEN:
             return Wanted(APPLIER_CONFIGURED, FALSE, ACCESS_DENIED, str(err))

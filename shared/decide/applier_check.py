@@ -18,7 +18,8 @@ person would fix them (the guide ``docs/flux.md`` lists the same order):
   update it.
 
 A configuration error is ``False`` (it stalls the GitTarget); a check that could not finish
-is ``Unknown`` (it heals by itself).
+is ``Unknown`` (it heals by itself). The Flux source rule (``source_problem``) is also the one
+the dispatcher applies just before it stamps (D4), so the two never judge a source apart.
 """
 
 from __future__ import annotations
@@ -228,26 +229,51 @@ def _denied(needed: list[Permission], allowed: Mapping[Permission, bool]) -> Wan
     return _false(ACCESS_DENIED, "not allowed to " + ", ".join(missing))
 
 
-def _flux_source(subject: Subject, ref: SourceRef, source: Raw | None) -> Wanted | None:
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Why an applier may not be asked: a condition reason and a message for people."""
+
+    reason: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.message}"
+
+
+def source_problem(ref: SourceRef, source: Raw | None, url: str, branch: str) -> Problem | None:
+    """Does a Kustomization's source follow this repository and branch? (S2 and D4, once).
+
+    ApplierConfigured and the dispatcher's last look before a stamp both ask this, so they
+    can never disagree (they did: audit D4). The source must be a GitRepository that exists,
+    on ``url`` once both are normalised, following ``refs/heads/<branch>`` by Flux's own
+    precedence (``followed_ref``, appliers.md F2): a pinned commit, tag or semver range is a
+    mismatch even with the branch beside it, and a source without ``spec.ref`` follows
+    ``master``. None when it does.
+    """
     where = f"{ref.namespace}/{ref.name}"
     if ref.kind != "GitRepository":
-        return _false(
+        return Problem(
             SOURCE_MISMATCH,
             f"the Kustomization reads a {ref.kind or '(no kind)'} {where}, not a GitRepository",
         )
     if source is None:
-        return _false(APPLIER_NOT_FOUND, f"GitRepository {where} not found")
-    url = str(_map(source.get("spec")).get("url", ""))
+        return Problem(APPLIER_NOT_FOUND, f"GitRepository {where} not found")
+    followed_url = str(_map(source.get("spec")).get("url", ""))
     follows = followed_ref(source)
-    if normalise_url(url) != normalise_url(subject.url):
-        return _false(
-            SOURCE_MISMATCH, f"GitRepository {where} follows {url} ({follows}), not {subject.url}"
+    if normalise_url(followed_url) != normalise_url(url):
+        return Problem(
+            SOURCE_MISMATCH, f"GitRepository {where} follows {followed_url} ({follows}), not {url}"
         )
-    if follows != f"refs/heads/{subject.branch}":
-        return _false(
-            SOURCE_MISMATCH, f"GitRepository {where} follows {follows}, not branch {subject.branch}"
+    if follows != f"refs/heads/{branch}":
+        return Problem(
+            SOURCE_MISMATCH, f"GitRepository {where} follows {follows}, not branch {branch}"
         )
     return None
+
+
+def _flux_source(subject: Subject, ref: SourceRef, source: Raw | None) -> Wanted | None:
+    problem = source_problem(ref, source, subject.url, subject.branch)
+    return None if problem is None else _false(problem.reason, problem.message)
 
 
 def _flux_timing_and_path(

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from shared.decide.obligations import Reason
+from shared.model.appliers import Reason
 
 
 @dataclass(frozen=True, slots=True)

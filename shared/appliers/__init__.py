@@ -1,0 +1,30 @@
+"""The appliers, one module per kind behind one interface (``interface.Applier``).
+
+``for_kind`` is the only place that maps ``spec.applier``'s kind to its module, and the only
+place an unknown kind is refused. The pure rules stay in ``shared.decide`` (``applier_check``,
+``attempt``); the modules here read and stamp through ``shared.kube`` and nothing else.
+"""
+
+from __future__ import annotations
+
+from shared.appliers.argocd import ArgoApplier
+from shared.appliers.flux import FluxApplier
+from shared.appliers.interface import Applier, Pending, Refused, Sent, Unneeded
+
+__all__ = ["Applier", "Pending", "Refused", "Sent", "UnknownApplierKind", "Unneeded", "for_kind"]
+
+_APPLIERS: tuple[Applier, ...] = (FluxApplier(), ArgoApplier())
+_BY_KIND: dict[str, Applier] = {a.kind: a for a in _APPLIERS}
+
+
+class UnknownApplierKind(ValueError):
+    """``spec.applier`` (or a request) names a kind no module handles."""
+
+
+def for_kind(kind: str) -> Applier:
+    """The applier module for ``kind`` (``Kustomization``, ``Application``)."""
+    try:
+        return _BY_KIND[kind]
+    except KeyError:
+        known = ", ".join(sorted(_BY_KIND))
+        raise UnknownApplierKind(f"no applier of kind {kind!r} (known: {known})") from None

@@ -1,0 +1,225 @@
+"""The applier interface (issue 8): one module per kind, chosen by kind in one place, no I/O.
+
+A fake cluster client stands in for ``shared.kube.api.KubeClient`` (only get, path, request and
+ssar are used), so these tests show what each module reads, stamps and asks. Flux shapes follow
+../shared/facts/appliers.md F1-F3; Argo CD's request is not built yet (issue 10).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, cast
+
+import pytest
+
+from shared.appliers import Refused, UnknownApplierKind, Unneeded, for_kind
+from shared.appliers.flux import FluxPending
+from shared.decide.applier_check import Subject
+from shared.kube.api import KubeClient
+from shared.kube.errors import NotFound
+from shared.model.config import ApplierRef
+from shared.model.requests import ApplyRequest
+from shared.model.resources import ApiResource
+
+URL = "https://git.example.org/team/config.git"
+COMMIT = "c" * 40
+OLD = "0" * 40
+KS = ApplierRef("Kustomization", "flux-system", "apps", "default")
+APP = ApplierRef("Application", "argocd", "web", "default")
+HOUR = 3600.0
+
+
+class FakeCluster:
+    """Objects by (plural, namespace, name); records every write and access question."""
+
+    def __init__(self, *objects: dict[str, Any], allowed: bool = True) -> None:
+        self.objects = {
+            (_plural(o["kind"]), o["metadata"]["namespace"], o["metadata"]["name"]): o
+            for o in objects
+        }
+        self.allowed = allowed
+        self.writes: list[tuple[str, str, Any]] = []
+        self.asked: list[str] = []
+
+    def get(self, res: ApiResource, namespace: str, name: str) -> dict[str, Any]:
+        try:
+            return copy.deepcopy(self.objects[(res.resource, namespace, name)])
+        except KeyError:
+            raise NotFound(f"{res.resource} {namespace}/{name} not found", 404) from None
+
+    def path(self, res: ApiResource, namespace: str = "", name: str = "") -> str:
+        return f"{res.resource}/{namespace}/{name}"
+
+    def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        self.writes.append((method, path, body))
+        return body
+
+    def ssar(self, verb: str, group: str, resource: str, namespace: str, name: str = "") -> bool:
+        self.asked.append(f"{verb} {resource}")
+        return self.allowed
+
+    def client(self) -> KubeClient:
+        return cast(KubeClient, self)
+
+
+def _plural(kind: str) -> str:
+    return {
+        "Kustomization": "kustomizations",
+        "GitRepository": "gitrepositories",
+        "Application": "applications",
+    }[kind]
+
+
+def kustomization(attempted: str = "", handled: str = "") -> dict[str, Any]:
+    return {
+        "kind": "Kustomization",
+        "metadata": {"namespace": "flux-system", "name": "apps"},
+        "spec": {
+            "interval": "10m",
+            "path": "./clusters",
+            "sourceRef": {"kind": "GitRepository", "name": "config"},
+        },
+        "status": {"lastAttemptedRevision": attempted, "lastHandledReconcileAt": handled},
+    }
+
+
+def gitrepository(ref: dict[str, str] | None, revision: str = f"main@sha1:{OLD}") -> dict[str, Any]:
+    spec: dict[str, Any] = {"url": URL, "interval": "24h"}
+    if ref is not None:
+        spec["ref"] = ref
+    return {
+        "kind": "GitRepository",
+        "metadata": {"namespace": "flux-system", "name": "config"},
+        "spec": spec,
+        "status": {"artifact": {"revision": revision}},
+    }
+
+
+def request(applier: ApplierRef = KS, branch: str = "main") -> ApplyRequest:
+    return ApplyRequest("tok-1", "bk", URL, branch, COMMIT, {}, applier, 0.0)
+
+
+def test_each_kind_has_its_module_and_an_unknown_kind_is_refused_in_one_place() -> None:
+    """Issue 8 item 2: ``for_kind`` is the only map from ``spec.applier``'s kind."""
+    assert (for_kind("Kustomization").kind, for_kind("Kustomization").product) == (
+        "Kustomization",
+        "Flux",
+    )
+    assert (for_kind("Application").kind, for_kind("Application").product) == (
+        "Application",
+        "Argo CD",
+    )
+    with pytest.raises(UnknownApplierKind, match="'HelmRelease'"):
+        for_kind("HelmRelease")
+
+
+@pytest.mark.parametrize(
+    ("ref", "branch"),
+    [
+        ({"branch": "main"}, "main"),
+        ({"branch": "main", "commit": OLD}, "main"),
+        ({"branch": "main", "tag": "v1"}, "main"),
+        (None, "master"),
+        (None, "main"),
+        ({"name": "refs/heads/main"}, "main"),
+    ],
+)
+def test_the_check_and_the_attempt_judge_a_source_alike(
+    ref: dict[str, str] | None, branch: str
+) -> None:
+    """D4 (audit probe 1): ApplierConfigured and the dispatcher read the same objects and
+    apply the same source rule, so an attempt is refused exactly when the check says
+    SourceMismatch, with the same message."""
+    cluster = FakeCluster(kustomization(), gitrepository(ref))
+    flux = for_kind("Kustomization")
+    subject = Subject("team-a", URL, branch, "clusters/prod", KS)
+    verdict = flux.validate(cluster.client(), subject, HOUR)
+    read = flux.read(cluster.client(), request(branch=branch))
+    if verdict.reason == "SourceMismatch":
+        assert isinstance(read, Refused)
+        assert read.message == f"SourceMismatch: {verdict.message}"
+    else:
+        assert verdict.reason == "Configured", verdict.message
+        assert isinstance(read, FluxPending)
+    assert cluster.writes == []
+
+
+def test_a_missing_kustomization_refuses_the_attempt_as_applier_not_found() -> None:
+    """D4: nothing to ask; the message names the reason ApplierConfigured would give."""
+    read = for_kind("Kustomization").read(FakeCluster().client(), request())
+    assert read == Refused("ApplierNotFound: Kustomization flux-system/apps not found")
+
+
+def test_a_source_that_lacks_the_commit_is_stamped_alone_then_handled_once_attempted() -> None:
+    """D4: the GitRepository is stamped (never both objects); D6: handled once the
+    Kustomization attempted a revision of the commit."""
+    cluster = FakeCluster(kustomization(), gitrepository({"branch": "main"}))
+    pending = for_kind("Kustomization").read(cluster.client(), request())
+    assert isinstance(pending, FluxPending)
+    sent = pending.request(["ForeignCommit"], "tok-1")
+    assert not isinstance(sent, Unneeded) and sent.plan == "stamp-source"
+    annotation = {"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "tok-1"}}}
+    assert cluster.writes == [("patch", "gitrepositories/flux-system/config", annotation)]
+    assert not sent.handled()
+    cluster.objects[("kustomizations", "flux-system", "apps")] = kustomization(
+        attempted=f"main@sha1:{COMMIT}"
+    )
+    assert sent.handled()
+
+
+def test_a_refusal_at_the_artifacts_commit_stamps_the_kustomization() -> None:
+    """D4: the artifact holds the commit, so only a Refusal asks for anything: a
+    Kustomization stamp, handled when ``lastHandledReconcileAt`` carries its token (D6)."""
+    cluster = FakeCluster(kustomization(), gitrepository(None, f"master@sha1:{COMMIT}"))
+    pending = for_kind("Kustomization").read(cluster.client(), request(branch="master"))
+    assert isinstance(pending, FluxPending)
+    sent = pending.request(["Refusal"], "tok-2")
+    assert not isinstance(sent, Unneeded) and sent.plan == "stamp-kustomization"
+    assert [path for _, path, _ in cluster.writes] == ["kustomizations/flux-system/apps"]
+    cluster.objects[("kustomizations", "flux-system", "apps")] = kustomization(handled="tok-2")
+    assert sent.handled()
+
+
+def test_an_artifact_that_holds_the_commit_stamps_nothing() -> None:
+    """D4's third plan (audit D4): a ForeignCommit or CatchUp already in the artifact."""
+    cluster = FakeCluster(kustomization(), gitrepository({"branch": "main"}, f"sha1:{COMMIT}"))
+    pending = for_kind("Kustomization").read(cluster.client(), request())
+    assert isinstance(pending, FluxPending)
+    sent = pending.request(["ForeignCommit", "CatchUp"], "tok-3")
+    assert sent == Unneeded("the artifact already holds the commit")
+    assert cluster.writes == []
+
+
+def test_access_is_asked_only_once_the_configuration_holds() -> None:
+    """S2: SelfSubjectAccessReviews only when nothing else is wrong; a denial is
+    AccessDenied naming what we may not do."""
+    broken = FakeCluster(kustomization(), gitrepository({"branch": "dev"}), allowed=False)
+    subject = Subject("team-a", URL, "main", "clusters/prod", KS)
+    assert for_kind("Kustomization").validate(broken.client(), subject, HOUR).reason == (
+        "SourceMismatch"
+    )
+    assert broken.asked == []
+    denied = FakeCluster(kustomization(), gitrepository({"branch": "main"}), allowed=False)
+    verdict = for_kind("Kustomization").validate(denied.client(), subject, HOUR)
+    assert (verdict.status, verdict.reason) == ("False", "AccessDenied")
+    assert "patch gitrepositories.source.toolkit.fluxcd.io flux-system/config" in verdict.message
+    assert len(denied.asked) == 4
+
+
+def test_an_application_is_checked_but_its_request_is_not_supported_yet() -> None:
+    """S2 for Argo CD as before; D4 for an Application is issue 10: refused, nothing read."""
+    application = {
+        "kind": "Application",
+        "metadata": {"namespace": "argocd", "name": "web"},
+        "spec": {"source": {"repoURL": URL, "targetRevision": "main", "path": "x"}},
+    }
+    cluster = FakeCluster(application)
+    subject = Subject("team-a", URL, "main", "x", APP)
+    assert for_kind("Application").validate(cluster.client(), subject, HOUR).reason == (
+        "Configured"
+    )
+    assert cluster.asked == ["get applications", "update applications"]
+    cluster.asked.clear()
+    read = for_kind("Application").read(cluster.client(), request(APP))
+    assert read == Refused("Argo CD Applications are not supported yet")
+    assert cluster.asked == [] and cluster.writes == []
