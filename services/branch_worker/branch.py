@@ -25,7 +25,7 @@ from shared.git.workspace import Committer, Workspace
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.events import ObjectEvent
 from shared.model.ids import GitTargetUid
-from shared.model.notices import Notice
+from shared.model.notices import PushNotice
 from shared.store.branch_state import BranchStates
 from shared.store.config import ConfigStore
 from shared.store.leases import Lease
@@ -73,7 +73,8 @@ class BranchLoop:
         clock: Callable[[], float],
         worker_id: str,
         read_tip: TipReader,
-        steady_tick: float = 60.0,
+        steady_tick: float,
+        max_window: float,
         desk: ApplierDesk | None = None,
     ) -> None:
         self.lease = lease
@@ -90,6 +91,7 @@ class BranchLoop:
         self._read_tip = read_tip
         self.desk = desk
         self._steady_tick = steady_tick
+        self._max_window = max_window  # Settings.max_window: a process setting, not a CRD's
         self._tip_read_at = clock()
 
     @property
@@ -104,12 +106,10 @@ class BranchLoop:
         self._folders.clear()
         published = self._states.read(self.lease.branch)
         self._ours = published.ours
-        stale = {f"pending:{w}": 0 for w in published.pending if w != self._worker}
-        if stale:
-            self._publish(**stale)  # their events are ours now, counted as we claim them
         if published.observed_tip and self.tip != published.observed_tip:
             self._found_tip(self.tip, published.observed_tip)
-        self._publish(observed_tip=self.tip or "", windows_open=0, push_in_flight=0)
+        released = [w for w in published.pending if w != self.lease.owner]
+        self._states.publish_takeover(self.lease, self.tip, released)
         self._events.ensure_group(self.lease.branch)
         self.handle(self._events.claim_pending(self.lease.branch, self._worker))
 
@@ -177,7 +177,7 @@ class BranchLoop:
         if self.desk and self._configs.refusal(target.uid) is None:
             self.desk.on_recovery(target)
 
-    def on_notices(self, notices: list[Notice]) -> None:
+    def on_notices(self, notices: list[PushNotice]) -> None:
         """Q5-Q6: each notice, read after any push in flight (pushes finish inside a wake)."""
         for notice in notices:
             decision = on_notice(notice.after, self.tip, self.busy())
@@ -203,7 +203,7 @@ class BranchLoop:
             self.tip = self.ws.fetch()  # follow the branch so the next write builds on it
             self.ws.reset(self.tip)
             self._folders.clear()
-        self._publish(observed_tip=tip or "", tip_read_at=self._tip_read_at)
+        self._states.publish_tip(self.lease, tip, read_at=self._tip_read_at)
         return kind
 
     def _found_tip(self, tip: str | None, observed: str | None) -> TipKind:
@@ -213,7 +213,7 @@ class BranchLoop:
             log.info(
                 "foreign commit %s on the branch", tip, extra={"branch": self.bk, "commit": tip}
             )
-            self._publish(foreign_tip=tip, foreign_at=self._clock())
+            self._states.publish_foreign(self.lease, tip, self._clock())
             if self.desk:
                 self.desk.on_foreign(tip)
         return kind
@@ -228,7 +228,7 @@ class BranchLoop:
         wait ends (a CatchUp's quiet period, a backoff)."""
         c = self.config
         times = [
-            closes_at(w.window, c.commit_window_s, c.max_window_s) for w in self._open.values()
+            closes_at(w.window, c.commit_window_s, self._max_window) for w in self._open.values()
         ]
         if self.desk is not None and self.desk.next_wake is not None:
             times.append(self.desk.next_wake)
@@ -245,7 +245,7 @@ class BranchLoop:
         due = [
             uid
             for uid, w in self._open.items()
-            if force or is_due(w.window, now, c.commit_window_s, c.max_window_s)
+            if force or is_due(w.window, now, c.commit_window_s, self._max_window)
         ]
         for uid in due:
             self._commit(self._open.pop(uid))
@@ -260,7 +260,7 @@ class BranchLoop:
             metrics.COMMITS.inc()
 
     def _push(self) -> None:
-        self._publish(push_in_flight=1)
+        self._states.publish_push(self.lease, in_flight=True)
         for _ in range(MAX_PUSH_ATTEMPTS):
             result = self.ws.push(self.tip)
             metrics.PUSHES.labels("pushed" if result.pushed else "rejected").inc()
@@ -273,7 +273,7 @@ class BranchLoop:
                 extra={"branch": self.bk},
             )
             self._replay()
-        self._publish(push_in_flight=0)
+        self._states.publish_push(self.lease, in_flight=False)
 
     def _pushed(self) -> None:
         head = self.ws.head()
@@ -285,7 +285,8 @@ class BranchLoop:
         entries = [e.entry_id for closed in self._closed for e in closed.entries]
         self._closed.clear()
         self._events.ack(self.lease.branch, entries)
-        self._publish(push_in_flight=0, observed_tip=head)
+        self._states.publish_tip(self.lease, head)
+        self._states.publish_push(self.lease, in_flight=False)
 
     def _replay(self) -> None:
         """Reset to the remote tip and make every unpushed write again (M7)."""
@@ -294,7 +295,7 @@ class BranchLoop:
         self.tip = tip
         self.ws.reset(self.tip)
         self._folders.clear()
-        self._publish(observed_tip=self.tip or "")
+        self._states.publish_tip(self.lease, self.tip)
         for closed in self._closed:
             for entry in closed.entries:
                 if entry.event:
@@ -307,13 +308,10 @@ class BranchLoop:
                 if entry.event:
                     apply_event(self.ws, window.target, entry.event, self._folder(window.target))
 
-    def _publish_counts(self, **extra: float) -> None:
+    def _publish_counts(self, last_write_at: float | None = None) -> None:
         pending = sum(len(w.entries) for w in self._open.values())
         pending += sum(len(c.entries) for c in self._closed)
-        self._publish(windows_open=len(self._open), **{f"pending:{self._worker}": pending}, **extra)
-
-    def _publish(self, **fields: str | int | float) -> None:
-        self._states.publish(self.lease, fields)
+        self._states.publish_counts(self.lease, len(self._open), pending, last_write_at)
 
 
 def _committer(config: BranchConfig) -> Committer:

@@ -8,27 +8,15 @@ attempt out, its backoff, and what the decision rule says it is waiting for now.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 
 from services.branch_worker.worker import Stores
-from shared.decide.obligations import Applier, Ask, decide
-from shared.decide.quiet import BranchView, is_quiet
-from shared.model.config import ApplierRef, TargetConfig
+from shared.decide.obligations import Ask, decide
+from shared.decide.quiet import BranchView, busy_reasons
+from shared.model.appliers import Applier
+from shared.model.config import ApplierRef, appliers_of
 from shared.model.ids import BranchKey
-from shared.store.branch_state import BranchState
-
-
-def _busy_because(state: BranchState) -> str:
-    reasons = []
-    if state.windows_open:
-        reasons.append(f"{state.windows_open} window(s) open")
-    if state.pending_total:
-        reasons.append(f"{state.pending_total} write(s) pending")
-    if state.push_in_flight:
-        reasons.append("a push in flight")
-    return ", ".join(reasons)
 
 
 def _applier_lines(ref: ApplierRef, applier: Applier, view: BranchView, now: float) -> list[str]:
@@ -73,15 +61,10 @@ def _branch(bk: BranchKey, stores: Stores, now: float) -> list[str]:
     configs, leases = stores.configs, stores.leases
     config = configs.branch(bk)
     state = stores.states.read(bk)
-    view = BranchView(
-        state.observed_tip,
-        state.windows_open,
-        state.pending_total,
-        state.push_in_flight,
-        state.last_write_at,
-    )
+    view = state.view()
     where = f"{config.url} {config.branch}" if config else "(settings not published)"
-    quiet = "quiet" if is_quiet(view) else f"busy: {_busy_because(state)}"
+    busy = busy_reasons(view)
+    quiet = f"busy: {', '.join(busy)}" if busy else "quiet"
     lines = [
         f"branch {bk}: {where}",
         f"  owner {leases.holder(bk) or 'none'}, tip {(state.observed_tip or '-')[:12]}, "
@@ -90,13 +73,8 @@ def _branch(bk: BranchKey, stores: Stores, now: float) -> list[str]:
         else f"  owner {leases.holder(bk) or 'none'}, tip {(state.observed_tip or '-')[:12]}, "
         f"{quiet}, no write yet",
     ]
-    named: dict[ApplierRef, list[TargetConfig]] = defaultdict(list)
-    for target in configs.targets_of(bk):
-        if target.applier:
-            a = target.applier
-            named[ApplierRef(a.kind, a.namespace, a.name, a.cluster_provider, 0.0)].append(target)
-    for ref, targets in named.items():
-        periods = {str(t.uid): t.applier.quiet_period_s for t in targets if t.applier}
+    for ref, targets in appliers_of(configs.targets_of(bk)).items():
+        periods = {str(t.uid): t.quiet_period_s for t in targets}
         applier = stores.appliers.load(ref.key, ref.kind)
         lines += _applier_lines(ref, replace(applier, quiet_periods=periods), view, now)
     return lines

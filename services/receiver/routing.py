@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from services.receiver.deliveries import Push
-from shared.model.receivers import PushNotice, ReceiverRecord
-
-HEADS = "refs/heads/"
+from shared.model.notices import HEADS, PushNotice
+from shared.model.receivers import ReceiverRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +62,12 @@ def route(record: ReceiverRecord, push: Push, received_at: float) -> Routed:
         return Routed((), f"no GitTarget of this GitProvider uses {refs}")
     notices = tuple(
         PushNotice(
-            record.provider,
-            record.type,
-            record.url,
-            name,
-            HEADS + name,
-            after,
-            push.delivery,
-            received_at,
+            provider=record.provider,
+            url=record.url,
+            ref=HEADS + name,
+            after=after,
+            delivery=push.delivery,
+            received_at=received_at,
         )
         for name, after in sorted(moved.items())
     )

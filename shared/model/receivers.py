@@ -1,15 +1,12 @@
-"""Webhook receivers and the notices they write: the records the watcher and receiver share.
+"""Webhook receivers: the record the watcher publishes and the receiver looks up.
 
 The watcher publishes one ``ReceiverRecord`` per GitProvider with ``spec.receiver``, under the
 digest of its webhook path; the receiver finds a delivery's GitProvider by that digest alone, so
 it needs no Kubernetes watch of its own (R1: it holds no state). The digest is Flux's
 (facts: webhooks-git-libs.md §1.6, ``GetWebhookPath``): hex SHA-256 of token + name + namespace,
 so the path names no object and cannot be guessed without the token. A record holds the
-*name* of the Secret, never its value (R5).
-
-``PushNotice`` is what the receiver appends to a branch's notice stream (R4); the branch worker
-reads it back as ``shared.model.notices.Notice``, so the field names here are the ones that
-reader looks for.
+*name* of the Secret, never its value (R5). The notices a delivery turns into are
+``shared.model.notices.PushNotice``.
 """
 
 from __future__ import annotations
@@ -18,8 +15,6 @@ import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
-
-from shared.model.ids import Branch
 
 ReceiverType = Literal["github", "gitea", "gitlab", "bitbucket", "generic-hmac"]
 #: ``spec.receiver.type`` values, as the GitProvider CRD enumerates them.
@@ -96,37 +91,3 @@ class ReceiverRecord:
             url=str(values["url"]),
             branches=tuple(str(b) for b in branches),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class PushNotice:
-    """One hint for one branch: a verified delivery said this ref moved (R4)."""
-
-    provider: str  # the GitProvider, ``namespace/name``
-    type: ReceiverType
-    url: str  # the GitProvider's spec.url (the branch key is built from it)
-    branch: str
-    ref: str
-    after: str  # what the delivery claims; a hint only, the tip comes from ls-remote (Q5)
-    delivery: str  # the host's delivery id ("" when it sends none)
-    received_at: float
-
-    @property
-    def target(self) -> Branch:
-        """The branch whose notice stream this goes to."""
-        return Branch(self.url, self.branch)
-
-    def to_fields(self) -> dict[str, str]:
-        """Stream fields, named as ``shared.model.notices.Notice.from_fields`` reads them.
-
-        The stream is the branch's own, so neither the branch nor the receiver type is
-        repeated in every entry.
-        """
-        return {
-            "provider": self.provider,
-            "url": self.url,
-            "ref": self.ref,
-            "after": self.after,
-            "delivery": self.delivery,
-            "received_at": repr(self.received_at),
-        }

@@ -1,25 +1,39 @@
 """A branch's published state (Q2, Q3, Q5): what siblings and the dispatcher read.
 
-Fields of ``branch:{bk}:state``: ``observed_tip``, ``ours`` (JSON list of the shas we pushed
-recently), ``last_write_at``, ``windows_open``, ``push_in_flight``, ``pending:{worker}`` (per
-worker, so a sibling's pending writes count too) and ``owner``. Every write by an owner is
-guarded by its fencing token in one Lua script, so a worker that lost its lease cannot publish.
+The owner writes it through the typed ``publish_*`` methods below and everyone reads it back as
+one ``BranchState``; the names of the hash fields (``branch:{bk}:state``) are private to this
+module, so no caller can misspell one or read a field the record does not carry. Every write by
+an owner is guarded by its fencing token in one Lua script, so a worker that lost its lease
+cannot publish (Q1). Pending writes are counted per worker (``pending:{worker}``), so a
+sibling's pending writes count too (Q3).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import redis
 
+from shared.decide.quiet import BranchView
 from shared.model.ids import BranchKey
 from shared.store.keys import Keys
 from shared.store.leases import Lease
 
 #: How many of our own pushed shas are remembered, to tell our tips from foreign ones.
 OURS_KEPT = 50
+
+# The hash's field names: here and nowhere else.
+_TIP = "observed_tip"
+_TIP_READ_AT = "tip_read_at"
+_OURS = "ours"
+_LAST_WRITE_AT = "last_write_at"
+_WINDOWS_OPEN = "windows_open"
+_PUSH_IN_FLIGHT = "push_in_flight"
+_FOREIGN_TIP = "foreign_tip"
+_FOREIGN_AT = "foreign_at"
+_PENDING = "pending:"
 
 # KEYS[1] state hash, KEYS[2] fence counter; ARGV[1] fencing token, then field/value pairs.
 # Writes the fields only while the token is the newest issued; returns 1, or 0 when fenced off.
@@ -33,22 +47,37 @@ end
 return 1
 """
 
+Fields = dict[str, str | int | float]
+
 
 @dataclass(frozen=True, slots=True)
 class BranchState:
-    """The published state of one branch, as read back."""
+    """The published state of one branch, as read back: every field the owner writes."""
 
     observed_tip: str | None
     ours: tuple[str, ...]
-    last_write_at: float
+    last_write_at: float  # 0.0 until the first decided write
     windows_open: int
     push_in_flight: bool
-    pending: Mapping[str, int]
+    pending: Mapping[str, int]  # writes pending, by worker id
+    tip_read_at: float | None  # when ls-remote last read the tip (Q7)
+    foreign_tip: str | None  # the latest commit found that we did not push (Q6)
+    foreign_at: float | None
 
     @property
     def pending_total(self) -> int:
         """Writes pending on any worker of the branch."""
         return sum(self.pending.values())
+
+    def view(self) -> BranchView:
+        """What the quietness and apply decisions read of it (Q3, Q4, D3)."""
+        return BranchView(
+            tip=self.observed_tip,
+            windows_open=self.windows_open,
+            pending_total=self.pending_total,
+            push_in_flight=self.push_in_flight,
+            last_write_at=self.last_write_at,
+        )
 
 
 class FencedOff(RuntimeError):
@@ -63,7 +92,47 @@ class BranchStates:
         self._keys = keys
         self._hset = client.register_script(_FENCED_HSET)
 
-    def publish(self, lease: Lease, fields: Mapping[str, str | int | float]) -> None:
+    def publish_tip(self, lease: Lease, tip: str | None, read_at: float | None = None) -> None:
+        """The tip the owner last saw; ``read_at`` when it came from ls-remote (Q5, Q7) rather
+        than from the owner's own fetch or push."""
+        fields: Fields = {_TIP: tip or ""}
+        if read_at is not None:
+            fields[_TIP_READ_AT] = read_at
+        self._write(lease, fields)
+
+    def publish_counts(
+        self, lease: Lease, windows_open: int, pending: int, last_write_at: float | None = None
+    ) -> None:
+        """The owner's open windows and pending writes (Q3); ``last_write_at`` when a decided
+        write just restarted the quiet period (Q2)."""
+        fields: Fields = {_WINDOWS_OPEN: windows_open, _PENDING + lease.owner: pending}
+        if last_write_at is not None:
+            fields[_LAST_WRITE_AT] = last_write_at
+        self._write(lease, fields)
+
+    def publish_push(self, lease: Lease, in_flight: bool) -> None:
+        """A push started or finished (Q3: a push in flight keeps the branch busy)."""
+        self._write(lease, {_PUSH_IN_FLIGHT: int(in_flight)})
+
+    def publish_foreign(self, lease: Lease, tip: str, at: float) -> None:
+        """A commit we did not push was found on the branch (Q6)."""
+        self._write(lease, {_FOREIGN_TIP: tip, _FOREIGN_AT: at})
+
+    def publish_takeover(self, lease: Lease, tip: str | None, released: Iterable[str]) -> None:
+        """A new owner starts at ``tip`` with nothing open or in flight. The pending writes of
+        the ``released`` workers are zeroed: their events are the new owner's now, counted
+        again as it claims them (Q1, Q3)."""
+        fields: Fields = {_PENDING + worker: 0 for worker in released}
+        fields.update({_TIP: tip or "", _WINDOWS_OPEN: 0, _PUSH_IN_FLIGHT: 0})
+        self._write(lease, fields)
+
+    def remember_ours(self, lease: Lease, sha: str, current: tuple[str, ...]) -> tuple[str, ...]:
+        """Record a sha we pushed as the observed tip and one of ours."""
+        ours = (*current, sha)[-OURS_KEPT:]
+        self._write(lease, {_TIP: sha, _OURS: json.dumps(list(ours))})
+        return ours
+
+    def _write(self, lease: Lease, fields: Fields) -> None:
         """Write ``fields`` as the owner holding ``lease``; raises FencedOff if it is stale."""
         keys = [self._keys.branch_state(lease.branch), self._keys.branch_fence(lease.branch)]
         args: list[str | int | float] = [lease.token]
@@ -72,21 +141,25 @@ class BranchStates:
         if not self._hset(keys=keys, args=args):
             raise FencedOff(f"branch {lease.branch}: token {lease.token} is no longer current")
 
-    def remember_ours(self, lease: Lease, sha: str, current: tuple[str, ...]) -> tuple[str, ...]:
-        """Record a sha we pushed as the observed tip and one of ours."""
-        ours = (*current, sha)[-OURS_KEPT:]
-        self.publish(lease, {"observed_tip": sha, "ours": json.dumps(list(ours))})
-        return ours
-
     def read(self, bk: BranchKey) -> BranchState:
         """The branch's state as published (defaults when nothing was)."""
         raw: dict[str, str] = self._r.hgetall(self._keys.branch_state(bk))  # type: ignore[assignment]
-        pending = {k.split(":", 1)[1]: int(v) for k, v in raw.items() if k.startswith("pending:")}
         return BranchState(
-            observed_tip=raw.get("observed_tip") or None,
-            ours=tuple(json.loads(raw.get("ours") or "[]")),
-            last_write_at=float(raw.get("last_write_at") or 0.0),
-            windows_open=int(raw.get("windows_open") or 0),
-            push_in_flight=raw.get("push_in_flight") == "1",
-            pending=pending,
+            observed_tip=raw.get(_TIP) or None,
+            ours=tuple(json.loads(raw.get(_OURS) or "[]")),
+            last_write_at=float(raw.get(_LAST_WRITE_AT) or 0.0),
+            windows_open=int(raw.get(_WINDOWS_OPEN) or 0),
+            push_in_flight=raw.get(_PUSH_IN_FLIGHT) == "1",
+            pending=_pending(raw),
+            tip_read_at=_optional_float(raw.get(_TIP_READ_AT)),
+            foreign_tip=raw.get(_FOREIGN_TIP) or None,
+            foreign_at=_optional_float(raw.get(_FOREIGN_AT)),
         )
+
+
+def _pending(raw: Mapping[str, str]) -> dict[str, int]:
+    return {k.removeprefix(_PENDING): int(v) for k, v in raw.items() if k.startswith(_PENDING)}
+
+
+def _optional_float(text: str | None) -> float | None:
+    return float(text) if text else None

@@ -12,7 +12,7 @@ from typing import Any
 import redis
 
 from shared.model.ids import BranchKey
-from shared.model.notices import Notice
+from shared.model.notices import PushNotice
 from shared.store.keys import Keys
 
 
@@ -29,7 +29,7 @@ class NoticeReader:
         newest: Any = self._r.xrevrange(self._keys.branch_notices(bk), count=1)
         self._cursor[bk] = newest[0][0] if newest else "0-0"
 
-    def read(self, bk: BranchKey, count: int = 100) -> list[Notice]:
+    def read(self, bk: BranchKey, count: int = 100) -> list[PushNotice]:
         """Notices that arrived since the last read."""
         key = self._keys.branch_notices(bk)
         reply: Any = self._r.xread({key: self._cursor.get(bk, "0-0")}, count=count)
@@ -37,7 +37,7 @@ class NoticeReader:
             return []
         messages = reply[0][1]
         self._cursor[bk] = messages[-1][0]
-        return [Notice.from_fields(entry_id, fields) for entry_id, fields in messages]
+        return [PushNotice.from_fields(fields) for _, fields in messages]
 
     def forget(self, bk: BranchKey) -> None:
         """The branch is no longer ours."""

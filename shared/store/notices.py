@@ -5,7 +5,8 @@ hint costs nothing, the branch reads its tip on the steady tick anyway (Q7). A d
 remembered for a day in the same Lua step that appends its notices, so a replayed delivery
 (the host retrying, or a user pressing "redeliver") stores nothing new, and a delivery is never
 half stored. A delivery without an id cannot be told from a new one and is always stored.
-The branch worker reads the streams with ``shared.store.notice_reader``.
+The branch worker reads the streams with ``shared.store.notice_reader``; both sides go through
+``PushNotice``'s codec.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import timedelta
 
 import redis
 
-from shared.model.receivers import PushNotice
+from shared.model.notices import PushNotice
 from shared.store.errors import unavailable_as_error
 from shared.store.keys import Keys
 

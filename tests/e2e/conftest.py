@@ -24,14 +24,15 @@ from kubernetes.client import V1ObjectMeta, V1Secret
 from rq.job import Job
 
 from sandbox.flux.activity import ActivityLog
-from shared.decide.obligations import Applier
 from shared.kube.flux import REQUESTED_AT
+from shared.model.appliers import Applier
 from shared.model.config import ApplierRef
 from shared.model.ids import Branch, BranchKey
 from shared.model.requests import ApplyRequest
 from shared.settings import Settings
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
+from shared.store.branch_state import BranchState, BranchStates
 from shared.store.connection import connect
 from shared.store.keys import Keys
 from tests.e2e.system import ALL, GROUP, System, git, run_system
@@ -163,10 +164,9 @@ class Tenant:
     def files(self, rev: str = "main") -> list[str]:
         return self.git("ls-tree", "-r", "--name-only", rev).split()
 
-    def state(self) -> dict[str, str]:
-        """The branch's published state (``branch:{bk}:state``)."""
-        found: dict[str, str] = self.client.hgetall(self.keys.branch_state(self.bk))  # type: ignore[assignment]
-        return found
+    def state(self) -> BranchState:
+        """The branch's published state, as the dispatcher and inspect read it."""
+        return BranchStates(self.client, self.keys).read(self.bk)
 
     def target(self) -> dict[str, Any]:
         return self.system.get(GROUP, VERSION, self.namespace, "gittargets", "gt")
@@ -201,7 +201,7 @@ class Tenant:
     def wait_owned(self) -> None:
         """Wait until a branch worker owns the branch and observed its tip (it took it)."""
         wait_until(
-            lambda: self.state().get("observed_tip") == self.tip(),
+            lambda: self.state().observed_tip == self.tip(),
             WAIT_S,
             f"a branch worker to take {self.repo}'s main",
         )
@@ -340,7 +340,7 @@ class FluxTenant:
 
     @property
     def applier(self) -> ApplierRef:
-        return ApplierRef("Kustomization", self.ns, "ks", "default", 0.0)
+        return ApplierRef("Kustomization", self.ns, "ks", "default")
 
     @property
     def flux_log(self) -> ActivityLog:

@@ -137,7 +137,7 @@ def _create(flux: FluxTenant, name: str, data: dict[str, str]) -> None:
 
 
 def _last_write_at(flux: FluxTenant) -> float:
-    return float(flux.tenant.state()["last_write_at"])
+    return flux.tenant.state().last_write_at
 
 
 def test_an_api_edit_is_caught_up_a_quiet_period_after_the_last_write_and_never_reverted(

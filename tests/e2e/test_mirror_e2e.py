@@ -219,7 +219,7 @@ def test_commit_window_0s_makes_one_commit_per_edit(tenants: Tenants) -> None:
 
 def _pending(t: Tenant) -> int:
     """Writes pending on any worker of the branch, as published (Q3)."""
-    return sum(int(v) for k, v in t.state().items() if k.startswith("pending:"))
+    return t.state().pending_total
 
 
 def test_secret_is_refused_and_never_written(tenants: Tenants) -> None:
@@ -248,7 +248,7 @@ def test_foreign_unknown_file_refuses_the_folder(tenants: Tenants) -> None:
     _wait_file(t, _cm_path(t, "first"), _cm_yaml(t, "first", "  k: v"))
     t.wait_condition("GitPathAccepted", "True")
     outside = t.system.push(t.repo, {f"{t.path}/deploy.sh": "#!/bin/sh\nkubectl apply -f .\n"})
-    wait_until(lambda: t.state().get("observed_tip") == outside, WAIT_S, "the steady tick")
+    wait_until(lambda: t.state().observed_tip == outside, WAIT_S, "the steady tick")
     t.system.core.create_namespaced_config_map(t.namespace, _configmap("second", {"k": "v"}))
     refused = t.wait_condition("GitPathAccepted", "False")
     assert refused["reason"] == "UnsupportedContent"

@@ -69,7 +69,7 @@ def _webhook_path(t: Tenant) -> str:
 def _observed_foreign(t: Tenant, sha: str) -> bool:
     """The branch recorded ``sha`` as a foreign commit and as its observed tip (Q5)."""
     state = t.state()
-    return state.get("foreign_tip") == sha and state.get("observed_tip") == sha
+    return state.foreign_tip == sha and state.observed_tip == sha
 
 
 def _notices(t: Tenant) -> list[dict[str, str]]:

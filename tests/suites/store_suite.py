@@ -6,14 +6,18 @@ each including module supplies a ``store`` fixture (a client and a fresh key pre
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import pytest
 import redis
 
+from shared.decide.quiet import BranchView
 from shared.model.events import GitTargetRef, ManagerEntry, ObjectEvent
 from shared.model.ids import BranchKey, GitTargetUid, ObjectId
+from shared.store.branch_state import OURS_KEPT, BranchStates, FencedOff
 from shared.store.keys import Keys
-from shared.store.leases import Leases
+from shared.store.leases import Lease, Leases
 from shared.store.streams import EventStream
 
 
@@ -96,14 +100,16 @@ def test_an_expired_lease_can_be_taken_over(store: StoreUnderTest) -> None:
 
 
 def test_branch_and_target_config_round_trip_and_forget(store: StoreUnderTest) -> None:
-    from shared.model.config import BranchConfig, TargetConfig
     from shared.store.config import ConfigStore
+    from tests.configs import branch_config, target_config
 
     configs = ConfigStore(store.client, store.keys)
-    branch = BranchConfig("http://git.local/r.git", "main", "team", "gp", commit_window_s=0.0)
+    branch = branch_config("http://git.local/r.git", "main", "team", "gp", commit_window_s=0.0)
     bk = configs.publish_branch(branch)
     assert configs.branch(bk) == branch
-    target = TargetConfig(GitTargetUid("t-1"), "team", "gt", "http://git.local/r", "main", "apps")
+    target = target_config(
+        GitTargetUid("t-1"), "team", "gt", "http://git.local/r", "main", path="apps"
+    )
     configs.publish_target(target)
     assert configs.target(GitTargetUid("t-1")) == target
     assert store.client.smembers(store.keys.branch_targets(bk)) == {"t-1"}
@@ -118,3 +124,94 @@ def test_branch_and_target_config_round_trip_and_forget(store: StoreUnderTest) -
     assert configs.refusal(target.uid) is None
     assert store.client.get(store.keys.watch_cursor(target.uid, "/configmaps", "team")) is None
     assert store.client.smembers(store.keys.branch_targets(bk)) == set()
+
+
+def _owner(store: StoreUnderTest, worker: str = "w1") -> Lease:
+    lease = Leases(store.client, store.keys, period_ms=60_000).acquire(BK, worker)
+    assert lease is not None
+    return lease
+
+
+def test_an_unpublished_branch_reads_as_empty_and_quiet(store: StoreUnderTest) -> None:
+    state = BranchStates(store.client, store.keys).read(BK)
+    assert (state.observed_tip, state.ours, state.pending, state.pending_total) == (None, (), {}, 0)
+    assert (state.tip_read_at, state.foreign_tip, state.foreign_at) == (None, None, None)
+    assert state.view() == BranchView(None, 0, 0, False, 0.0)
+
+
+def test_each_typed_writer_reads_back_into_the_record(store: StoreUnderTest) -> None:
+    """Q2, Q3, Q5-Q7: every field the owner writes is a field of BranchState."""
+    states, lease = BranchStates(store.client, store.keys), _owner(store)
+    states.publish_takeover(lease, "t1", released=())
+    states.publish_counts(lease, windows_open=2, pending=3, last_write_at=40.5)
+    states.publish_push(lease, in_flight=True)
+    states.publish_tip(lease, "t2", read_at=41.0)
+    states.publish_foreign(lease, "t2", at=41.5)
+    state = states.read(BK)
+    assert (state.observed_tip, state.tip_read_at) == ("t2", 41.0)
+    assert (state.windows_open, state.pending, state.last_write_at) == (2, {"w1": 3}, 40.5)
+    assert state.push_in_flight
+    assert (state.foreign_tip, state.foreign_at) == ("t2", 41.5)
+    assert state.view() == BranchView("t2", 2, 3, True, 40.5)
+
+
+def test_counts_without_a_write_keep_the_quiet_period_running(store: StoreUnderTest) -> None:
+    """Q2: only a decided write restarts the quiet period; a flush that closes a window does not."""
+    states, lease = BranchStates(store.client, store.keys), _owner(store)
+    states.publish_counts(lease, 1, 1, last_write_at=10.0)
+    states.publish_counts(lease, 0, 0)
+    states.publish_tip(lease, "t1")
+    state = states.read(BK)
+    assert (state.windows_open, state.pending_total, state.last_write_at) == (0, 0, 10.0)
+    assert state.tip_read_at is None, "a tip from our own fetch or push is not an ls-remote read"
+
+
+def test_a_new_owner_takes_over_the_pending_writes_of_the_old_one(store: StoreUnderTest) -> None:
+    """Q1, Q3: the old owner's count drops to 0 as the new one claims its events."""
+    states = BranchStates(store.client, store.keys)
+    leases = Leases(store.client, store.keys, 60_000)
+    old = _owner(store, "old")
+    states.publish_counts(old, windows_open=1, pending=4)
+    states.publish_push(old, in_flight=True)
+    leases.release(old)
+    new = _owner(store, "new")
+    states.publish_takeover(new, "t9", released=["old"])
+    states.publish_counts(new, windows_open=1, pending=4)
+    state = states.read(BK)
+    assert state.pending == {"old": 0, "new": 4}
+    assert (state.observed_tip, state.push_in_flight) == ("t9", False)
+
+
+def test_our_pushes_are_remembered_newest_last_and_bounded(store: StoreUnderTest) -> None:
+    states, lease = BranchStates(store.client, store.keys), _owner(store)
+    ours: tuple[str, ...] = ()
+    for i in range(OURS_KEPT + 2):
+        ours = states.remember_ours(lease, f"sha-{i}", ours)
+    state = states.read(BK)
+    assert state.ours == ours and len(ours) == OURS_KEPT
+    assert (state.ours[-1], state.observed_tip) == (f"sha-{OURS_KEPT + 1}", f"sha-{OURS_KEPT + 1}")
+
+
+WRITES: dict[str, Callable[[BranchStates, Lease], object]] = {
+    "tip": lambda s, lease: s.publish_tip(lease, "late", read_at=1.0),
+    "counts": lambda s, lease: s.publish_counts(lease, 1, 1, last_write_at=1.0),
+    "push": lambda s, lease: s.publish_push(lease, in_flight=True),
+    "foreign": lambda s, lease: s.publish_foreign(lease, "late", at=1.0),
+    "takeover": lambda s, lease: s.publish_takeover(lease, "late", released=["w2"]),
+    "ours": lambda s, lease: s.remember_ours(lease, "late", ()),
+}
+
+
+@pytest.mark.parametrize("write", sorted(WRITES))
+def test_a_worker_that_lost_its_lease_publishes_nothing(store: StoreUnderTest, write: str) -> None:
+    """Q1: every writer is fenced by the lease token, in the same Lua step as the write."""
+    states = BranchStates(store.client, store.keys)
+    leases = Leases(store.client, store.keys, 60_000)
+    stale = _owner(store, "w1")
+    leases.release(stale)
+    successor = _owner(store, "w2")
+    states.publish_takeover(successor, "current", released=())
+    before = states.read(BK)
+    with pytest.raises(FencedOff):
+        WRITES[write](states, stale)
+    assert states.read(BK) == before

@@ -18,7 +18,8 @@ from shared.git.workspace import Workspace
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.events import GitTargetRef, ManagerEntry, ObjectEvent, Operation
 from shared.model.ids import GitTargetUid, ObjectId
-from shared.model.notices import Notice
+from shared.model.notices import PushNotice
+from shared.settings import Settings
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
 from shared.store.branch_state import BranchStates
@@ -26,6 +27,7 @@ from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
 from shared.store.streams import EventStream
+from tests.configs import branch_config, target_config
 
 
 @dataclass
@@ -47,6 +49,8 @@ class Rig:
     clock: Clock
     branch: BranchConfig
     target: TargetConfig
+    #: The process settings the loop is built with (the defaults unless a test says otherwise).
+    settings: Settings = field(default_factory=Settings)
     events: EventStream = field(init=False)
     configs: ConfigStore = field(init=False)
     states: BranchStates = field(init=False)
@@ -80,7 +84,8 @@ class Rig:
             clock=self.clock,
             worker_id=worker,
             read_tip=lambda: ls_remote(str(self.bare), "main"),
-            steady_tick=60.0,
+            steady_tick=self.settings.steady_tick.total_seconds(),
+            max_window=self.settings.max_window.total_seconds(),
             desk=ApplierDesk(
                 self.bk,
                 self.branch,
@@ -89,6 +94,7 @@ class Rig:
                 attempts=self.attempts,
                 states=self.states,
                 clock=self.clock,
+                attempt_deadline_s=self.settings.attempt_deadline.total_seconds(),
             ),
         )
         loop.start()
@@ -136,8 +142,10 @@ class Rig:
         other = self.tmp / f"other-{name}"
         return push(str(self.bare), other, {name: "someone else\n"}, f"foreign {name}")
 
-    def notice(self, after: str) -> Notice:
-        return Notice("1-0", "github", "refs/heads/main", after, "d-1", self.clock.now)
+    def notice(self, after: str) -> PushNotice:
+        return PushNotice(
+            "team/gp", str(self.bare), "refs/heads/main", after, "d-1", self.clock.now
+        )
 
     def commits(self) -> list[str]:
         return git("log", "--format=%s", "main", cwd=self.bare).splitlines()
@@ -154,6 +162,6 @@ def rig(tmp_path: Path, redis_client: redis.Redis, key_prefix: str) -> Iterator[
     bare = tmp_path / "remote.git"
     git("init", "-q", "--bare", "-b", "main", str(bare))
     push(str(bare), tmp_path / "seed", {"README.md": "seed\n"}, "seed")
-    branch = BranchConfig(str(bare), "main", "team", "gp", commit_window_s=5.0)
-    target = TargetConfig(GitTargetUid("gt-uid-1"), "team", "gt", str(bare), "main", "apps")
+    branch = branch_config(str(bare), "main", "team", "gp", commit_window_s=5.0)
+    target = target_config(GitTargetUid("gt-uid-1"), "team", "gt", str(bare), "main", path="apps")
     yield Rig(tmp_path, bare, redis_client, Keys(key_prefix), Clock(), branch, target)

@@ -36,16 +36,18 @@ def test_a_foreign_notice_publishes_pending_writes_first(rig: Rig) -> None:
     loop.on_notices([rig.notice(foreign)])
     assert not loop.busy(), "the window was closed and pushed"
     assert rig.commits()[:2] == ["CREATE ConfigMap team/app", "foreign notes.md"]
-    state = rig.client.hgetall(rig.keys.branch_state(rig.bk))
-    assert state["foreign_tip"] == foreign
+    state = rig.states.read(rig.bk)
+    assert state.foreign_tip == foreign
+    assert state.foreign_at == rig.clock.now, "when it was found, by the injected clock"
 
 
 def test_a_notice_whose_after_lies_is_corrected_by_ls_remote(rig: Rig) -> None:
     loop = rig.loop()
     foreign = rig.foreign_push()
     loop.on_notices([rig.notice("0" * 40)])
-    assert rig.states.read(rig.bk).observed_tip == foreign
-    assert rig.client.hget(rig.keys.branch_state(rig.bk), "foreign_tip") == foreign
+    state = rig.states.read(rig.bk)
+    assert state.observed_tip == foreign
+    assert state.foreign_tip == foreign
 
 
 def test_steady_tick_finds_an_outside_push_without_any_webhook(rig: Rig) -> None:
@@ -55,7 +57,9 @@ def test_steady_tick_finds_an_outside_push_without_any_webhook(rig: Rig) -> None
     assert rig.states.read(rig.bk).observed_tip != foreign, "not before the tick is due"
     rig.clock.now += 60
     loop.tick()
-    assert rig.states.read(rig.bk).observed_tip == foreign
+    state = rig.states.read(rig.bk)
+    assert state.observed_tip == foreign
+    assert state.tip_read_at == rig.clock.now, "Q7: the read is published with its time"
     assert loop.tip == foreign, "an idle branch follows the new tip"
 
 
@@ -66,4 +70,4 @@ def test_our_own_tip_is_not_foreign(rig: Rig) -> None:
     rig.clock.now += 10
     loop.flush()
     assert loop.check_tip() is TipKind.UNCHANGED
-    assert "foreign_tip" not in rig.client.hgetall(rig.keys.branch_state(rig.bk))
+    assert rig.states.read(rig.bk).foreign_tip is None

@@ -27,12 +27,13 @@ from sandbox.paths import all_crd_files
 from services.dispatcher import attempt as attempts
 from services.dispatcher.jobs import Context, finish, ports
 from shared.kube.clients import ClientFactory
-from shared.model.config import ApplierRef, BranchConfig
+from shared.model.config import ApplierRef
 from shared.model.ids import Branch, GitTargetUid
 from shared.model.requests import ApplyRequest, AttemptOutcome
 from shared.settings import Settings
 from shared.store.keys import Keys
 from shared.store.leases import Leases
+from tests.configs import branch_config
 
 pytestmark = pytest.mark.integration
 
@@ -181,13 +182,13 @@ def _objects(w: World, source_ref: bool = True) -> None:
         m.kustomization(NS, "apps", "repo", "./apps"),
     ):
         m.create(w.kube.api_client(), body)
-    w.ctx.configs.publish_branch(BranchConfig(w.url, w.branch, NS, "gp"))
+    w.ctx.configs.publish_branch(branch_config(w.url, w.branch, NS, "gp"))
 
 
 def _quiet(w: World, tip: str) -> None:
     lease = Leases(w.redis, w.keys, 60_000).acquire(Branch(w.url, w.branch).key, "t")
     assert lease is not None
-    w.ctx.states.publish(lease, {"observed_tip": tip, "windows_open": 0, "push_in_flight": 0})
+    w.ctx.states.publish_takeover(lease, tip, released=())
 
 
 def test_a_foreign_commit_stamps_the_source_and_is_delivered_once_applied(world: World) -> None:
@@ -235,7 +236,7 @@ def test_a_pending_write_is_stale(world: World) -> None:
     token = int(holder.split("|")[1])
     from shared.store.leases import Lease
 
-    world.ctx.states.publish(Lease(Branch(world.url, "main").key, "t", token), {"pending:t": 2})
+    world.ctx.states.publish_counts(Lease(Branch(world.url, "main").key, "t", token), 0, 2)
     outcome = world.run(world.request({"ForeignCommit": [world.target_uid()]}, commit))
     assert outcome.outcome == "Stale" and "pending" in outcome.message
 

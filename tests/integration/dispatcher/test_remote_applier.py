@@ -25,11 +25,12 @@ from sandbox.paths import all_crd_files
 from services.dispatcher import attempt as attempts
 from services.dispatcher.jobs import Context, ports
 from shared.kube.clients import ClientFactory
-from shared.model.config import ApplierRef, BranchConfig
+from shared.model.config import ApplierRef
 from shared.model.requests import ApplyRequest
 from shared.settings import Settings
 from shared.store.keys import Keys
 from shared.store.leases import Leases
+from tests.configs import branch_config
 from tests.integration.dispatcher.test_attempts import CM, NS, _git
 
 pytestmark = pytest.mark.integration
@@ -90,11 +91,11 @@ def _attempt(
     ctx = Context.build(
         settings, redis_client, ClientFactory(settings, time.time, local=local.api_client())
     )
-    bk = ctx.configs.publish_branch(BranchConfig(url, "main", NS, "gp"))
+    bk = ctx.configs.publish_branch(branch_config(url, "main", NS, "gp"))
     tip = _git("ls-remote", url, "refs/heads/main", cwd=Path("/tmp")).split()[0]
     lease = Leases(redis_client, keys, 60_000).acquire(bk, "t")
     assert lease is not None
-    ctx.states.publish(lease, {"observed_tip": tip})
+    ctx.states.publish_tip(lease, tip)
     request = ApplyRequest(
         uuid.uuid4().hex,
         bk,

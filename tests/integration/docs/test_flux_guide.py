@@ -32,12 +32,13 @@ from sandbox.paths import REPO_ROOT, all_crd_files
 from services.dispatcher import attempt as attempts
 from services.dispatcher.jobs import Context, ports
 from shared.kube.clients import ClientFactory
-from shared.model.config import ApplierRef, BranchConfig
+from shared.model.config import ApplierRef
 from shared.model.ids import Branch
 from shared.model.requests import ApplyRequest
 from shared.settings import Settings
 from shared.store.keys import Keys
 from shared.store.leases import Leases
+from tests.configs import branch_config
 
 pytestmark = pytest.mark.integration
 
@@ -154,13 +155,13 @@ def test_the_example_is_configured_and_a_request_stamps_the_source(
         ctx = Context.build(
             settings, redis_client, ClientFactory(settings, time.time, local=kube.api_client())
         )
-        bk = ctx.configs.publish_branch(BranchConfig(url, "main", "team-a", "platform"))
+        bk = ctx.configs.publish_branch(branch_config(url, "main", "team-a", "platform"))
         tip = subprocess.run(
             ["git", "ls-remote", url, "refs/heads/main"], capture_output=True, text=True, check=True
         ).stdout.split()[0]
         lease = Leases(redis_client, keys, 60_000).acquire(bk, "guide-test")
         assert lease is not None
-        ctx.states.publish(lease, {"observed_tip": tip})
+        ctx.states.publish_tip(lease, tip)
         request = ApplyRequest(
             uuid.uuid4().hex,
             bk,

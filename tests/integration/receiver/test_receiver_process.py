@@ -18,7 +18,7 @@ import pytest
 
 from sandbox.githost import Hook
 from shared.model.ids import Branch
-from shared.model.notices import Notice
+from shared.model.notices import PushNotice
 from shared.store.notice_reader import NoticeReader
 from tests.integration.receiver.conftest import LIMIT, Stack
 from tests.integration.sandbox.test_githost_support import Git
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 DELIVERY_TIMEOUT_S = 15.0
 
 
-def notices(stack: Stack, repo_url: str) -> list[Notice]:
+def notices(stack: Stack, repo_url: str) -> list[PushNotice]:
     return NoticeReader(stack.redis, stack.keys).read(Branch(repo_url, "main").key, count=100)
 
 

@@ -6,8 +6,8 @@ import pytest
 
 from services.receiver.deliveries import Push, RefUpdate
 from services.receiver.routing import repository_path, route, same_repository
-from shared.model.notices import Notice
-from shared.model.receivers import PushNotice, ReceiverRecord
+from shared.model.notices import PushNotice
+from shared.model.receivers import ReceiverRecord
 
 RECORD = ReceiverRecord(
     "team", "gp", "github", "hook", "https://git.example.com/team/apps.git", ("main", "staging")
@@ -45,24 +45,7 @@ def test_a_push_to_a_used_branch_becomes_one_notice() -> None:
     """R4: provider, URL, ref, after, delivery id and time received."""
     routed = route(RECORD, push(RefUpdate("refs/heads/main", "a" * 40)), received_at=12.5)
     assert routed.notices == (
-        PushNotice(
-            "team/gp", "github", RECORD.url, "main", "refs/heads/main", "a" * 40, "d-1", 12.5
-        ),
-    )
-
-
-def test_notice_fields_are_what_the_branch_worker_reads() -> None:
-    """R4/Q5: the branch worker reads notices with shared.model.notices.Notice.from_fields."""
-    notice = PushNotice(
-        "team/gp", "gitea", RECORD.url, "main", "refs/heads/main", "b" * 40, "d-9", 1700000000.25
-    )
-    read = Notice.from_fields("1-0", notice.to_fields())
-    assert (read.provider, read.ref, read.after, read.delivery, read.received_at) == (
-        "team/gp",
-        "refs/heads/main",
-        "b" * 40,
-        "d-9",
-        1700000000.25,
+        PushNotice("team/gp", RECORD.url, "refs/heads/main", "a" * 40, "d-1", 12.5),
     )
 
 
