@@ -44,11 +44,7 @@ UNSCANNED = frozenset({"tests/unit/test_rules_index.py"})
 #: (``appliers.md`` A1 is Argo CD's Application; behaviour A1 is what an applier is owed). A
 #: citation written as ``appliers.md A1`` needs no entry; the test fails on an entry no longer
 #: needed.
-NOT_RULES: Mapping[tuple[str, str], str] = {
-    ("shared/decide/applier_check.py", "A1"): "Argo CD's automated sync (appliers.md A1)",
-    ("tests/integration/watcher/test_applier_status.py", "A1"): "IsAutomatedSyncEnabled",
-    ("tests/unit/watcher/test_applier_check.py", "A1"): "IsAutomatedSyncEnabled",
-}
+NOT_RULES: Mapping[tuple[str, str], str] = {}
 #: The statement a row gets when a rule is cited but nobody has written what it asks.
 MISSING = "TODO: say what this rule asks"
 _HEADER = """\

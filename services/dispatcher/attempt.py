@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from services.dispatcher.facts import target_facts
 from shared.appliers import Applier, Refused, Sent, UnknownApplierKind, Unneeded, for_kind
-from shared.decide.attempt import holders, stale
+from shared.decide.attempt import holders
+from shared.decide.quiet import stale_reason
 from shared.git.errors import GitError
 from shared.kube.api import KubeClient
 from shared.kube.crds import CrdReader
@@ -70,13 +71,7 @@ def _ask(
     if isinstance(pending, Refused):
         return _outcome(request, "Failed", pending.message, dropped, ports)
     state = ports.branch_state(request.branch_key)
-    why = stale(
-        request.commit,
-        ports.tip(request),
-        state.pending_total,
-        state.windows_open,
-        state.push_in_flight,
-    )
+    why = stale_reason(request.commit, ports.tip(request), state.view())
     if why:
         return _outcome(request, "Stale", why, dropped, ports)
     sent = pending.request(reasons, request.token)

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from services.dispatcher import attempt as attempts
 from services.dispatcher import metrics
 from services.dispatcher.facts import target_views
-from shared.decide.obligations import Reason
 from shared.git.credentials import resolved_once
 from shared.git.remote import ls_remote
 from shared.kube.api import KubeClient
@@ -23,6 +22,7 @@ from shared.kube.clients import ClientFactory
 from shared.kube.crds import CrdReader
 from shared.kube.kinds import GIT_TARGETS
 from shared.kube.status import StatusWriter
+from shared.model.appliers import Reason
 from shared.model.ids import BranchKey
 from shared.model.ledger import LastRequest
 from shared.model.requests import ApplyRequest, AttemptOutcome

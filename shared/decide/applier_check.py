@@ -13,8 +13,8 @@ person would fix them (the guide ``docs/flux.md`` lists the same order):
   interval of at least ``min_source_interval``; the Kustomization's ``spec.path`` covers the
   GitTarget's path; we may get and patch both;
 - Argo CD: the Application exists, has one source (``spec.source``; a non-empty
-  ``spec.sources`` wins over it, A1) on this repository with ``targetRevision`` the branch,
-  automated sync is off (``automated`` absent or ``enabled: false``, A1), we may get and
+  ``spec.sources`` wins over it, appliers.md A1) on this repository with ``targetRevision`` the branch,
+  automated sync is off (``automated`` absent or ``enabled: false``, appliers.md A1), we may get and
   update it.
 
 A configuration error is ``False`` (it stalls the GitTarget); a check that could not finish
@@ -336,7 +336,7 @@ def _argo_source(subject: Subject, where: str, spec: Raw) -> Wanted | None:
 
 
 def automated_sync(spec: Raw) -> bool:
-    """Argo CD's IsAutomatedSyncEnabled: ``automated`` set and ``enabled`` not false (A1)."""
+    """Argo CD's IsAutomatedSyncEnabled: ``automated`` set and ``enabled`` not false (appliers.md A1)."""
     automated = _map(spec.get("syncPolicy")).get("automated")
     if not isinstance(automated, Mapping):
         return False

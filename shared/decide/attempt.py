@@ -1,9 +1,10 @@
-"""One apply attempt, decided purely (D2, D3, D4, D6).
+"""One apply attempt, decided purely (D2, D4, D6).
 
 The dispatcher gathers facts (the GitTargets as they are now, the branch and the applier) and
 these functions say what to do with them: which reasons still have a holder (D2; a reason
-without one is not asked, and nothing weaker is asked instead), whether the request is stale
-(D3), which Flux object to stamp (D4), and when the applier has finished (D6).
+without one is not asked, and nothing weaker is asked instead), which Flux object to stamp
+(D4), and when the applier has finished (D6). Whether the request is stale (D3) is a rule of
+the branch's quietness, ``shared.decide.quiet.stale_reason``.
 """
 
 from __future__ import annotations
@@ -54,17 +55,6 @@ def _holds(fact: TargetFacts | None, reason: Reason) -> bool:
     ):
         return False
     return fact.consents if reason == "Refusal" else True
-
-
-def stale(
-    commit: str, tip: str | None, pending_total: int, windows_open: int, push_in_flight: bool
-) -> str | None:
-    """D3: why the request may not be stamped now, or None when it may."""
-    if tip != commit:
-        return f"the branch tip moved to {tip or 'nothing'}"
-    if pending_total or windows_open or push_in_flight:
-        return "writes are pending on the branch"
-    return None
 
 
 def revision_commit(revision: str) -> str:

@@ -20,6 +20,7 @@ from kubernetes import client
 from sandbox import manifests as m
 from sandbox.flux import FluxControllers
 from sandbox.githost import GitHost
+from sandbox.githost.outside import git
 from sandbox.kube.server import KubeApiServer
 from sandbox.paths import all_crd_files
 from services.dispatcher import attempt as attempts
@@ -31,7 +32,7 @@ from shared.settings import Settings
 from shared.store.keys import Keys
 from shared.store.leases import Leases
 from tests.configs import branch_config
-from tests.integration.dispatcher.test_attempts import CM, NS, _git
+from tests.integration.dispatcher.test_attempts import CM, NS
 
 pytestmark = pytest.mark.integration
 
@@ -92,7 +93,7 @@ def _attempt(
         settings, redis_client, ClientFactory(settings, time.time, local=local.api_client())
     )
     bk = ctx.configs.publish_branch(branch_config(url, "main", NS, "gp"))
-    tip = _git("ls-remote", url, "refs/heads/main", cwd=Path("/tmp")).split()[0]
+    tip = git("ls-remote", url, "refs/heads/main").split()[0]
     lease = Leases(redis_client, keys, 60_000).acquire(bk, "t")
     assert lease is not None
     ctx.states.publish_tip(lease, tip)

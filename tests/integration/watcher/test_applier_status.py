@@ -217,7 +217,7 @@ def test_access_is_asked_of_the_appliers_cluster_with_self_subject_access_review
 
 def test_an_application_with_automated_sync_is_refused(rig: Rig, repo_url: str) -> None:
     """S2 AutomatedSyncEnabled: ``syncPolicy.automated`` set without ``enabled: false``
-    syncs by itself (A1 ``IsAutomatedSyncEnabled``)."""
+    syncs by itself (appliers.md A1 ``IsAutomatedSyncEnabled``)."""
     rig.cluster.namespace("argocd")
     rig.cluster.create(
         {
