@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.dispatcher.facts import target_facts
-from shared.appliers import Applier, Refused, Sent, UnknownApplierKind, Unneeded, for_kind
+from shared.appliers import ApplierAdapter, Refused, Sent, UnknownApplierKind, Unneeded, for_kind
 from shared.decide.attempt import holders
 from shared.decide.quiet import stale_reason
 from shared.git.errors import GitError
@@ -61,7 +61,7 @@ def run(request: ApplyRequest, ports: Ports) -> AttemptOutcome:
 
 
 def _ask(
-    applier: Applier,
+    applier: ApplierAdapter,
     request: ApplyRequest,
     reasons: dict[Reason, list[str]],
     dropped: list[Reason],

@@ -1,4 +1,4 @@
-"""The appliers, one module per kind behind one interface (``interface.Applier``).
+"""The appliers, one module per kind behind one interface (``interface.ApplierAdapter``).
 
 ``for_kind`` is the only place that maps ``spec.applier``'s kind to its module, and the only
 place an unknown kind is refused. The pure rules stay in ``shared.decide`` (``applier_check``,
@@ -9,19 +9,27 @@ from __future__ import annotations
 
 from shared.appliers.argocd import ArgoApplier
 from shared.appliers.flux import FluxApplier
-from shared.appliers.interface import Applier, Pending, Refused, Sent, Unneeded
+from shared.appliers.interface import ApplierAdapter, Pending, Refused, Sent, Unneeded
 
-__all__ = ["Applier", "Pending", "Refused", "Sent", "UnknownApplierKind", "Unneeded", "for_kind"]
+__all__ = [
+    "ApplierAdapter",
+    "Pending",
+    "Refused",
+    "Sent",
+    "UnknownApplierKind",
+    "Unneeded",
+    "for_kind",
+]
 
-_APPLIERS: tuple[Applier, ...] = (FluxApplier(), ArgoApplier())
-_BY_KIND: dict[str, Applier] = {a.kind: a for a in _APPLIERS}
+_APPLIERS: tuple[ApplierAdapter, ...] = (FluxApplier(), ArgoApplier())
+_BY_KIND: dict[str, ApplierAdapter] = {a.kind: a for a in _APPLIERS}
 
 
 class UnknownApplierKind(ValueError):
     """``spec.applier`` (or a request) names a kind no module handles."""
 
 
-def for_kind(kind: str) -> Applier:
+def for_kind(kind: str) -> ApplierAdapter:
     """The applier module for ``kind`` (``Kustomization``, ``Application``)."""
     try:
         return _BY_KIND[kind]

@@ -4,7 +4,7 @@ The watcher and the dispatcher talk to an applier only through these types, so a
 (Argo CD, a webhook) is one module that fills them in, and neither service learns its objects.
 An attempt runs in three steps with the dispatcher's own D3 check between the first two:
 
-1. ``Applier.read`` fetches the applier's objects for one request and either refuses
+1. ``ApplierAdapter.read`` fetches the applier's objects for one request and either refuses
    (``Refused``: not found, follows another source, not supported) or returns a ``Pending``;
 2. ``Pending.request`` stamps the applier (``Sent``) or finds it holds the commit already
    (``Unneeded``);
@@ -63,7 +63,7 @@ class Pending(Protocol):
         ...
 
 
-class Applier(Protocol):
+class ApplierAdapter(Protocol):
     """One applier kind (``spec.applier`` names one object of it)."""
 
     @property

@@ -12,9 +12,9 @@ person would fix them (the guide ``docs/flux.md`` lists the same order):
   this repository and branch (``spec.ref`` by Flux's precedence, appliers.md F2), and has an
   interval of at least ``min_source_interval``; the Kustomization's ``spec.path`` covers the
   GitTarget's path; we may get and patch both;
-- Argo CD: the Application exists, has one source (``spec.source``; a non-empty
-  ``spec.sources`` wins over it, appliers.md A1) on this repository with ``targetRevision`` the branch,
-  automated sync is off (``automated`` absent or ``enabled: false``, appliers.md A1), we may get and
+- Argo CD (facts: appliers.md A1): the Application exists, has one source (``spec.source``;
+  a non-empty ``spec.sources`` wins over it) on this repository with ``targetRevision`` the
+  branch, automated sync is off (``automated`` absent or ``enabled: false``), we may get and
   update it.
 
 A configuration error is ``False`` (it stalls the GitTarget); a check that could not finish
@@ -336,7 +336,10 @@ def _argo_source(subject: Subject, where: str, spec: Raw) -> Wanted | None:
 
 
 def automated_sync(spec: Raw) -> bool:
-    """Argo CD's IsAutomatedSyncEnabled: ``automated`` set and ``enabled`` not false (appliers.md A1)."""
+    """Argo CD's IsAutomatedSyncEnabled: ``automated`` set, ``enabled`` not false.
+
+    Facts: appliers.md A1.
+    """
     automated = _map(spec.get("syncPolicy")).get("automated")
     if not isinstance(automated, Mapping):
         return False

@@ -21,10 +21,10 @@ from services.branch_worker.credentials import SecretCredentials
 from shared.git.workspace import Committer, Workspace
 from shared.kube.api import KubeClient
 from shared.kube.crds import CrdReader
-from shared.model.config import BranchConfig
 from shared.model.ids import BranchKey
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
+from tests.configs import branch_config
 from tests.integration.git.ssh_support import KEY, SshRemote, serve_over_ssh
 
 pytestmark = pytest.mark.integration
@@ -39,18 +39,7 @@ class Rig:
 
     def branch(self, secret_name: str) -> BranchKey:
         return self.configs.publish_branch(
-            BranchConfig(
-                url=self.remote.url,
-                branch="main",
-                provider_namespace="default",
-                provider_name="gp",
-                secret_name=secret_name,
-                commit_window_s=5.0,
-                committer_name="GitOps Reverser",
-                committer_email="noreply@gitopsreverser.io",
-                message_one="{operation} {kind} {namespace}/{name}",
-                message_many="Mirror {count} API edits to {path}",
-            )
+            branch_config(self.remote.url, provider_namespace="default", secret_name=secret_name)
         )
 
 

@@ -21,9 +21,10 @@ from sandbox.kube.server import KubeApiServer
 from services.dispatcher.jobs import Context, ports
 from shared.git.errors import GitPermanent
 from shared.kube.clients import ClientFactory
-from shared.model.config import ApplierRef, BranchConfig
+from shared.model.config import ApplierRef
 from shared.model.requests import ApplyRequest
 from shared.settings import Settings
+from tests.configs import branch_config
 from tests.integration.git.ssh_support import CREATED_AT, SshRemote, serve_over_ssh
 
 pytestmark = pytest.mark.integration
@@ -40,18 +41,7 @@ class Rig:
     def request(self, secret_name: str) -> ApplyRequest:
         """An attempt for the remote's ``main``, its GitProvider naming ``secret_name``."""
         bk = self.ctx.configs.publish_branch(
-            BranchConfig(
-                url=self.remote.url,
-                branch="main",
-                provider_namespace=NS,
-                provider_name="gp",
-                secret_name=secret_name,
-                commit_window_s=5.0,
-                committer_name="GitOps Reverser",
-                committer_email="noreply@gitopsreverser.io",
-                message_one="{operation} {kind} {namespace}/{name}",
-                message_many="Mirror {count} API edits to {path}",
-            )
+            branch_config(self.remote.url, provider_namespace=NS, secret_name=secret_name)
         )
         return ApplyRequest(
             uuid.uuid4().hex,

@@ -283,8 +283,8 @@ def test_a_missing_application_is_applier_not_found() -> None:
     ],
 )
 def test_an_application_on_another_source_is_a_source_mismatch(spec: dict[str, Any]) -> None:
-    """S2 SourceMismatch; appliers.md A1: a non-empty ``spec.sources`` wins over ``spec.source``, and an
-    omitted ``targetRevision`` means HEAD, not our branch."""
+    """S2 SourceMismatch; facts appliers.md A1: a non-empty ``spec.sources`` wins over
+    ``spec.source``, and an omitted ``targetRevision`` means HEAD, not our branch."""
     wanted = _argo(_application(**spec))
     assert (wanted.status, wanted.reason) == ("False", "SourceMismatch")
 
@@ -300,7 +300,8 @@ def test_an_application_on_another_source_is_a_source_mismatch(spec: dict[str, A
     ],
 )
 def test_automated_sync_follows_argo_cds_rule(automated: Any, enabled: bool) -> None:
-    """appliers.md A1: ``IsAutomatedSyncEnabled() = automated != nil && (enabled == nil || *enabled)``."""
+    """Facts appliers.md A1: ``IsAutomatedSyncEnabled()`` is
+    ``automated != nil && (enabled == nil || *enabled)``."""
     policy = {} if automated is None else {"automated": automated}
     assert automated_sync({"syncPolicy": policy}) is enabled
     wanted = _argo(_application(syncPolicy=policy))
