@@ -27,7 +27,7 @@ from sandbox.flux.activity import ActivityLog
 from shared.kube.flux import REQUESTED_AT
 from shared.model.appliers import Applier
 from shared.model.config import ApplierRef
-from shared.model.ids import Branch, BranchKey
+from shared.model.ids import Branch, BranchKey, GitTargetUid
 from shared.model.requests import ApplyRequest
 from shared.settings import Settings
 from shared.store.appliers import ApplierStore
@@ -35,6 +35,7 @@ from shared.store.attempts import Attempts
 from shared.store.branch_state import BranchState, BranchStates
 from shared.store.connection import connect
 from shared.store.keys import Keys
+from shared.store.watches import WatchAddress, WatchState
 from tests.e2e.system import ALL, GROUP, System, git, run_system
 from tests.helpers import wait_until
 
@@ -197,6 +198,19 @@ class Tenant:
         """Wait until main moves past ``base``; returns the new tip."""
         wait_until(lambda: self.tip() != base, WAIT_S, f"a commit on {self.repo} after {base[:8]}")
         return self.tip()
+
+    def wait_watching(self, group_resource: str) -> None:
+        """Wait until the watcher listed ``group_resource`` in the tenant's namespace for the
+        GitTarget (M1: its cursor is stored once the list is published), so an edit made from
+        now on reaches the branch as its own event, not folded into a later list."""
+        uid = GitTargetUid(str(self.target()["metadata"]["uid"]))
+        at = WatchAddress(uid, group_resource, self.namespace)
+        state = WatchState(self.client, self.keys)
+        wait_until(
+            lambda: state.cursor(at) is not None,
+            WAIT_S,
+            f"the watch of {group_resource} in {self.namespace}",
+        )
 
     def wait_owned(self) -> None:
         """Wait until a branch worker owns the branch and observed its tip (it took it)."""

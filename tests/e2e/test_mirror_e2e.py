@@ -204,6 +204,7 @@ def test_commit_window_0s_makes_one_commit_per_edit(tenants: Tenants) -> None:
     back to back (no wait between them), in the order they were made."""
     t = tenants.make("mirror-zero", rules=[CONFIGMAPS], commit_window="0s")
     t.wait_owned()
+    t.wait_watching("/configmaps")  # else the list may fold b's create and delete into nothing
     base = t.tip()
     core = t.system.core
     core.create_namespaced_config_map(t.namespace, _configmap("a", {"n": "1"}))
