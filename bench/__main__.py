@@ -11,7 +11,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from bench.report import Section, render
+from bench.report import Section, render, write
 
 BENCHMARKS = ("kube_api", "githost", "mirror", "redis_memory", "receiver", "apply_trigger")
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(f"bench.{name}")
         print(f"bench: {name} ...", flush=True)
         sections.append(module.bench())
-    args.out.write_text(render(sections))
+    write(sections, args.out)
     print(render(sections))
     return 0
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.charts import Chart, Point
+
 
 @dataclass(frozen=True, slots=True)
 class Row:
@@ -33,10 +35,21 @@ class Section:
     command: str
     rows: list[Row] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    charts: list[Chart] = field(default_factory=list)
 
     def add(self, what: str, value: float, unit: str, note: str = "") -> None:
         """Record a number."""
         self.rows.append(Row(what, value, unit, note))
+
+    def chart(
+        self,
+        name: str,
+        title: str,
+        axes: tuple[str, str],
+        series: dict[str, list[Point]],
+    ) -> None:
+        """Record a growth curve, drawn as ``docs/benchmarks/<name>.svg`` beside the table."""
+        self.charts.append(Chart(name, title, axes[0], axes[1], series))
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -107,5 +120,17 @@ def render(sections: list[Section]) -> str:
             "|---|---|---|---|",
         ]
         lines += [f"| {r.what} | {_format(r.value)} | {r.unit} | {r.note} |" for r in section.rows]
+        if section.charts:
+            lines += ["", *(f"![{c.title}](benchmarks/{c.name}.svg)" for c in section.charts)]
         lines += ["", *section.notes, ""] if section.notes else [""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def write(sections: list[Section], page: Path) -> None:
+    """Write the page and, in ``<page folder>/benchmarks/``, every chart it shows."""
+    folder = page.parent / "benchmarks"
+    for section in sections:
+        for chart in section.charts:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{chart.name}.svg").write_text(chart.svg())
+    page.write_text(render(sections))
