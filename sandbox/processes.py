@@ -74,6 +74,15 @@ class Processes:
         proc = self._procs.get(name)
         return proc is not None and proc.poll() is None
 
+    def pid(self, name: str) -> int | None:
+        """The process id of the named process's session leader (None when not running).
+
+        Each process runs in a session of its own (``start_new_session``), so this id is
+        also the session id of the product process the shell started for it.
+        """
+        proc = self._procs.get(name)
+        return proc.pid if proc is not None and proc.poll() is None else None
+
     def signal(self, name: str, signum: int, timeout: float = STOP_S) -> None:
         """Send ``signum`` to one process (its whole session) and wait until it has exited."""
         proc = self._procs[name]

@@ -1,0 +1,370 @@
+"""The initial snapshot of a large namespace, beside a plain PyYAML + git script (issue 9).
+
+For each size N the sandbox starts afresh with a namespace that already holds N small
+ConfigMaps and N/10 Argo CD Applications (stored straight into the API double: creating them
+over HTTP would take minutes and is not what is measured). The watcher and one branch worker
+run as processes, as a user runs them. Then the GitProvider, GitTarget and WatchRule are
+created through the official client, and the clock runs from the GitTarget's creation until
+the remote branch holds every object's file (the bare repository's tip, read from outside).
+
+The floor is a script that writes the same files with PyYAML into a clone of an empty
+repository on the same Git host, then makes one commit and one push: what any design must at
+least spend to put N files into Git.
+
+Memory is read from outside as well: the watcher's and branch worker's peak and current
+resident set (``/proc/<pid>/status`` VmHWM and VmRSS) and Redis ``used_memory``, each before
+the configuration is created (idle) and once everything is pushed and acknowledged; the
+growth over idle, divided by the objects mirrored, is the cost per object.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+import yaml
+
+from bench.product import BRANCH, FOLDER, GROUP, NS, Repo, provider, read_tip, repository
+from bench.report import Section
+from sandbox.githost.outside import OutsideClone, git
+from shared.settings import Settings
+from shared.store.connection import connect
+from tests.e2e.system import System, run_system
+
+#: Sizes measured by default; ``BENCH_SNAPSHOT_SIZES=1000,10000,50000`` picks others.
+SIZES = (1_000, 10_000, 50_000)
+#: One custom resource for every this many ConfigMaps.
+CR_EVERY = 10
+#: Longest wait for one snapshot to reach Git, so the benchmark always ends.
+SNAPSHOT_TIMEOUT_S = 600.0
+#: Longest wait for the events stream to drain after the last push (acks follow the push).
+DRAIN_TIMEOUT_S = 60.0
+#: How often the remote tip is read (one small file read).
+POLL_S = 0.05
+#: The processes whose memory is read.
+MEASURED = ("watcher", "branch_worker")
+
+
+def configmap(i: int) -> dict[str, Any]:
+    """The i-th small ConfigMap: two short keys."""
+    meta = {"name": f"cm-{i:05d}", "namespace": NS}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": _data(i)}
+
+
+def _data(i: int) -> dict[str, str]:
+    return {"index": str(i), "greeting": f"hello from object {i}"}
+
+
+def application(i: int) -> dict[str, Any]:
+    """The i-th Argo CD Application: a custom resource nothing in the sandbox acts on."""
+    spec = {
+        "project": "default",
+        "source": {"repoURL": "https://git.example.com/apps.git", "path": f"app-{i}"},
+        "destination": {"server": "https://kubernetes.default.svc", "namespace": "apps"},
+    }
+    meta = {"name": f"app-{i:05d}", "namespace": NS}
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": meta,
+        "spec": spec,
+    }
+
+
+def files(size: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every object of a size, with the path the GitTarget places it at (M4)."""
+    for i in range(size):
+        yield f"{FOLDER}/{NS}/configmaps/cm-{i:05d}.yaml", configmap(i)
+    for i in range(size // CR_EVERY):
+        yield f"{FOLDER}/{NS}/argoproj.io/applications/app-{i:05d}.yaml", application(i)
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """Peak and current resident set of one process, in bytes."""
+
+    hwm: int
+    rss: int
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One snapshot of one size, measured."""
+
+    objects: int
+    seconds: float
+    commits: int
+    idle: dict[str, Memory]
+    done: dict[str, Memory]
+    redis_idle: int
+    redis_peak: int
+    redis_done: int
+
+
+def _status(pid: int) -> dict[str, int]:
+    values: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmHWM", "VmRSS"):
+            values[key] = int(rest.split()[0]) * 1024
+    return values
+
+
+def _session_members(sid: int) -> list[int]:
+    """Process ids in a session: the product process may be a child of its shell."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        if int(fields[3]) == sid:  # fields after the name: state ppid pgrp session ...
+            members.append(int(entry.name))
+    return members
+
+
+def memory(system: System, name: str) -> Memory:
+    """The resident memory of a product process (the largest process of its session)."""
+    sid = system.procs.pid(name)
+    if sid is None:
+        raise RuntimeError(f"bench: {name} is not running")
+    best = Memory(0, 0)
+    for pid in _session_members(sid):
+        try:
+            status = _status(pid)
+        except OSError:
+            continue
+        if status.get("VmRSS", 0) > best.rss:
+            best = Memory(status.get("VmHWM", 0), status.get("VmRSS", 0))
+    return best
+
+
+def _used(client: redis.Redis) -> int:
+    return int(client.info("memory")["used_memory"])
+
+
+def _prepare(system: System, size: int) -> Repo:
+    """The namespace and its objects, a ClusterProvider admitting it, and the repository."""
+    system.namespace(NS)
+    system.create(
+        {
+            "apiVersion": f"{GROUP}/v1alpha1",
+            "kind": "ClusterProvider",
+            "metadata": {"name": "default"},
+            "spec": {"accessFrom": {"selector": {}}},
+        }
+    )
+    kube = system.sbx.kube
+    kube.preload(("", "configmaps"), (configmap(i) for i in range(size)))
+    kube.preload(("argoproj.io", "applications"), (application(i) for i in range(size // CR_EVERY)))
+    return repository(system, f"snapshot-{size}")
+
+
+def _configure(system: System, url: str) -> None:
+    """The GitProvider (default commit window), the GitTarget, then the WatchRule."""
+    target = {"providerRef": {"name": "bench"}, "branch": BRANCH, "path": FOLDER}
+    rules = [
+        {"apiGroups": [""], "resources": ["configmaps"]},
+        {"apiGroups": ["argoproj.io"], "resources": ["applications"]},
+    ]
+    version = f"{GROUP}/v1alpha1"
+    for kind, name, spec in (
+        ("GitTarget", "apps", target),
+        ("WatchRule", "everything", {"targetRef": {"name": "apps"}, "rules": rules}),
+    ):
+        meta = {"name": name, "namespace": NS}
+        system.create({"apiVersion": version, "kind": kind, "metadata": meta, "spec": spec})
+
+
+def _files_at(repo: Repo, tip: str) -> int:
+    out = git("ls-tree", "-r", "--name-only", tip, FOLDER, cwd=repo.bare)
+    return len(out.splitlines())
+
+
+class _Watch:
+    """Polls the remote tip and samples Redis memory until every file is there."""
+
+    def __init__(self, repo: Repo, client: redis.Redis, expected: int) -> None:
+        self.repo, self.client, self.expected = repo, client, expected
+        self.peak = 0
+
+    def until_pushed(self, first: str, start: float) -> str:
+        tip, sampled = first, 0.0
+        while True:
+            now = time.perf_counter()
+            if now - start > SNAPSHOT_TIMEOUT_S:
+                raise RuntimeError(f"bench: the snapshot took over {SNAPSHOT_TIMEOUT_S}s")
+            if now - sampled > 0.5:
+                self.peak, sampled = max(self.peak, _used(self.client)), now
+            current = read_tip(self.repo.bare)
+            if current != tip:
+                tip = current
+                if _files_at(self.repo, tip) >= self.expected:
+                    return tip
+            time.sleep(POLL_S)  # the effect is in other processes: nothing here to block on
+
+    def until_drained(self) -> None:
+        """The events stream is empty: every event acknowledged after its push (M8)."""
+        key = self.repo.keys.branch_events(self.repo.branch_key)
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        while self.client.xlen(key):
+            if time.monotonic() > deadline:
+                raise RuntimeError("bench: events still unacknowledged after the push")
+            time.sleep(POLL_S)
+
+
+def snapshot(directory: Path, size: int) -> tuple[Run, float]:
+    """A fresh sandbox and product: one snapshot of ``size`` ConfigMaps (+ size/10 CRs), then
+    the floor script against the same Git host; the run and the floor's seconds."""
+    redis_url = Settings.from_env().redis_url
+    client = connect(redis_url, "bench")
+    with contextmanager(run_system)(directory, redis_url, MEASURED) as system:
+        repo = _prepare(system, size)
+        system.create(provider(repo.url, "5s", receiver=False))
+        idle = {name: memory(system, name) for name in MEASURED}
+        redis_idle = _used(client)
+        first = repo.tip()
+        watch = _Watch(repo, client, size + size // CR_EVERY)
+        start = time.perf_counter()
+        _configure(system, repo.url)
+        tip = watch.until_pushed(first, start)
+        seconds = time.perf_counter() - start
+        watch.until_drained()
+        done = {name: memory(system, name) for name in MEASURED}
+        commits = int(git("rev-list", "--count", f"{first}..{tip}", cwd=repo.bare))
+        _check(repo, tip, size)
+        run = Run(
+            objects=size + size // CR_EVERY,
+            seconds=seconds,
+            commits=commits,
+            idle=idle,
+            done=done,
+            redis_idle=redis_idle,
+            redis_peak=max(watch.peak, _used(client)),
+            redis_done=_used(client),
+        )
+        floor_s = floor(directory, system.repo(f"floor-{size}"), size)
+    return run, floor_s
+
+
+def _check(repo: Repo, tip: str, size: int) -> None:
+    """The last ConfigMap's file holds its data: what was timed is the mirror, whole."""
+    last = f"{FOLDER}/{NS}/configmaps/cm-{size - 1:05d}.yaml"
+    mirrored = yaml.safe_load(git("show", f"{tip}:{last}", cwd=repo.bare))
+    if mirrored.get("data") != _data(size - 1):
+        raise RuntimeError(f"bench: {last} holds {mirrored.get('data')}")
+
+
+def floor(directory: Path, url: str, size: int) -> float:
+    """Seconds to write every file with PyYAML, commit once and push once."""
+    clone = OutsideClone(url, directory / f"floor-{size}", timeout=SNAPSHOT_TIMEOUT_S)
+    start = time.perf_counter()
+    for path, body in files(size):
+        target = clone.work / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(yaml.safe_dump(body, sort_keys=False))
+    clone.git("add", "-A")
+    clone.git("commit", "-qm", f"{size} objects")
+    clone.push()
+    return time.perf_counter() - start
+
+
+def sizes() -> tuple[int, ...]:
+    """The sizes to run: ``SIZES``, or those ``BENCH_SNAPSHOT_SIZES`` names."""
+    chosen = os.environ.get("BENCH_SNAPSHOT_SIZES", "")
+    return tuple(int(s) for s in chosen.split(",") if s.strip()) or SIZES
+
+
+MIB = 1024 * 1024
+
+
+def _rows(section: Section, run: Run, floor_s: float) -> None:
+    n = run.objects
+    what = f"{n:,} objects"
+    section.add(
+        f"{what}: GitTarget created to all pushed", run.seconds, "s", f"{run.commits} commits"
+    )
+    section.add(f"{what}: floor (PyYAML, one commit, one push)", floor_s, "s")
+    section.add(f"{what}: speed ratio to the floor", floor_s / run.seconds, "", "goal: >= 0.33")
+    for name in MEASURED:
+        idle, done = run.idle[name], run.done[name]
+        section.add(
+            f"{what}: {name} peak resident (VmHWM)",
+            done.hwm / MIB,
+            "MiB",
+            f"idle {idle.rss / MIB:.1f} MiB, now {done.rss / MIB:.1f} MiB",
+        )
+        section.add(
+            f"{what}: {name} peak growth per object", (done.hwm - idle.rss) / n, "bytes/object"
+        )
+    section.add(
+        f"{what}: Redis used_memory per object, pushed",
+        (run.redis_done - run.redis_idle) / n,
+        "bytes/object",
+        f"peak during the snapshot {(run.redis_peak - run.redis_idle) / n:,.0f} bytes/object",
+    )
+
+
+def _charts(section: Section, runs: list[tuple[Run, float]]) -> None:
+    section.chart(
+        "snapshot_time",
+        "Initial snapshot: seconds to all pushed",
+        ("objects in the namespace", "seconds"),
+        {
+            "product": [(r.objects, r.seconds) for r, _ in runs],
+            "floor (PyYAML + git)": [(r.objects, f) for r, f in runs],
+        },
+    )
+    series: dict[str, list[tuple[float, float]]] = {
+        f"{name} (VmHWM growth)": [
+            (r.objects, (r.done[name].hwm - r.idle[name].rss) / r.objects) for r, _ in runs
+        ]
+        for name in MEASURED
+    }
+    series["Redis used_memory"] = [
+        (r.objects, (r.redis_done - r.redis_idle) / r.objects) for r, _ in runs
+    ]
+    section.chart(
+        "snapshot_memory",
+        "Memory per mirrored object",
+        ("objects in the namespace", "bytes per object"),
+        series,
+    )
+
+
+def bench() -> Section:
+    """Each size in a fresh sandbox, the floor beside it; rows, then growth charts."""
+    section = Section(
+        "Initial snapshot of a large namespace, beside a PyYAML + git script",
+        "scripts/with-redis .venv/bin/python -m bench snapshot",
+    )
+    runs = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for size in sizes():
+            print(f"bench: snapshot of {size} ConfigMaps ...", flush=True)
+            run, floor_s = snapshot(Path(scratch) / f"n{size}", size)
+            print(f"bench:   {run.seconds:.1f}s ({run.commits} commits), floor {floor_s:.1f}s")
+            runs.append((run, floor_s))
+            _rows(section, run, floor_s)
+    _charts(section, runs)
+    section.notes.append(
+        f"Each size runs in a fresh sandbox with the watcher and one branch worker as "
+        f"processes; the namespace holds N ConfigMaps and N/{CR_EVERY} Argo CD Applications "
+        "before the GitProvider (commitWindow 5s, the default), GitTarget and WatchRule are "
+        "created; the time runs from the GitTarget's creation until the bare repository's tip "
+        "holds every file. Resident memory is read from /proc/<pid>/status; growth per object "
+        "is the peak (VmHWM) less the idle resident set before the configuration, over the "
+        "objects. Redis used_memory is read after every event was acknowledged (streams "
+        "trimmed) and sampled twice a second during the snapshot."
+    )
+    return section
