@@ -38,6 +38,10 @@ TipReader = Callable[[], str | None]
 
 #: Push attempts in one flush before the branch waits for its next wake.
 MAX_PUSH_ATTEMPTS = 5
+#: Most events applied in one ``handle``: what a new owner claims (a whole snapshot, maybe) is
+#: worked in slices of this size, one per wake, so the worker renews its leases between them
+#: instead of losing the branch mid-claim and replaying it again (Q1, M8).
+SLICE = 500
 
 
 @dataclass(slots=True)
@@ -86,6 +90,11 @@ class BranchLoop:
         self._open: dict[GitTargetUid, OpenWindow] = {}
         self._folders: dict[GitTargetUid, Folder] = {}
         self._closed: list[ClosedWindow] = []
+        #: Events read or claimed but not applied yet, oldest first (see ``SLICE``).
+        self._backlog: list[StreamEntry] = []
+        #: GitTargets whose folder refusal this owner has lifted since it took the branch: only
+        #: the owner sets one, so lifting it again on every write is a wasted round trip.
+        self._folder_ok: set[GitTargetUid] = set()
         self.tip: str | None = None
         self._ours: tuple[str, ...] = ()
         self._read_tip = read_tip
@@ -104,6 +113,7 @@ class BranchLoop:
         self.tip = self.ws.fetch()
         self.ws.reset(self.tip)
         self._folders.clear()
+        self._folder_ok.clear()
         published = self._states.read(self.lease.branch)
         self._ours = published.ours
         if published.observed_tip and self.tip != published.observed_tip:
@@ -111,14 +121,22 @@ class BranchLoop:
         released = [w for w in published.pending if w != self.lease.owner]
         self._states.publish_takeover(self.lease, self.tip, released)
         self._events.ensure_group(self.lease.branch)
-        self.handle(self._events.claim_pending(self.lease.branch, self._worker))
+        self._backlog = self._events.claim_pending(self.lease.branch, self._worker)
+        self.handle([])
 
     def handle(self, entries: list[StreamEntry]) -> None:
-        """Apply new events to the work tree, opening or extending windows."""
+        """Apply new events to the work tree, opening or extending windows.
+
+        Events queue behind any backlog, so they are applied in stream order; at most
+        ``SLICE`` are applied per call and the rest wait for the next wake.
+        """
+        self._backlog.extend(entries)
+        batch, self._backlog = self._backlog[:SLICE], self._backlog[SLICE:]
+        targets: dict[GitTargetUid, TargetConfig | None] = {}  # one read per GitTarget per slice
         done: list[str] = []
         wrote = False
-        for entry in entries:
-            if self._apply(entry):
+        for entry in batch:
+            if self._apply(entry, targets):
                 wrote = True
             else:
                 done.append(entry.entry_id)
@@ -126,10 +144,12 @@ class BranchLoop:
         if wrote:
             self._publish_counts(last_write_at=self._clock())
 
-    def _apply(self, entry: StreamEntry) -> bool:
+    def _apply(self, entry: StreamEntry, targets: dict[GitTargetUid, TargetConfig | None]) -> bool:
         """True when the entry made a write (and is now pending)."""
         event = entry.event
-        target = self._configs.target(event.target.uid) if event else None
+        if event is not None and event.target.uid not in targets:
+            targets[event.target.uid] = self._configs.target(event.target.uid)
+        target = targets.get(event.target.uid) if event else None
         if event is None or target is None:
             return False  # malformed, or its GitTarget incarnation is gone
         applied = apply_event(self.ws, target, event, self._folder(target))
@@ -159,6 +179,8 @@ class BranchLoop:
             metrics.REFUSALS.labels(applied.reason).inc()
             slot = "folder" if applied.reason != "SensitiveResource" else key
             self._configs.set_refusal(target.uid, applied.reason, applied.message, key=slot)
+            if slot == "folder":
+                self._folder_ok.discard(target.uid)
             if self.desk:
                 self.desk.on_refusal(target)
             log.warning(
@@ -171,10 +193,12 @@ class BranchLoop:
                 },
             )
             return
-        self._configs.clear_refusal(target.uid, key="folder")
+        if target.uid not in self._folder_ok:
+            self._configs.clear_refusal(target.uid, key="folder")
+            self._folder_ok.add(target.uid)
         if event.operation == "DELETE":
             self._configs.clear_refusal(target.uid, key=key)
-        if self.desk and self._configs.refusal(target.uid) is None:
+        if self.desk and target.applier and self._configs.refusal(target.uid) is None:
             self.desk.on_recovery(target)
 
     def on_notices(self, notices: list[PushNotice]) -> None:
@@ -232,11 +256,13 @@ class BranchLoop:
         ]
         if self.desk is not None and self.desk.next_wake is not None:
             times.append(self.desk.next_wake)
+        if self._backlog:
+            times.append(self._clock())  # more events to apply: wake again at once
         return min(times) if times else None
 
     def busy(self) -> bool:
-        """Anything open or unpushed on this worker."""
-        return bool(self._open or self._closed)
+        """Anything unapplied, open or unpushed on this worker."""
+        return bool(self._backlog or self._open or self._closed)
 
     def flush(self, force: bool = False) -> None:
         """Close the windows that are due (all when ``force``), commit them, and push."""
@@ -309,7 +335,7 @@ class BranchLoop:
                     apply_event(self.ws, window.target, entry.event, self._folder(window.target))
 
     def _publish_counts(self, last_write_at: float | None = None) -> None:
-        pending = sum(len(w.entries) for w in self._open.values())
+        pending = len(self._backlog) + sum(len(w.entries) for w in self._open.values())
         pending += sum(len(c.entries) for c in self._closed)
         self._states.publish_counts(self.lease, len(self._open), pending, last_write_at)
 

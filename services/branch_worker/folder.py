@@ -49,6 +49,10 @@ class Folder:
         self.path = path
         self._ws = workspace
         self._where: dict[IdentityKey, Located] = {}
+        #: The keys each file was indexed under, so forgetting a file costs its own documents
+        #: only (a snapshot of N objects writes N files: a scan of the whole index per write
+        #: made it quadratic).
+        self._keys_of: dict[str, list[IdentityKey]] = {}
         self._bad: dict[str, str] = {}
         for file in workspace.files(path):
             self.reindex(file)
@@ -62,9 +66,8 @@ class Folder:
         return FolderVerdict(False, file, self._bad[file])
 
     def reindex(self, file: str) -> None:
-        """Read one file again after it was written or deleted."""
-        self._bad.pop(file, None)
-        self._where = {k: v for k, v in self._where.items() if v.path != file}
+        """Read one file again after it changed outside the writer (or on first sight)."""
+        self._forget(file)
         data = self._ws.read(file)
         if data is None or is_recognised(file):
             return
@@ -76,13 +79,33 @@ class Folder:
         except Exception:
             self._bad[file] = "UnparsableManifest"
             return
+        self._index(file, docs)
+
+    def record(self, file: str, documents: list[dict[str, Any]]) -> None:
+        """The writer just wrote ``documents`` to ``file`` (rendered, M2), or deleted it when
+        there are none: index them as written, without reading the file back and parsing it
+        (parsing was the largest cost of a snapshot)."""
+        self._forget(file)
+        if documents:
+            self._index(file, documents)
+
+    def _forget(self, file: str) -> None:
+        self._bad.pop(file, None)
+        for key in self._keys_of.pop(file, ()):
+            located = self._where.get(key)
+            if located is not None and located.path == file:
+                del self._where[key]
+
+    def _index(self, file: str, docs: list[dict[str, Any]]) -> None:
         keys = [identity(doc) for doc in docs]
         if any(key is None for key in keys):
             self._bad[file] = "UnsupportedContent"
             return
+        indexed = self._keys_of[file] = []
         for index, key in enumerate(keys):
             assert key is not None
             self._where[key] = Located(file, index, docs)
+            indexed.append(key)
 
     def find(self, key: IdentityKey) -> Located | None:
         """The document of an object, wherever it is in the folder."""

@@ -8,7 +8,7 @@ the GitTarget's prune mode (M9).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from services.branch_worker.folder import Folder, IdentityKey, Located
 from shared.decide.placement import PlacementRefused, canonical_path
@@ -28,6 +28,8 @@ class Applied:
     path: str = ""
     reason: str = ""
     message: str = ""
+    #: For a write: the documents the file now holds (none when it was deleted).
+    documents: tuple[dict[str, Any], ...] = ()
 
 
 NO_WRITE = Applied("none")
@@ -66,7 +68,7 @@ def apply_event(
     else:
         applied = _upsert(workspace, target, event, located)
     if applied.kind == "write":
-        folder.reindex(applied.path)
+        folder.record(applied.path, list(applied.documents))
     return applied
 
 
@@ -79,12 +81,12 @@ def _upsert(
             path = canonical_path(target.path, event.object_id)
         except PlacementRefused as err:
             return Applied("refused", reason="PathOutsideTarget", message=str(err))
-        return _write_file(workspace, path, render(event.body))
+        return _write_file(workspace, path, [event.body])
     if located.documents[located.index] == event.body:
         return NO_WRITE  # same object, whatever the file's formatting (M3)
     docs = list(located.documents)
-    docs[located.index] = event.body
-    return _write_file(workspace, located.path, _render_all(docs))
+    docs[located.index] = event.body  # the whole API object replaces the document (M5)
+    return _write_file(workspace, located.path, docs)
 
 
 def _delete(workspace: Workspace, target: TargetConfig, located: Located | None) -> Applied:
@@ -94,15 +96,12 @@ def _delete(workspace: Workspace, target: TargetConfig, located: Located | None)
     if not docs:
         workspace.delete(located.path)
         return Applied("write", path=located.path)
-    return _write_file(workspace, located.path, _render_all(docs))
+    return _write_file(workspace, located.path, docs)
 
 
-def _render_all(docs: list[dict[str, object]]) -> bytes:
-    return b"---\n".join(render(doc) for doc in docs)
-
-
-def _write_file(workspace: Workspace, path: str, data: bytes) -> Applied:
+def _write_file(workspace: Workspace, path: str, docs: list[dict[str, Any]]) -> Applied:
+    data = b"---\n".join(render(doc) for doc in docs)
     if workspace.read(path) == data:
         return NO_WRITE
     workspace.write(path, data)
-    return Applied("write", path=path)
+    return Applied("write", path=path, documents=tuple(docs))

@@ -41,6 +41,8 @@ MAX_BACKOFF_S = 60.0
 BURST_ATTEMPTS = 3
 #: A burst watch is drained once its stream stayed this quiet to the end of a session.
 BURST_QUIET_S = 0.5
+#: Events of a relist published per Redis round trip.
+PUBLISH_CHUNK = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +152,14 @@ class WatchWorker:
             self._deps.events.publish(self.spec.branch, event)
             self._deps.metrics.events.labels(operation).inc()
 
+    def _publish_chunk(self, chunk: list[tuple[Operation, ObjectEvent]]) -> None:
+        """Publish a relist's events in order, one round trip for the lot."""
+        wanted = [(op, event) for op, event in chunk if op in self.spec.operations]
+        self._deps.events.publish_many(self.spec.branch, [event for _, event in wanted])
+        for operation, _ in wanted:
+            self._deps.metrics.events.labels(operation).inc()
+        chunk.clear()
+
     def _relist(self, cause: str) -> str | None:
         """List, publish every object, sweep; returns the cursor (None when stopped midway)."""
         with self._unit:
@@ -163,14 +173,18 @@ class WatchWorker:
         listing = self._client.list(self.spec.resource, self.spec.key.namespace)
         known = self._deps.state.known(self._at)
         present: dict[str, KnownObject] = {}
+        chunk: list[tuple[Operation, ObjectEvent]] = []
         for obj in listing.items:
             if self._stopping.is_set():
-                return None
+                return None  # the cursor has not moved: the next session lists again
             name = name_of(obj)
             operation = listed_operation(obj, name in known)
-            self._publish(operation, object_event(self.spec, operation, obj, self._deps.clock()))
+            chunk.append((operation, object_event(self.spec, operation, obj, self._deps.clock())))
+            if len(chunk) >= PUBLISH_CHUNK:
+                self._publish_chunk(chunk)
             if operation != "DELETE":
                 present[name] = known_object(self.spec, obj)
+        self._publish_chunk(chunk)
         self._sweep(known, present, listing.resource_version)
         self._deps.state.replace(self._at, listing.resource_version, present)
         self._relist_cause = ""

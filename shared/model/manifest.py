@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import io
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -160,10 +161,18 @@ def _dumper() -> YAML:
     return yaml
 
 
+#: One configured dumper per thread: building a ``YAML`` instance cost twice as much as the
+#: dump itself, and an instance is not safe to share between threads.
+_DUMPERS = threading.local()
+
+
 def render(obj: Mapping[str, Any]) -> bytes:
     """Stable YAML bytes for a sanitised object: same object, same bytes."""
+    dumper: YAML | None = getattr(_DUMPERS, "yaml", None)
+    if dumper is None:
+        dumper = _DUMPERS.yaml = _dumper()
     stream = io.StringIO()
-    _dumper().dump(_ordered(obj), stream)
+    dumper.dump(_ordered(obj), stream)
     return stream.getvalue().encode()
 
 
