@@ -53,7 +53,13 @@ def listed_operation(obj: Obj, known: bool) -> Operation:
 
 def known_object(spec: WatchSpec, obj: Obj) -> KnownObject:
     """What the watch remembers about an object it has seen."""
-    return KnownObject(str(_meta(obj).get("uid", "")), spec.resource.kind, spec.resource.version)
+    meta = _meta(obj)
+    return KnownObject(
+        str(meta.get("uid", "")),
+        spec.resource.kind,
+        spec.resource.version,
+        str(meta.get("resourceVersion", "")),
+    )
 
 
 def _body(spec: WatchSpec, obj: Obj) -> Obj:

@@ -1,7 +1,8 @@
 """One watch: finite, resumable sessions inside a trivial reconnect loop (M1, M9).
 
 A session resumes from the cursor in Redis with a watch; without a cursor, or after ``410
-Gone``, it lists first, publishes every listed object, sweeps what vanished (only under
+Gone``, it lists first, publishes every listed object it has not already published at the same
+resourceVersion (an unchanged object would be no write, M3), sweeps what vanished (only under
 ``prune.mode: Always``; the sweep DELETEs pass the rule's operations filter like any other),
 and watches from the list's resourceVersion. Every event is published before the cursor
 moves past it (at-least-once). The loop around sessions only restarts them, with backoff on
@@ -177,13 +178,15 @@ class WatchWorker:
         for obj in listing.items:
             if self._stopping.is_set():
                 return None  # the cursor has not moved: the next session lists again
-            name = name_of(obj)
+            name, seen = name_of(obj), known_object(self.spec, obj)
             operation = listed_operation(obj, name in known)
+            if operation != "DELETE":
+                present[name] = seen
+                if seen.same_revision(known.get(name)):
+                    continue  # published before at this very revision: nothing to write (M3)
             chunk.append((operation, object_event(self.spec, operation, obj, self._deps.clock())))
             if len(chunk) >= PUBLISH_CHUNK:
                 self._publish_chunk(chunk)
-            if operation != "DELETE":
-                present[name] = known_object(self.spec, obj)
         self._publish_chunk(chunk)
         self._sweep(known, present, listing.resource_version)
         self._deps.state.replace(self._at, listing.resource_version, present)

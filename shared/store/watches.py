@@ -22,21 +22,31 @@ from shared.store.keys import Keys
 
 @dataclass(frozen=True, slots=True)
 class KnownObject:
-    """What a sweep needs to publish the DELETE of an object that vanished."""
+    """What a sweep needs to publish the DELETE of an object that vanished, and the
+    resourceVersion last published, so a relist can pass over an object that did not change."""
 
     uid: str
     kind: str
     version: str
+    resource_version: str = ""  # "" in records written before it was kept: never unchanged
 
     def to_json(self) -> str:
         """Compact JSON for a hash field."""
-        return json.dumps([self.uid, self.kind, self.version])
+        return json.dumps([self.uid, self.kind, self.version, self.resource_version])
 
     @classmethod
     def from_json(cls, text: str) -> KnownObject:
-        """The inverse of ``to_json``."""
-        uid, kind, version = json.loads(text)
-        return cls(str(uid), str(kind), str(version))
+        """The inverse of ``to_json`` (also reads the three-field records of older versions)."""
+        uid, kind, version, *rest = json.loads(text)
+        return cls(str(uid), str(kind), str(version), str(rest[0]) if rest else "")
+
+    def same_revision(self, other: KnownObject | None) -> bool:
+        """The same object (uid) at the same resourceVersion: nothing about it changed."""
+        return (
+            other is not None
+            and bool(self.resource_version)
+            and (self.uid, self.resource_version) == (other.uid, other.resource_version)
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,9 +16,19 @@ from pathlib import Path
 import pytest
 import redis
 
+from sandbox.githost import GitHost
+from sandbox.githost.outside import git
+from services.branch_worker.worker import BranchWorker, Stores
 from shared.model.config import ApplierRef
 from shared.model.ids import Branch
-from tests.integration.watcher.harness import Cluster, Rig, mirror_setup, sandbox_cluster
+from shared.settings import Settings
+from tests.integration.watcher.harness import (
+    Cluster,
+    FakeClock,
+    Rig,
+    mirror_setup,
+    sandbox_cluster,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -69,9 +79,10 @@ def _expire_after_deleting(rig: Rig, gone: str) -> None:
 def test_expired_cursor_relists_and_sweeps_per_prune_mode(
     short_rig: Rig, repo_url: str, mode: str, swept: bool
 ) -> None:
-    """M1, M9: after 410 Gone the watch lists again and publishes every object; the object
-    deleted while no watch ran becomes a DELETE only under ``prune.mode: Always`` (``OnEvent``
-    mirrors observed deletes only; upstream: facts/upstream-gitops-reverser.md §1.13)."""
+    """M1, M9: after 410 Gone the watch lists again; the object deleted while no watch ran
+    becomes a DELETE only under ``prune.mode: Always`` (``OnEvent`` mirrors observed deletes
+    only; upstream: facts/upstream-gitops-reverser.md §1.13). The object that did not change is
+    not published again (M3: it would be no write)."""
     rig = short_rig
     mirror_setup(rig, repo_url, prune={"mode": mode})
     keep = rig.cluster.configmap("team-a", "keep", {"v": "1"})
@@ -85,11 +96,48 @@ def test_expired_cursor_relists_and_sweeps_per_prune_mode(
     later = rig.events(repo_url)[2:]
     assert rig.metric("gitops_reverser_watcher_watch_restarts_total", reason="expired") == 1
     assert rig.metric("gitops_reverser_watcher_relists_total", cause="expired") == 1
-    assert ("UPDATE", "keep", keep["metadata"]["uid"]) in [
-        (e.operation, e.object_id.name, e.uid) for e in later
-    ]
+    assert "keep" not in [e.object_id.name for e in later], keep["metadata"]["uid"]
     deletes = [(e.object_id.name, e.uid) for e in later if e.operation == "DELETE"]
     assert deletes == ([("gone", gone["metadata"]["uid"])] if swept else [])
+
+
+def _mirror_everything(rig: Rig, work: Path) -> None:
+    """A branch worker takes the branch, applies what the watcher published, and pushes it
+    when it shuts down (its open window is flushed); every event is then acknowledged (M8)."""
+    settings = Settings(key_prefix=rig.prefix, work_dir=str(work))
+    worker = BranchWorker(settings, Stores.build(rig.redis, settings), "w1", FakeClock())
+    worker.wake()
+    worker.shutdown()
+
+
+def test_relist_after_410_publishes_and_writes_nothing_for_unchanged_objects(
+    short_rig: Rig, repo_url: str, githost: GitHost, tmp_path: Path
+) -> None:
+    """M1, M3: a relist after ``410 Gone`` publishes only the object that changed while no
+    watch ran, so the objects already in Git cost neither an event nor a write, and the one
+    commit that follows holds the changed object alone."""
+    rig = short_rig
+    mirror_setup(rig, repo_url)
+    for name in ("a", "b", "c"):
+        rig.cluster.configmap("team-a", name, {"n": name})
+    rig.burst()
+    _mirror_everything(rig, tmp_path / "first")
+    bare = githost.repo_path("team/config")
+    mirrored = git("rev-parse", "main", cwd=bare)
+    assert rig.events(repo_url) == []  # all acknowledged after the push
+
+    rig.cluster.patch("v1", "ConfigMap", "c", "team-a", {"data": {"n": "sea"}})
+    rig.cluster.configmap("default", "noise", {"i": "0"})
+    for i in range(1, SMALL_HISTORY + 2):
+        rig.cluster.patch("v1", "ConfigMap", "noise", "default", {"data": {"i": str(i)}})
+    rig.burst()
+
+    assert rig.metric("gitops_reverser_watcher_relists_total", cause="expired") == 1
+    assert [(e.operation, e.object_id.name) for e in rig.events(repo_url)] == [("UPDATE", "c")]
+    _mirror_everything(rig, tmp_path / "second")
+    changed = git("diff", "--name-only", mirrored, "main", cwd=bare).split()
+    assert changed == ["clusters/team-a/team-a/configmaps/c.yaml"]
+    assert git("rev-list", "--count", f"{mirrored}..main", cwd=bare) == "1"
 
 
 def test_expired_cursor_is_replaced_by_the_relist_version(short_rig: Rig, repo_url: str) -> None:
