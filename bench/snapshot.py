@@ -31,11 +31,24 @@ from typing import Any
 import redis
 import yaml
 
-from bench.product import BRANCH, FOLDER, GROUP, NS, Repo, provider, read_tip, repository
+from bench.product import (
+    BRANCH,
+    FOLDER,
+    GROUP,
+    NS,
+    SETUP_TIMEOUT_S,
+    SLOW_POLL_S,
+    Repo,
+    provider,
+    read_tip,
+    repository,
+    wait_for,
+)
 from bench.report import Section
 from sandbox.githost.outside import OutsideClone, git
 from shared.settings import Settings
 from shared.store.connection import connect
+from shared.store.keys import Keys
 from tests.e2e.system import System, run_system
 
 #: Sizes measured by default; ``BENCH_SNAPSHOT_SIZES=1000,10000,50000`` picks others.
@@ -186,6 +199,18 @@ def _configure(system: System, url: str) -> None:
         system.create({"apiVersion": version, "kind": kind, "metadata": meta, "spec": spec})
 
 
+def _wait_started(system: System, client: redis.Redis) -> None:
+    """Both processes are past their start-up (imports, first pass) before idle memory is
+    read: the watcher has written the GitProvider's conditions, the worker its heartbeat."""
+    workers = Keys(system.env["GITOPS_REVERSER_KEY_PREFIX"]).workers
+
+    def started() -> bool:
+        status = system.get(GROUP, "v1alpha1", NS, "gitproviders", "bench").get("status") or {}
+        return bool(status.get("conditions")) and bool(client.zcard(workers))
+
+    wait_for("the watcher and branch worker to start", started, SETUP_TIMEOUT_S, SLOW_POLL_S)
+
+
 def _files_at(repo: Repo, tip: str) -> int:
     out = git("ls-tree", "-r", "--name-only", tip, FOLDER, cwd=repo.bare)
     return len(out.splitlines())
@@ -231,6 +256,7 @@ def snapshot(directory: Path, size: int) -> tuple[Run, float]:
     with contextmanager(run_system)(directory, redis_url, MEASURED) as system:
         repo = _prepare(system, size)
         system.create(provider(repo.url, "5s", receiver=False))
+        _wait_started(system, client)
         idle = {name: memory(system, name) for name in MEASURED}
         redis_idle = _used(client)
         first = repo.tip()
