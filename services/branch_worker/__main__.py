@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     stores = Stores.build(client, settings)
     factory = ClientFactory(settings, time.time)
     credentials = SecretCredentials(lambda: CrdReader(factory.local().client), stores.configs)
-    worker = BranchWorker(settings, stores, args.id, time.time, credentials)
+    worker = BranchWorker(settings, stores, args.id, time.time, credentials=credentials)
     stop = threading.Event()
     process.Shutdown(stop.set).install()
     worker.run(stop, burst=args.burst)

@@ -78,6 +78,13 @@ RETAKE_PAUSE_S = 5.0
 BRANCH_FAILURES = (GitError, OSError, KubeError)
 
 CredentialSource = Callable[[BranchKey], dict[str, str]]
+#: Builds a branch's work tree: (folder, repository URL, branch, git's environment).
+WorkspaceFactory = Callable[[Path, str, str, dict[str, str]], Workspace]
+
+
+def git_workspace(directory: Path, url: str, branch: str, env: dict[str, str]) -> Workspace:
+    """The work tree every worker uses (tests hand in one whose push they hold up)."""
+    return Workspace(directory, url, branch, env=env)
 
 
 def no_credentials(bk: BranchKey) -> dict[str, str]:
@@ -142,9 +149,12 @@ class BranchWorker:
         stores: Stores,
         worker_id: str,
         clock: Callable[[], float],
+        *,
         credentials: CredentialSource = no_credentials,
+        workspaces: WorkspaceFactory = git_workspace,
     ) -> None:
         self.settings = settings
+        self._workspaces = workspaces
         self.stores = stores
         self.worker_id = worker_id
         self._clock = clock
@@ -362,11 +372,8 @@ class BranchWorker:
 
     def _build(self, bk: BranchKey, config: BranchConfig, lease: Lease) -> BranchLoop:
         env = self._credentials(bk)
-        workspace = Workspace(
-            Path(self.settings.work_dir) / self.worker_id / bk,
-            config.url,
-            config.branch,
-            env=env,
+        workspace = self._workspaces(
+            Path(self.settings.work_dir) / self.worker_id / bk, config.url, config.branch, env
         )
         return BranchLoop(
             lease,
