@@ -2,8 +2,9 @@
 
 ``inspect`` prints what each branch holds and each applier is owed, and why it waits (O3).
 
-SIGTERM or SIGINT: finish the current wake, publish open windows, release the leases and exit;
-a second signal exits at once (``shared.process``).
+SIGTERM or SIGINT: let the passes running on the pool finish, publish open windows (the
+heartbeat keeps the leases meanwhile), release the leases and exit; a second signal exits at
+once (``shared.process``).
 """
 
 from __future__ import annotations
