@@ -32,7 +32,7 @@ from pathlib import Path
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop
 from services.branch_worker.heartbeat import Heartbeat, HeldLeases
-from shared.decide.shares import room_for
+from shared.decide.shares import excess, room_for
 from shared.git.errors import GitError
 from shared.git.remote import ls_remote
 from shared.git.workspace import Workspace
@@ -337,12 +337,30 @@ class BranchWorker:
         self._acquired_at = now
         alive = self.stores.registry.alive(now, self._lease_s)
         branches = self.stores.registry.branches()
-        room = room_for(len(branches), alive, self.settings.max_branches, len(self.held))
+        capacity = self.settings.max_branches
+        self._shed(excess(len(branches), alive, capacity, len(self.held)))
+        room = room_for(len(branches), alive, capacity, len(self.held))
         for bk in branches:
             if room <= 0:
                 return
             if bk not in self.held and self._try_take(bk, now):
                 room -= 1
+
+    def _shed(self, count: int) -> None:
+        """Give ``count`` branches back to siblings: only idle ones (no pass out, nothing open
+        or unpushed), so every event they read is acknowledged already and the next owner
+        reads the rest (M8)."""
+        idle = [
+            bk
+            for bk in sorted(self.loops, reverse=True)
+            if bk not in self._inflight and not self.loops[bk].busy()
+        ]
+        for bk in idle[: max(count, 0)]:
+            lease = self.held.get(bk)
+            self._drop(bk)
+            if lease is not None:
+                self.stores.leases.release(lease)
+            log.info("gave branch %s back: over this worker's share", bk, extra={"branch": bk})
 
     def _try_take(self, bk: BranchKey, now: float) -> bool:
         if self._paused_until.get(bk, 0.0) > now:

@@ -256,6 +256,33 @@ def test_a_worker_takes_its_share_capped_by_max_branches(
         second.shutdown()
 
 
+def test_a_worker_that_took_everything_gives_the_excess_to_a_sibling_that_joins(
+    site: Site,
+) -> None:
+    """Q1: alone, a worker takes all four branches; once a sibling is alive it keeps its
+    share (two), gives the idle rest back, and the sibling takes them."""
+    for i in range(4):
+        site.branch(f"s{i}")
+    clock = Clock()
+    first, second = site.worker("w1", clock), site.worker("w2", clock)
+    try:
+        first.heartbeat.beat()
+        first.wake()
+        first.settle()
+        assert len(first.loops) == 4
+        second.heartbeat.beat()
+        clock.now += 1.0
+        first.wake()
+        first.settle()
+        second.wake()
+        second.settle()
+        assert (len(first.loops), len(second.loops)) == (2, 2)
+        assert set(first.loops).isdisjoint(second.loops)
+    finally:
+        first.shutdown()
+        second.shutdown()
+
+
 def test_a_lease_the_heartbeat_finds_lost_drops_the_branch_and_acks_nothing(
     site: Site,
 ) -> None:

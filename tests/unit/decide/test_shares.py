@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.decide.shares import fair_share, room_for
+from shared.decide.shares import excess, fair_share, room_for
 
 
 @pytest.mark.parametrize(
@@ -28,3 +28,9 @@ def test_room_is_what_the_share_leaves_and_never_negative() -> None:
     assert room_for(20, 2, 100, held=7) == 3
     assert room_for(20, 4, 100, held=10) == 0, "a worker over its share takes nothing more"
     assert room_for(20, 1, 4, held=4) == 0
+
+
+def test_a_worker_over_its_share_gives_the_excess_back() -> None:
+    assert excess(20, 2, 100, held=20) == 10, "the first worker took all; a sibling joined"
+    assert excess(20, 2, 100, held=10) == 0
+    assert excess(20, 1, 4, held=6) == 2, "capacity lowered"
