@@ -13,7 +13,16 @@ from pathlib import Path
 
 from bench.report import Section, render, write
 
-BENCHMARKS = ("kube_api", "githost", "mirror", "redis_memory", "receiver", "apply_trigger")
+BENCHMARKS = (
+    "kube_api",
+    "githost",
+    "mirror",
+    "redis_memory",
+    "receiver",
+    "apply_trigger",
+    "many_targets",
+    "takeover",
+)
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 
