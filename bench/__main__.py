@@ -21,6 +21,8 @@ BENCHMARKS = (
     "receiver",
     "apply_trigger",
     "snapshot",
+    "many_targets",
+    "takeover",
 )
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 

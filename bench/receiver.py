@@ -46,9 +46,11 @@ from shared.store.receivers import ReceiverDirectory
 ROOT = Path(__file__).resolve().parent.parent
 GUNICORN = Path(sys.executable).parent / "gunicorn"
 #: Requests per throughput round, and the cap on a round's duration (whichever comes first).
-ROUND_REQUESTS = 6000
-ROUND_SECONDS = 15.0
-ROUNDS = 2
+ROUND_REQUESTS = 2000
+ROUND_SECONDS = 5.0
+#: Short rounds, the apps taking turns: a burst of load from something else on the machine
+#: then hits one round of each app rather than the whole of one app's measurement.
+ROUNDS = 5
 #: Concurrent keep-alive connections of the closed-loop load.
 CONNECTIONS = 16
 #: Requests of the open-loop latency run (at half the receiver's throughput).
@@ -322,6 +324,7 @@ def bench() -> Section:
         "make bench  (python -m bench receiver)",
     )
     prefix = f"bench:{uuid.uuid4().hex[:8]}"
+    load_before = os.getloadavg()[0]
     kube = KubeApiServer()
     kube.start()
     try:
@@ -330,6 +333,7 @@ def bench() -> Section:
     finally:
         kube.stop()
         _cleanup(prefix)
+    load_after = os.getloadavg()[0]
     ours, bare, floor = rates["receiver"], rates["bare"], rates["bare+PING"]
     settings = Settings.from_env()
     section.add(
@@ -346,20 +350,26 @@ def bench() -> Section:
         "requests/s",
         "the floor of storing before answering (R4)",
     )
-    section.add("ratio (receiver / bare + PING)", ours / floor, "")
+    section.add("ratio (receiver / bare + PING)", ours / floor, "", "goal: at least 0.95")
     section.add(
         "latency at half load, p50",
         percentile(latencies, 50) * 1000,
         "ms",
         f"{ours / 2:.0f} deliveries/s, {len(latencies)} requests, open loop",
     )
-    section.add("latency at half load, p99", percentile(latencies, 99) * 1000, "ms")
+    section.add(
+        "latency at half load, p99", percentile(latencies, 99) * 1000, "ms", "goal: under 10 ms"
+    )
     section.notes.append(
         f"gunicorn gthread, {settings.receiver_workers} workers x {settings.receiver_threads} "
         f"threads for every app; the load generator, the servers, Redis and the Kubernetes API "
         f"double share this machine's {os.cpu_count()} cores. Throughput is the best of "
-        f"{ROUNDS} rounds of up to {ROUND_REQUESTS} requests (or {ROUND_SECONDS:.0f} s) each. "
+        f"{ROUNDS} rounds of up to {ROUND_REQUESTS} requests (or {ROUND_SECONDS:.0f} s) each, "
+        "the apps taking turns. "
+        f"Load average (1 min) {load_before:.1f} before and {load_after:.1f} after the run: "
+        "other work on the machine shows in these numbers. "
         "Each stored delivery costs the receiver one Redis round trip (the notice and its "
-        "replay guard in one Lua call); receiver records and tokens come from short caches."
+        "replay guard in one Lua call, the notices passed as one JSON argument); receiver "
+        "records, tokens, stream keys and parsed repository URLs come from small caches."
     )
     return section

@@ -45,6 +45,8 @@ class Sandbox:
         The API server goes first: closing it ends the controllers' open watch streams, which
         a client cannot interrupt while no event arrives.
         """
+        if self.flux is not None:
+            self.flux.stopping()
         self.githost.stop()
         self.kube.stop()
         if self.flux is not None:

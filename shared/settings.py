@@ -84,6 +84,16 @@ class Settings:
     #: Failed (A4: a dispatcher that died never reports). The dispatcher waits up to 5 minutes
     #: for Flux (D6), so the default is 330s: that wait plus slack.
     attempt_deadline: timedelta = timedelta(seconds=330)
+    #: Threads that work a branch worker's branches, each branch on one thread at a time (Q1).
+    #: A push to a hosted Git service takes 0.5-2 s and waits on the network, not the CPU, so
+    #: eight threads keep eight slow remotes busy at once for little CPU; more only help a
+    #: worker whose branches are busy at the same moment.
+    branch_threads: int = 8
+    #: Most branches one branch worker owns, even when its fair share is larger (Q1): the
+    #: rest are left to its siblings. With eight threads and a 0.5-2 s push, 100 branches all
+    #: busy at once are each pushed again within about 6-25 s, well inside a commit window's
+    #: 60 s maximum; a deployment with more branches runs more workers.
+    max_branches: int = 100
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -107,7 +117,14 @@ class Settings:
             raise SettingsError(f"{PREFIX}LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR")
         if not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
             raise SettingsError(f"{PREFIX}REDIS_URL must be a redis://, rediss:// or unix:// URL")
-        for name in ("max_body_bytes", "receiver_workers", "receiver_threads"):
+        positive = (
+            "max_body_bytes",
+            "receiver_workers",
+            "receiver_threads",
+            "branch_threads",
+            "max_branches",
+        )
+        for name in positive:
             if getattr(self, name) <= 0:
                 raise SettingsError(f"{PREFIX}{name.upper()} must be positive")
         if not self.namespace:
@@ -187,6 +204,8 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "min_source_interval": _duration,
     "applier_status_period": _duration,
     "attempt_deadline": _duration,
+    "branch_threads": _positive_or_zero_int,
+    "max_branches": _positive_or_zero_int,
 }
 #: Variables of the test tooling that share the prefix but configure no process.
 _TOOLING = frozenset({PREFIX + "SHARED_DIR"})

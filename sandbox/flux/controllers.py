@@ -108,6 +108,12 @@ class FluxControllers:
         self._worker = threading.Thread(target=self._work, name="flux-worker", daemon=True)
         self._worker.start()
 
+    def stopping(self) -> None:
+        """Announce ``stop()``: the API server may go first without its closed watches being
+        reported as failures."""
+        for watcher in self._watchers:
+            watcher.stopping()
+
     def stop(self) -> None:
         """Stop watching; the reconcile in progress (if any) finishes first."""
         self._schedule.close()

@@ -47,6 +47,11 @@ class KindWatcher:
         """Begin listing and watching in the background."""
         self._thread.start()
 
+    def stopping(self) -> None:
+        """Say the end is coming: a stream the API server closes from now on is expected, so it
+        is not logged as a failure (the sandbox stops the server before its controllers)."""
+        self._stopping.set()
+
     def stop(self) -> None:
         """End the loop and the open stream; returns once the thread has ended (or given up)."""
         self._stopping.set()

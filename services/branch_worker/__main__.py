@@ -2,8 +2,9 @@
 
 ``inspect`` prints what each branch holds and each applier is owed, and why it waits (O3).
 
-SIGTERM or SIGINT: finish the current wake, publish open windows, release the leases and exit;
-a second signal exits at once (``shared.process``).
+SIGTERM or SIGINT: let the passes running on the pool finish, publish open windows (the
+heartbeat keeps the leases meanwhile), release the leases and exit; a second signal exits at
+once (``shared.process``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     stores = Stores.build(client, settings)
     factory = ClientFactory(settings, time.time)
     credentials = SecretCredentials(lambda: CrdReader(factory.local().client), stores.configs)
-    worker = BranchWorker(settings, stores, args.id, time.time, credentials)
+    worker = BranchWorker(settings, stores, args.id, time.time, credentials=credentials)
     stop = threading.Event()
     process.Shutdown(stop.set).install()
     worker.run(stop, burst=args.burst)

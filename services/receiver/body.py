@@ -36,6 +36,8 @@ def read_bounded(stream: IO[bytes], content_length: int | None, limit: int) -> b
         if total > limit:
             raise BodyTooLarge(f"the body exceeds {limit} bytes")
         chunks.append(chunk)
+        if total == content_length:  # all that was declared: no read to find the end
+            return b"".join(chunks)
 
 
 def request_body(request: Request, limit: int) -> bytes:

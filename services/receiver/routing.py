@@ -12,6 +12,7 @@ the one the GitProvider clones from (an in-cluster Service, SSH instead of HTTPS
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from services.receiver.deliveries import Push
@@ -27,6 +28,12 @@ class Routed:
     reason: str
 
 
+#: URLs whose path segments are remembered: a receiver sees the same few URLs (its GitProviders'
+#: and the ones their hosts name themselves by) on every delivery.
+_PATHS_KEPT = 1024
+
+
+@lru_cache(maxsize=_PATHS_KEPT)
 def repository_path(url: str) -> tuple[str, ...]:
     """The lower-cased path segments of a repository URL (scp-style ``git@host:o/r`` too)."""
     text = url.strip()

@@ -6,9 +6,13 @@ standing refusal as ``GitPathAccepted=False`` (the branch worker records it with
 ``services.watcher.appliers``; a configuration error stalls it), writes the Ready trio, and
 records an Event when Ready moves.
 A valid GitTarget is *served*: its ``TargetConfig`` and its branch's ``BranchConfig`` are
-published before any of its watches start. When several GitProviders point at one branch
-(the same repository URL), the branch's config comes from the first by namespace and name,
-so the published config does not flap between them.
+published together, in one transaction, before any of its watches start, so a branch worker
+never finds a branch without the GitTargets that write to it (it retires a branch that has
+none). A GitTarget that stops being valid is withdrawn (``ConfigStore.withdraw_target``): its
+watches stop, its settings go, and the branch worker drops its events unwritten.
+When several GitProviders point at one branch (the same repository URL), the branch's config
+comes from the first by namespace and name, so the published config does not flap between
+them.
 """
 
 from __future__ import annotations
@@ -125,6 +129,7 @@ class TargetReconciler:
         self._status = status
         self._checker = checker
         self._published: dict[str, str] = {}  # Redis key -> JSON last published by us
+        self._withdrawn: set[str] = set()  # uids withdrawn while invalid, not asked again
 
     def reconcile(self, targets: list[GitTargetView], world: World) -> list[ServedTarget]:
         """Write every GitTarget's status; publish and return the served ones."""
@@ -138,6 +143,7 @@ class TargetReconciler:
             if verdict.valid and provider is not None:
                 served.append((target, provider))
         self._publish(served)
+        self._withdraw({t.meta.uid for t in targets} - {t.meta.uid for t, _ in served})
         return [
             ServedTarget(target, Branch(provider.url, target.branch).key)
             for target, provider in served
@@ -181,14 +187,37 @@ class TargetReconciler:
         self._status.publish(GIT_TARGETS, target.meta, target.conditions, wanted, True, drop=drop)
 
     def _publish(self, served: list[tuple[GitTargetView, GitProviderView]]) -> None:
-        for branch in branch_configs(served).values():
-            if self._changed(f"branch:{branch.ref.key}", branch.to_json()):
-                self._config.publish_branch(branch)
-        for target, provider in served:
-            config = target_config(target, provider)
-            if self._changed(f"target:{target.uid}", config.to_json()):
-                self._config.publish_target(config)
-                self._state.mark_published(target.uid)
+        """Publish each branch with those of its GitTargets whose settings changed; a branch
+        no longer served is forgotten here, so it is published again if it comes back (its
+        owner retires its keys meanwhile)."""
+        configs = [target_config(target, provider) for target, provider in served]
+        branches = branch_configs(served)
+        for bk, branch in branches.items():
+            changed = [
+                c
+                for c in configs
+                if c.ref.key == bk and self._changed(f"target:{c.uid}", c.to_json())
+            ]
+            if self._changed(f"branch:{bk}", branch.to_json()) or changed:
+                self._config.publish_served(branch, changed)
+            for config in changed:
+                self._state.mark_published(config.uid)
+        for key in [k for k in self._published if k.startswith("branch:")]:
+            if key.removeprefix("branch:") not in branches:
+                del self._published[key]
+        self._withdrawn -= {c.uid for c in configs}
+
+    def _withdraw(self, unserved: set[str]) -> None:
+        """Withdraw the settings of published GitTargets that exist but are not valid now."""
+        todo = unserved - self._withdrawn
+        if not todo:
+            return
+        published = self._state.published_targets()
+        for uid in sorted(todo):
+            if uid in published:
+                self._config.withdraw_target(GitTargetUid(uid))
+            self._published.pop(f"target:{uid}", None)
+            self._withdrawn.add(uid)
 
     def _changed(self, key: str, text: str) -> bool:
         if self._published.get(key) == text:
@@ -199,15 +228,15 @@ class TargetReconciler:
     def forget_gone(self, live: frozenset[str], busy: set[GitTargetUid]) -> list[GitTargetUid]:
         """Forget GitTargets not in ``live`` (by uid) whose watches have all ended.
 
-        ``ConfigStore.forget_target`` drops their config, refusal, cursors and ledger; a
-        watch still ending could write a cursor after that, so those wait for the next pass.
+        ``ConfigStore.forget_uid`` drops their config, refusal, cursors and ledger (a withdrawn
+        GitTarget has no config left, so it goes by uid); a watch still ending could write a
+        cursor after that, so those wait for the next pass.
         """
         published = self._state.published_targets()
         gone = sorted(uid for uid in published if uid not in live and uid not in busy)
         for uid in gone:
-            config = self._config.target(uid)
-            if config is not None:
-                self._config.forget_target(config)
+            self._config.forget_uid(uid)
             self._state.unmark(uid)
             self._published.pop(f"target:{uid}", None)
+            self._withdrawn.discard(uid)
         return gone

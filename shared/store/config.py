@@ -1,4 +1,11 @@
-"""Branch and GitTarget settings as the watcher publishes them for the branch workers."""
+"""Branch and GitTarget settings as the watcher publishes them for the branch workers.
+
+A branch and the GitTargets that write to it are published together in one transaction
+(``publish_served``), so a branch worker that retires a branch with no GitTarget left
+(``WorkerRegistry.retire``, atomic too) never sees a branch's settings without its GitTargets.
+A GitTarget that stops being valid is withdrawn (``withdraw_target``): its settings go, its
+refusals stay for its status, and the branch worker no longer writes for it.
+"""
 
 from __future__ import annotations
 
@@ -40,6 +47,35 @@ class ConfigStore:
         pipe.sadd(self._keys.branch_targets(bk), config.uid)
         pipe.execute()
 
+    def publish_served(self, branch: BranchConfig, targets: list[TargetConfig]) -> BranchKey:
+        """Record a branch's settings with its GitTargets' (those that changed) at once."""
+        bk = branch.ref.key
+        pipe = self._r.pipeline(transaction=True)
+        pipe.hset(self._keys.branch_meta(bk), "config", branch.to_json())
+        pipe.sadd(self._keys.branches, bk)
+        for config in targets:
+            pipe.hset(self._keys.target(config.uid), "config", config.to_json())
+            pipe.sadd(self._keys.branch_targets(config.ref.key), config.uid)
+        pipe.execute()
+        return bk
+
+    def has_targets(self, bk: BranchKey) -> bool:
+        """Whether any GitTarget incarnation is registered as writing to the branch."""
+        return bool(self._r.scard(self._keys.branch_targets(bk)))
+
+    def withdraw_target(self, uid: GitTargetUid) -> bool:
+        """Stop serving a GitTarget that is no longer valid: its settings go (so the branch
+        worker drops its events unwritten) and it leaves its branch; refusals, cursors and
+        ledger stay, since the GitTarget still exists. True if anything was withdrawn."""
+        config = self.target(uid)
+        if config is None:
+            return False
+        pipe = self._r.pipeline(transaction=True)
+        pipe.hdel(self._keys.target(uid), "config")
+        pipe.srem(self._keys.branch_targets(config.ref.key), uid)
+        pipe.execute()
+        return True
+
     def target(self, uid: GitTargetUid) -> TargetConfig | None:
         """A GitTarget incarnation's settings, if published (None once it is gone)."""
         text = self._r.hget(self._keys.target(uid), "config")
@@ -53,11 +89,19 @@ class ConfigStore:
 
     def forget_target(self, config: TargetConfig) -> None:
         """Drop a GitTarget incarnation that was deleted: config, refusals, cursors, ledger."""
-        bk = config.ref.key
-        cursors = list(self._r.scan_iter(self._keys.watch_cursors(config.uid)))
+        self._forget(config.uid, config.ref.key)
+
+    def forget_uid(self, uid: GitTargetUid) -> None:
+        """``forget_target`` by uid alone: a withdrawn GitTarget has no settings left."""
+        config = self.target(uid)
+        self._forget(uid, config.ref.key if config is not None else None)
+
+    def _forget(self, uid: GitTargetUid, bk: BranchKey | None) -> None:
+        cursors = list(self._r.scan_iter(self._keys.watch_cursors(uid)))
         pipe = self._r.pipeline(transaction=True)
-        pipe.delete(self._keys.target(config.uid), self._keys.ledger(config.uid), *cursors)
-        pipe.srem(self._keys.branch_targets(bk), config.uid)
+        pipe.delete(self._keys.target(uid), self._keys.ledger(uid), *cursors)
+        if bk is not None:
+            pipe.srem(self._keys.branch_targets(bk), uid)
         pipe.execute()
 
     def set_refusal(

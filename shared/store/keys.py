@@ -4,7 +4,9 @@ One prefix (``Settings.key_prefix``, versioned: ``gr:v1``) keeps our keys apart 
 from anyone else's, and lets a future layout change ignore old keys. The key families, and why
 each does or does not expire:
 
-- ``branches``: set of branch keys with work (no TTL: the branch list).
+- ``branches``: set of branch keys with work (no TTL: the branch list; a branch no GitTarget
+  writes to any more is removed, with its ``branch:{bk}:*`` keys but its fence counter, by
+  its owner: ``WorkerRegistry.retire``).
 - ``workers``: sorted set of worker heartbeats (entries older than a lease are ignored
   and pruned).
 - ``branch:{bk}:events|notices|outcomes``: streams (bounded by MAXLEN where they are hints;

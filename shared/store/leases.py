@@ -7,6 +7,7 @@ worker that lost its lease while paused (GC, a slow push) cannot overwrite its s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import redis
@@ -75,6 +76,17 @@ class Leases:
         """Extend our lease; False means it was lost and the branch must be dropped."""
         keys = [self._keys.branch_lease(lease.branch)]
         return bool(self._renew(keys=keys, args=[lease.value, self._period_ms]))
+
+    def renew_many(self, leases: Sequence[Lease]) -> list[bool]:
+        """``renew`` for every lease in one round trip (the heartbeat's renewal of all of a
+        worker's branches); each answer says whether that lease is still held."""
+        if not leases:
+            return []
+        pipe = self._r.pipeline(transaction=False)
+        for lease in leases:
+            keys = [self._keys.branch_lease(lease.branch)]
+            self._renew(keys=keys, args=[lease.value, self._period_ms], client=pipe)
+        return [bool(answer) for answer in pipe.execute()]
 
     def release(self, lease: Lease) -> None:
         """Give the branch back at once (clean shutdown), if it is still ours."""

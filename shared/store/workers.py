@@ -1,4 +1,6 @@
-"""Branch-worker heartbeats, so that live workers can share the branches fairly (Q1)."""
+"""Branch-worker heartbeats, so that live workers can share the branches fairly (Q1), and the
+branch list, from which a branch with no GitTarget left is retired.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +8,25 @@ import redis
 
 from shared.model.ids import BranchKey
 from shared.store.keys import Keys
+from shared.store.leases import Lease
+
+# KEYS[1] lease, KEYS[2] the branch's GitTarget set, KEYS[3] the branch list, KEYS[4..] the
+# branch's other keys; ARGV[1] "owner|token", ARGV[2] the branch key.
+# Deletes the branch only while the caller holds its lease and no GitTarget writes to it: the
+# watcher publishes a GitTarget together with its branch (ConfigStore.publish_served), so a
+# GitTarget published meanwhile makes this a no-op. The fence counter stays, so a branch that
+# comes back later is issued tokens above any a stale owner holds (Q1).
+_RETIRE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+if redis.call('SCARD', KEYS[2]) > 0 then
+  return 0
+end
+redis.call('SREM', KEYS[3], ARGV[2])
+redis.call('DEL', KEYS[1], KEYS[2], unpack(KEYS, 4))
+return 1
+"""
 
 
 class WorkerRegistry:
@@ -14,6 +35,7 @@ class WorkerRegistry:
     def __init__(self, client: redis.Redis, keys: Keys) -> None:
         self._r = client
         self._keys = keys
+        self._retire = client.register_script(_RETIRE)
 
     def heartbeat(self, worker_id: str, now: float, lease_s: float) -> int:
         """Record that ``worker_id`` is alive; returns how many workers are alive."""
@@ -23,6 +45,10 @@ class WorkerRegistry:
         pipe.zcard(self._keys.workers)
         return int(pipe.execute()[2])
 
+    def alive(self, now: float, lease_s: float) -> int:
+        """How many workers sent a heartbeat within the last lease period."""
+        return int(self._r.zcount(self._keys.workers, now - lease_s, "+inf"))
+
     def leave(self, worker_id: str) -> None:
         """A clean shutdown: stop counting this worker at once."""
         self._r.zrem(self._keys.workers, worker_id)
@@ -30,3 +56,20 @@ class WorkerRegistry:
     def branches(self) -> list[BranchKey]:
         """Every branch with work, in a stable order."""
         return sorted(BranchKey(str(b)) for b in self._r.smembers(self._keys.branches))
+
+    def retire(self, lease: Lease) -> bool:
+        """Remove a branch no GitTarget writes to any more: its events (all of GitTargets that
+        are gone), notices, outcomes, state, settings and lease, and its place in the branch
+        list. True if it was removed; False if the lease is lost or a GitTarget came back."""
+        bk = lease.branch
+        keys = [
+            self._keys.branch_lease(bk),
+            self._keys.branch_targets(bk),
+            self._keys.branches,
+            self._keys.branch_events(bk),
+            self._keys.branch_notices(bk),
+            self._keys.branch_outcomes(bk),
+            self._keys.branch_state(bk),
+            self._keys.branch_meta(bk),
+        ]
+        return bool(self._retire(keys=keys, args=[lease.value, bk]))

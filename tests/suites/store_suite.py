@@ -215,3 +215,93 @@ def test_a_worker_that_lost_its_lease_publishes_nothing(store: StoreUnderTest, w
     with pytest.raises(FencedOff):
         WRITES[write](states, stale)
     assert states.read(BK) == before
+
+
+def _served_branch(store: StoreUnderTest) -> tuple[BranchKey, GitTargetUid]:
+    """A branch published by the watcher with one GitTarget, in one transaction."""
+    from shared.store.config import ConfigStore
+    from tests.configs import branch_config, target_config
+
+    url = "http://git.local/served.git"
+    target = target_config(GitTargetUid("t-live"), "team", "gt", url, "main", path="apps")
+    bk = ConfigStore(store.client, store.keys).publish_served(
+        branch_config(url, "main", "team", "gp"), [target]
+    )
+    return bk, target.uid
+
+
+def test_a_branch_and_its_targets_are_published_together(store: StoreUnderTest) -> None:
+    from shared.store.config import ConfigStore
+    from shared.store.workers import WorkerRegistry
+
+    bk, uid = _served_branch(store)
+    configs = ConfigStore(store.client, store.keys)
+    assert configs.branch(bk) is not None and configs.target(uid) is not None
+    assert configs.has_targets(bk)
+    assert WorkerRegistry(store.client, store.keys).branches() == [bk]
+
+
+def test_a_withdrawn_target_keeps_its_refusal_and_leaves_its_branch(
+    store: StoreUnderTest,
+) -> None:
+    from shared.store.config import ConfigStore
+
+    bk, uid = _served_branch(store)
+    configs = ConfigStore(store.client, store.keys)
+    configs.set_refusal(uid, "SecretRefused", "no")
+    assert configs.withdraw_target(uid) is True
+    assert configs.target(uid) is None, "the branch worker no longer writes for it"
+    assert not configs.has_targets(bk)
+    assert configs.refusal(uid) == {"reason": "SecretRefused", "message": "no"}
+    assert configs.withdraw_target(uid) is False, "nothing left to withdraw"
+    configs.forget_uid(uid)
+    assert configs.refusal(uid) is None
+
+
+def test_retire_removes_a_branch_without_targets_and_keeps_its_fence(
+    store: StoreUnderTest,
+) -> None:
+    from shared.store.config import ConfigStore
+    from shared.store.workers import WorkerRegistry
+
+    bk, uid = _served_branch(store)
+    configs, registry = (
+        ConfigStore(store.client, store.keys),
+        WorkerRegistry(store.client, store.keys),
+    )
+    lease = Leases(store.client, store.keys, period_ms=60_000).acquire(bk, "w1")
+    assert lease is not None
+    EventStream(store.client, store.keys).publish(bk, _event("left-over"))
+    BranchStates(store.client, store.keys).publish_counts(lease, 0, 0)
+    assert registry.retire(lease) is False, "a GitTarget still writes to the branch"
+    configs.forget_uid(uid)
+    assert registry.retire(Lease(bk, "w0", lease.token + 1)) is False, (
+        "only the lease holder retires a branch"
+    )
+    assert registry.retire(lease) is True
+    k = store.keys
+    left = [
+        key
+        for key in (k.branch_events(bk), k.branch_state(bk), k.branch_meta(bk), k.branch_lease(bk))
+        if store.client.exists(key)
+    ]
+    assert left == []
+    assert registry.branches() == []
+    assert store.client.get(k.branch_fence(bk)) == str(lease.token), "tokens stay monotonic"
+
+
+def test_renew_many_answers_per_lease_and_alive_counts_recent_heartbeats(
+    store: StoreUnderTest,
+) -> None:
+    from shared.store.workers import WorkerRegistry
+
+    leases = Leases(store.client, store.keys, period_ms=60_000)
+    mine, other = leases.acquire(BK, "w1"), leases.acquire(BranchKey("b1"), "w1")
+    assert mine is not None and other is not None
+    store.client.delete(store.keys.branch_lease(BranchKey("b1")))  # expired meanwhile
+    assert leases.renew_many([mine, other]) == [True, False]
+    assert leases.renew_many([]) == []
+    registry = WorkerRegistry(store.client, store.keys)
+    registry.heartbeat("w1", 100.0, 15.0)
+    registry.heartbeat("w2", 80.0, 15.0)
+    assert registry.alive(100.0, 15.0) == 1

@@ -51,13 +51,16 @@ def test_an_unreachable_remote_is_given_back_then_taken_when_it_answers(
     clock = Clock()
     worker = BranchWorker(settings, stores, "w", clock)
     worker.wake()
+    worker.settle()  # the start runs on the pool; act on how it ended
     assert bk not in worker.loops, "the failed start gave the branch back"
     assert stores.leases.holder(bk) is None
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
     worker.wake()
+    worker.settle()
     assert bk not in worker.loops, "not retaken during the pause"
     clock.now += RETAKE_PAUSE_S
     worker.wake()
+    worker.settle()
     assert bk in worker.loops
     worker.run(threading.Event(), burst=True)
     log = subprocess.run(

@@ -65,3 +65,4 @@ def test_up_serves_a_cluster_and_a_git_host_and_stops_on_sigterm(tmp_path: Path)
         output, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0
     assert "sandbox stopped" in output
+    assert "Traceback" not in output  # the Flux doubles expect their watches to close on stop

@@ -101,13 +101,25 @@ def test_expired_cursor_relists_and_sweeps_per_prune_mode(
     assert deletes == ([("gone", gone["metadata"]["uid"])] if swept else [])
 
 
-def _mirror_everything(rig: Rig, work: Path) -> None:
-    """A branch worker takes the branch, applies what the watcher published, and pushes it
-    when it shuts down (its open window is flushed); every event is then acknowledged (M8)."""
+def _mirror_everything(rig: Rig, url: str, work: Path) -> None:
+    """A branch worker takes the branch and applies every event the watcher published, then
+    pushes it when it shuts down (its open window is flushed); each event is acknowledged
+    only after that push (M8). Each wake blocks on Redis or on the worker's pool, so the
+    bounded loop below waits on the worker, never on a timer."""
     settings = Settings(key_prefix=rig.prefix, work_dir=str(work))
     worker = BranchWorker(settings, Stores.build(rig.redis, settings), "w1", FakeClock())
-    worker.wake()
-    worker.shutdown()
+    bk = Branch(url, "main").key
+    stream = rig.keys.branch_events(bk)
+    try:
+        for _ in range(200):
+            worker.wake()
+            worker.settle()
+            loop = worker.loops.get(bk)
+            read = rig.redis.xpending(stream, "owners")["pending"] if loop else -1
+            if loop is not None and loop.busy() and read == rig.redis.xlen(stream):
+                break
+    finally:
+        worker.shutdown()
 
 
 def test_relist_after_410_publishes_and_writes_nothing_for_unchanged_objects(
@@ -121,7 +133,7 @@ def test_relist_after_410_publishes_and_writes_nothing_for_unchanged_objects(
     for name in ("a", "b", "c"):
         rig.cluster.configmap("team-a", name, {"n": name})
     rig.burst()
-    _mirror_everything(rig, tmp_path / "first")
+    _mirror_everything(rig, repo_url, tmp_path / "first")
     bare = githost.repo_path("team/config")
     mirrored = git("rev-parse", "main", cwd=bare)
     assert rig.events(repo_url) == []  # all acknowledged after the push
@@ -134,7 +146,7 @@ def test_relist_after_410_publishes_and_writes_nothing_for_unchanged_objects(
 
     assert rig.metric("gitops_reverser_watcher_relists_total", cause="expired") == 1
     assert [(e.operation, e.object_id.name) for e in rig.events(repo_url)] == [("UPDATE", "c")]
-    _mirror_everything(rig, tmp_path / "second")
+    _mirror_everything(rig, repo_url, tmp_path / "second")
     changed = git("diff", "--name-only", mirrored, "main", cwd=bare).split()
     assert changed == ["clusters/team-a/team-a/configmaps/c.yaml"]
     assert git("rev-list", "--count", f"{mirrored}..main", cwd=bare) == "1"

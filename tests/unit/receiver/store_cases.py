@@ -88,6 +88,20 @@ def test_several_branches_are_stored_together(store: StoreUnderTest) -> None:
     assert _stream(store, "main") + _stream(store, "staging") == written, "read back as written"
 
 
+def test_any_text_in_a_notice_reads_back_exactly(store: StoreUnderTest) -> None:
+    """The notices travel to Redis as one JSON argument: quotes, backslashes, non-ASCII and
+    characters JSON escapes come back byte for byte, and the replay guard still holds."""
+    writer = NoticeWriter(store.client, store.keys)
+    odd = 'd-"\\/\t\u00e9\u6f22\U0001f600]}'
+    written = [
+        PushNotice("t\u00ebam/gp", URL, "refs/heads/main", "", odd, 1.5),
+        PushNotice("t\u00ebam/gp", URL, "refs/heads/r\u00e9l", "b" * 40, odd, 1.5),
+    ]
+    assert writer.store("t\u00ebam/gp", odd, written)
+    assert not writer.store("t\u00ebam/gp", odd, written), "the guard holds for this id too"
+    assert _stream(store, "main") + _stream(store, "r\u00e9l") == written
+
+
 def test_without_a_delivery_id_every_delivery_is_stored(store: StoreUnderTest) -> None:
     """A host that sends no id cannot be told apart from a new push: store each."""
     writer = NoticeWriter(store.client, store.keys)

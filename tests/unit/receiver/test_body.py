@@ -50,3 +50,27 @@ def test_a_body_up_to_the_limit_is_read_whole(size: int) -> None:
     """Exactly the limit is allowed; the body comes back byte for byte."""
     data = bytes(range(256)) * 4
     assert read_bounded(io.BytesIO(data[:size]), None, 1000) == data[:size]
+
+
+class KeptOpen(io.RawIOBase):
+    """A keep-alive connection: the declared body, then nothing until the client sends more."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+        self.reads = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        assert self._body, "read past the declared body: this would wait for the next request"
+        self.reads += 1
+        chunk, self._body = self._body[:size], self._body[size:]
+        return chunk
+
+
+def test_a_declared_body_is_read_without_looking_past_its_end() -> None:
+    """With a Content-Length, reading stops at the declared length (one read for a small body)."""
+    stream = KeptOpen(b'{"ref": "refs/heads/main"}')
+    assert read_bounded(stream, 26, 1000) == b'{"ref": "refs/heads/main"}'  # type: ignore[arg-type]
+    assert stream.reads == 1

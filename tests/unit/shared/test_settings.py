@@ -48,6 +48,8 @@ def test_settings_are_frozen() -> None:
         ("GITOPS_REVERSER_REDIS_URL", "localhost:6379", "REDIS_URL"),
         ("GITOPS_REVERSER_LOG_LEVEL", "chatty", "LOG_LEVEL"),
         ("GITOPS_REVERSER_STEADY_TICK", "0s", "durations must be positive"),
+        ("GITOPS_REVERSER_BRANCH_THREADS", "0", "BRANCH_THREADS must be positive"),
+        ("GITOPS_REVERSER_MAX_BRANCHES", "0", "MAX_BRANCHES must be positive"),
         ("GITOPS_REVERSER_STEADY_TIK", "5s", "unknown setting(s): GITOPS_REVERSER_STEADY_TIK"),
     ],
 )
