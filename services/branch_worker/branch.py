@@ -311,8 +311,7 @@ class BranchLoop:
         entries = [e.entry_id for closed in self._closed for e in closed.entries]
         self._closed.clear()
         self._events.ack(self.lease.branch, entries)
-        self._states.publish_tip(self.lease, head)
-        self._states.publish_push(self.lease, in_flight=False)
+        self._states.publish_pushed(self.lease, head)
 
     def _replay(self) -> None:
         """Reset to the remote tip and make every unpushed write again (M7)."""

@@ -114,6 +114,11 @@ class BranchStates:
         """A push started or finished (Q3: a push in flight keeps the branch busy)."""
         self._write(lease, {_PUSH_IN_FLIGHT: int(in_flight)})
 
+    def publish_pushed(self, lease: Lease, tip: str | None) -> None:
+        """A push finished at ``tip``: the tip and no push in flight, in one write, so no
+        reader sees the new tip beside a push still in flight (Q3)."""
+        self._write(lease, {_TIP: tip or "", _PUSH_IN_FLIGHT: 0})
+
     def publish_foreign(self, lease: Lease, tip: str, at: float) -> None:
         """A commit we did not push was found on the branch (Q6)."""
         self._write(lease, {_FOREIGN_TIP: tip, _FOREIGN_AT: at})

@@ -155,6 +155,17 @@ def test_each_typed_writer_reads_back_into_the_record(store: StoreUnderTest) -> 
     assert state.view() == BranchView("t2", 2, 3, True, 40.5)
 
 
+def test_a_finished_push_publishes_its_tip_and_ends_the_push_in_one_write(
+    store: StoreUnderTest,
+) -> None:
+    """Q3: the pushed tip and "no push in flight" land together."""
+    states, lease = BranchStates(store.client, store.keys), _owner(store)
+    states.publish_push(lease, in_flight=True)
+    states.publish_pushed(lease, "t3")
+    state = states.read(BK)
+    assert (state.observed_tip, state.push_in_flight) == ("t3", False)
+
+
 def test_counts_without_a_write_keep_the_quiet_period_running(store: StoreUnderTest) -> None:
     """Q2: only a decided write restarts the quiet period; a flush that closes a window does not."""
     states, lease = BranchStates(store.client, store.keys), _owner(store)
@@ -196,6 +207,7 @@ WRITES: dict[str, Callable[[BranchStates, Lease], object]] = {
     "tip": lambda s, lease: s.publish_tip(lease, "late", read_at=1.0),
     "counts": lambda s, lease: s.publish_counts(lease, 1, 1, last_write_at=1.0),
     "push": lambda s, lease: s.publish_push(lease, in_flight=True),
+    "pushed": lambda s, lease: s.publish_pushed(lease, "late"),
     "foreign": lambda s, lease: s.publish_foreign(lease, "late", at=1.0),
     "takeover": lambda s, lease: s.publish_takeover(lease, "late", released=["w2"]),
     "ours": lambda s, lease: s.remember_ours(lease, "late", ()),

@@ -16,7 +16,6 @@ import pytest
 import redis
 from kubernetes import client
 
-from sandbox.kube.server import KubeApiServer
 from services.branch_worker.credentials import SecretCredentials
 from shared.git.workspace import Committer, Workspace
 from shared.kube.api import KubeClient
@@ -25,7 +24,12 @@ from shared.model.ids import BranchKey
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from tests.configs import branch_config
-from tests.integration.git.ssh_support import KEY, SshRemote, serve_over_ssh
+from tests.integration.git.ssh_support import (
+    KEY,
+    SshRemote,
+    ssh_remote_and_cluster,
+    store_secret,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -47,28 +51,17 @@ class Rig:
 def rig(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, key_prefix: str
 ) -> Iterator[Rig]:
-    remote = serve_over_ssh(tmp_path / "ssh-host", monkeypatch)
-    kube = KubeApiServer()
-    kube.start()
-    configs = ConfigStore(redis_client, Keys(key_prefix))
-    reader = CrdReader(KubeClient(kube.api_client(), "local"))
-    credentials = SecretCredentials(lambda: reader, configs, tmp_path / "ssh")
-    try:
+    with ssh_remote_and_cluster(tmp_path / "ssh-host", monkeypatch) as (remote, kube):
+        configs = ConfigStore(redis_client, Keys(key_prefix))
+        reader = CrdReader(KubeClient(kube.api_client(), "local"))
+        credentials = SecretCredentials(lambda: reader, configs, tmp_path / "ssh")
         yield Rig(remote, configs, credentials, client.CoreV1Api(kube.api_client()))
-    finally:
-        kube.stop()
 
 
 def test_the_owner_fetches_and_pushes_with_the_secrets_identity(
     rig: Rig, tmp_path: Path, redis_client: redis.Redis, key_prefix: str
 ) -> None:
-    rig.core.create_namespaced_secret(
-        "default",
-        client.V1Secret(
-            metadata=client.V1ObjectMeta(name="deploy-key"),
-            string_data={k: v.decode() for k, v in rig.remote.secret.items()},
-        ),
-    )
+    store_secret(rig.core, "default", "deploy-key", rig.remote.secret)
     bk = rig.branch("deploy-key")
     env = rig.credentials(bk)
     folder = tmp_path / "ssh" / bk

@@ -17,7 +17,6 @@ import pytest
 import redis
 from kubernetes import client
 
-from sandbox.kube.server import KubeApiServer
 from services.dispatcher.jobs import Context, ports
 from shared.git.errors import GitPermanent
 from shared.kube.clients import ClientFactory
@@ -25,7 +24,12 @@ from shared.model.config import ApplierRef
 from shared.model.requests import ApplyRequest
 from shared.settings import Settings
 from tests.configs import branch_config
-from tests.integration.git.ssh_support import CREATED_AT, SshRemote, serve_over_ssh
+from tests.integration.git.ssh_support import (
+    CREATED_AT,
+    SshRemote,
+    ssh_remote_and_cluster,
+    store_secret,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -54,39 +58,25 @@ class Rig:
             CREATED_AT,
         )
 
-    def store_secret(self, name: str, data: dict[str, bytes]) -> None:
-        self.core.create_namespaced_secret(
-            NS,
-            client.V1Secret(
-                metadata=client.V1ObjectMeta(name=name),
-                string_data={key: value.decode() for key, value in data.items()},
-            ),
-        )
-
 
 @pytest.fixture
 def rig(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, key_prefix: str
 ) -> Iterator[Rig]:
-    remote = serve_over_ssh(tmp_path / "ssh-host", monkeypatch)
-    kube = KubeApiServer()
-    kube.start()
-    settings = Settings(
-        redis_url=Settings.from_env().redis_url,
-        key_prefix=key_prefix,
-        apply_queue=f"{key_prefix}-q",
-    )
-    clusters = ClientFactory(settings, lambda: CREATED_AT, local=kube.api_client())
-    core = client.CoreV1Api(kube.api_client())
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
-    try:
+    with ssh_remote_and_cluster(tmp_path / "ssh-host", monkeypatch) as (remote, kube):
+        settings = Settings(
+            redis_url=Settings.from_env().redis_url,
+            key_prefix=key_prefix,
+            apply_queue=f"{key_prefix}-q",
+        )
+        clusters = ClientFactory(settings, lambda: CREATED_AT, local=kube.api_client())
+        core = client.CoreV1Api(kube.api_client())
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
         yield Rig(remote, Context.build(settings, redis_client, clusters), core)
-    finally:
-        kube.stop()
 
 
 def test_the_tip_of_an_ssh_provider_is_read_with_its_identity(rig: Rig) -> None:
-    rig.store_secret("creds", rig.remote.secret)
+    store_secret(rig.core, NS, "creds", rig.remote.secret)
     request = rig.request("creds")
     assert ports(rig.ctx).tip(request) == rig.remote.tip()
     (call,) = rig.remote.host.calls()

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from kubernetes import client
 
 from sandbox.githost.ssh_host import FakeSshHost
+from sandbox.kube.server import KubeApiServer
 
 #: When the initial commit was made: a fixed instant, so nothing here reads the clock.
 CREATED_AT = 1_767_225_600.0
@@ -57,3 +60,30 @@ def serve_over_ssh(folder: Path, monkeypatch: pytest.MonkeyPatch) -> SshRemote:
     url = host.create_repo(REPO, {"apps/cm.yaml": b"a: 1\n"}, CREATED_AT)
     monkeypatch.setenv("PATH", host.path_with_shim())
     return SshRemote(host, url, host.repo_path(REPO))
+
+
+@contextmanager
+def ssh_remote_and_cluster(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[SshRemote, KubeApiServer]]:
+    """A repository behind the fake ssh and an API server to hold its GitProvider's Secret."""
+    remote = serve_over_ssh(folder, monkeypatch)
+    kube = KubeApiServer()
+    kube.start()
+    try:
+        yield remote, kube
+    finally:
+        kube.stop()
+
+
+def store_secret(
+    core: client.CoreV1Api, namespace: str, name: str, data: Mapping[str, bytes]
+) -> None:
+    """Create the Secret ``namespace/name`` holding ``data``."""
+    core.create_namespaced_secret(
+        namespace,
+        client.V1Secret(
+            metadata=client.V1ObjectMeta(name=name),
+            string_data={key: value.decode() for key, value in data.items()},
+        ),
+    )
