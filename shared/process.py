@@ -1,7 +1,7 @@
 """Start-up and shutdown, the same for every process of the product.
 
-Each process (watcher, branch worker, dispatcher, and the receiver's gunicorn config) starts the
-same way: read ``Settings`` once (an invalid value stops the process with exit status 2 and one
+Each process (watcher, branch worker, dispatcher; the receiver's gunicorn config takes only the
+settings, since gunicorn owns its signals, logs and HTTP server) starts the same way: read ``Settings`` once (an invalid value stops the process with exit status 2 and one
 line on stderr that names the variable, never a traceback), log JSON lines at the configured
 level, and serve ``/metrics`` on ``GITOPS_REVERSER_METRICS_PORT`` when it has no HTTP server of
 its own. Each stops the same way: the first SIGTERM or SIGINT asks the process to finish the

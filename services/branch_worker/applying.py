@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 
 from services.branch_worker import metrics
@@ -96,11 +96,12 @@ class ApplierDesk:
 
     def wake(self) -> None:
         """Read outcomes, then decide and send for every applier of the branch."""
-        self._read_outcomes()
+        named = self._named()
+        self._read_outcomes(named)
         view = self._view()
         self.next_wake = None
         owed: dict[str, int] = dict.fromkeys(REASONS, 0)
-        for ref, targets in self._named().items():
+        for ref, targets in named.items():
             for reason in self._consider(ref, targets, view):
                 owed[reason] += 1
         self._report(owed, view)
@@ -121,7 +122,7 @@ class ApplierDesk:
         since = self._waiting_since
         metrics.QUIET_WAIT.labels(self._bk).set(0.0 if since is None else self._clock() - since)
 
-    def _read_outcomes(self) -> None:
+    def _read_outcomes(self, named: Mapping[ApplierRef, list[TargetConfig]]) -> None:
         """A4: every new outcome reaches every applier of the branch (an outcome for another
         applier's token changes nothing), one transaction per applier."""
         entries = self._attempts.outcomes(self._bk)
@@ -129,7 +130,7 @@ class ApplierDesk:
         if outcomes:
             now = self._clock()
             apply = partial(on_outcomes, outcomes=outcomes, now=now)
-            for ref in self._named():
+            for ref in named:
                 self._appliers.amend(ref.key, ref.kind, apply)
         self._attempts.consumed(self._bk, [entry_id for entry_id, _ in entries])
 

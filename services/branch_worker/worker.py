@@ -206,7 +206,7 @@ class BranchWorker:
         self._acquire_if_due()
         idle = [bk for bk in self.loops if bk not in self._inflight]
         if not idle:
-            self._finished.wait(BUSY_POLL_S if self._inflight else IDLE_WAIT_S)
+            self._finished.wait(IDLE_WAIT_S)  # a finished pass sets it: no need to poll
             return False
         block_ms = max(int(self._wait_time(idle) * 1000), 1)
         batches = self.stores.events.read_many(idle, self.worker_id, READ_BATCH, block_ms)

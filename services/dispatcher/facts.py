@@ -8,14 +8,9 @@ from dataclasses import dataclass
 from shared.decide.attempt import TargetFacts
 from shared.decide.selectors import admits
 from shared.kube.crds import CrdReader
-from shared.model.config import ApplierRef
 from shared.model.crds import ClusterProviderView, GitProviderView, GitTargetView
 from shared.model.ids import normalise_url
 from shared.model.requests import ApplyRequest
-
-
-def _same_applier(a: ApplierRef | None, b: ApplierRef) -> bool:
-    return a == b  # the reference is the applier's identity only (no quietPeriod in it)
 
 
 def target_facts(request: ApplyRequest, reader: CrdReader) -> dict[str, TargetFacts]:
@@ -54,7 +49,7 @@ def _facts(
     return TargetFacts(
         uid,
         True,
-        _same_applier(target.applier, request.applier),
+        target.applier == request.applier,  # ApplierRef is the applier's identity only
         on_branch,
         admitted,
         target.on_refusal == "Reapply",

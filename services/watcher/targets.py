@@ -191,12 +191,13 @@ class TargetReconciler:
         no longer served is forgotten here, so it is published again if it comes back (its
         owner retires its keys meanwhile)."""
         configs = [target_config(target, provider) for target, provider in served]
+        by_branch: dict[str, list[TargetConfig]] = {}
+        for config in configs:  # the key hashes the URL: computed once per GitTarget
+            by_branch.setdefault(config.ref.key, []).append(config)
         branches = branch_configs(served)
         for bk, branch in branches.items():
             changed = [
-                c
-                for c in configs
-                if c.ref.key == bk and self._changed(f"target:{c.uid}", c.to_json())
+                c for c in by_branch.get(bk, []) if self._changed(f"target:{c.uid}", c.to_json())
             ]
             if self._changed(f"branch:{bk}", branch.to_json()) or changed:
                 self._config.publish_served(branch, changed)
