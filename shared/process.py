@@ -1,12 +1,13 @@
 """Start-up and shutdown, the same for every process of the product.
 
 Each process (watcher, branch worker, dispatcher; the receiver's gunicorn config takes only the
-settings, since gunicorn owns its signals, logs and HTTP server) starts the same way: read ``Settings`` once (an invalid value stops the process with exit status 2 and one
-line on stderr that names the variable, never a traceback), log JSON lines at the configured
-level, and serve ``/metrics`` on ``GITOPS_REVERSER_METRICS_PORT`` when it has no HTTP server of
-its own. Each stops the same way: the first SIGTERM or SIGINT asks the process to finish the
-unit of work in hand and exit 0; a second one exits at once with ``128 + signal number``, the
-shell's convention, so a supervisor can tell "stopped cleanly" from "cut short".
+settings, since gunicorn owns its signals, logs and HTTP server) starts the same way: read
+``Settings`` once (an invalid value stops the process with exit status 2 and one line on stderr
+that names the variable, never a traceback), log JSON lines at the configured level, and serve
+``/metrics`` on ``GITOPS_REVERSER_METRICS_PORT`` when it has no HTTP server of its own. Each
+stops the same way: the first SIGTERM or SIGINT asks the process to finish the unit of work in
+hand and exit 0; a second one exits at once with ``128 + signal number``, the shell's
+convention, so a supervisor can tell "stopped cleanly" from "cut short".
 """
 
 from __future__ import annotations
