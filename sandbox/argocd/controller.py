@@ -44,18 +44,23 @@ from sandbox.flux.watching import KindWatcher
 
 logger = logging.getLogger(__name__)
 
-View = tuple[Any, bool, bool]  # (spec, operation set, refresh requested)
+View = tuple[str, Any, bool, bool]  # (resourceVersion, spec, operation set, refresh requested)
 
 
 def view_of(app: dict[str, Any]) -> View:
     """What the wake rules read from an Application."""
-    annotations = app.get("metadata", {}).get("annotations") or {}
-    return (app.get("spec"), bool(app.get("operation")), REFRESH in annotations)
+    meta = app.get("metadata", {})
+    annotations = meta.get("annotations") or {}
+    version = str(meta.get("resourceVersion", ""))
+    return (version, app.get("spec"), bool(app.get("operation")), REFRESH in annotations)
 
 
 def wakes(old: View | None, new: View) -> bool:
-    """A2/A4: a new app, a spec change, an operation set, or a refresh request wakes it."""
-    return old is None or new[1] or new[2] or new[0] != old[0]
+    """A2/A4: a new app, or a change of it that alters the spec, or leaves an operation set or
+    a refresh requested (a relist that shows nothing new wakes nothing)."""
+    if old is None:
+        return True
+    return new[0] != old[0] and (new[2] or new[3] or new[1] != old[1])
 
 
 class ArgoCDController:
