@@ -234,6 +234,10 @@ class ArgoCDController:
             _, retry_at = self._refresher.refresh(key, app)
             wake.append(retry_at)
             app = self._api.get(key) or app
+        elif not app.get("operation"):
+            _, retry_at = self._refresher.autosync(key, app)
+            wake.append(retry_at)
+            app = self._api.get(key) or app
         if app.get("operation"):
             step = self._syncer.process(key, app)
             wake.append(step.wake_at)

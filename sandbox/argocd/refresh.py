@@ -95,9 +95,11 @@ class Refresher:
         work.record(key, COMPARED, sha, status["sync"]["status"])
         if REFRESH in (updated["metadata"].get("annotations") or {}):
             updated = work.api.patch(key, {"metadata": {"annotations": {REFRESH: None}}}) or updated
-        return self._autosync(key, updated)
+        return self.autosync(key, updated)
 
-    def _autosync(self, key: ObjectKey, app: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+    def autosync(self, key: ObjectKey, app: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+        """autoSync on the last comparison (also run when a wake finds no refresh due, as an
+        update of the app queues a refresh at level ComparisonWithNothing)."""
         work = self._work
         if not policy.can_sync(work.windows, manual=False):
             return app, None

@@ -68,7 +68,9 @@ class ArgoEnv:
             "metadata": {"name": name, "namespace": NAMESPACE},
             "spec": spec,
         }
-        return dict(self.custom.create_namespaced_custom_object(*APPS[:2], NAMESPACE, APPS[2], body))
+        return dict(
+            self.custom.create_namespaced_custom_object(*APPS[:2], NAMESPACE, APPS[2], body)
+        )
 
     def get(self, name: str = "web") -> dict[str, Any]:
         return dict(self.custom.get_namespaced_custom_object(*APPS[:2], NAMESPACE, APPS[2], name))
@@ -76,9 +78,7 @@ class ArgoEnv:
     def patch(self, body: dict[str, Any], name: str = "web") -> dict[str, Any]:
         """A JSON merge patch of the Application, as ``kubectl patch --type merge`` sends it."""
         return dict(
-            self.custom.patch_namespaced_custom_object(
-                *APPS[:2], NAMESPACE, APPS[2], name, body
-            )
+            self.custom.patch_namespaced_custom_object(*APPS[:2], NAMESPACE, APPS[2], name, body)
         )
 
     def set_operation(self, operation: dict[str, Any], name: str = "web") -> None:

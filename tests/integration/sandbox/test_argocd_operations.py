@@ -135,8 +135,7 @@ def test_prune_only_when_the_operation_says_prune(env: ArgoEnv) -> None:
     Fact: ../shared/facts/appliers.md A2 (``sync.prune``; autoSync copies
     ``automated.prune``) and A5 (what the Application owns is found by its tracking annotation).
     """
-    env.create_app(
-    )
+    env.create_app()
     two = {"deploy/other.yaml": config_map("other", {"size": "s"})}
     env.work.push(two)
     env.set_operation(sync_op())
