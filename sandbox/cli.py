@@ -2,7 +2,8 @@
 
 Starts the Kubernetes API server double (with the project's CRDs and the real Flux and Argo CD
 CRDs), the Git host, the Flux source- and kustomize-controller doubles (``--no-flux`` to
-leave them out) and the Argo CD application-controller double (``--no-argocd``), writes ``DIR/kubeconfig`` (context ``sandbox``) and ``DIR/sandbox.json``
+leave them out) and the Argo CD application-controller double (``--no-argocd``), writes
+``DIR/kubeconfig`` (context ``sandbox``) and ``DIR/sandbox.json``
 (URLs, ports, repositories), and stops cleanly on Ctrl-C or SIGTERM. The stand-ins themselves
 are started by ``sandbox.stack``.
 """

@@ -62,6 +62,7 @@ def start(
     git_port: int = 0,
     repos: tuple[str, ...] = (DEFAULT_REPO,),
     flux: bool = True,
+    *,
     argocd: bool = True,
 ) -> Sandbox:
     """Start the stand-ins and write ``kubeconfig`` and ``sandbox.json`` into ``directory``."""
