@@ -19,13 +19,7 @@ from shared.model.config import ApplierRef, OnRefusal, PruneMode
 from shared.model.duration import DurationError, parse_duration
 from shared.model.events import OPERATIONS, Operation
 from shared.model.ids import GitTargetUid
-from shared.model.webhook import (
-    DEFAULT_TIMEOUT,
-    DEFAULT_TIMEOUT_S,
-    MAX_TIMEOUT_S,
-    WebhookEndpoint,
-    url_problem,
-)
+from shared.model.webhook import MAX_TIMEOUT_S, WebhookEndpoint, url_problem
 
 Raw = Mapping[str, Any]
 
@@ -278,7 +272,9 @@ def parse_applier(
         return None, defaults.QUIET_PERIOD_S, "", None
     kinds = [k for k in ("kustomizationRef", "applicationRef", "webhook") if applier.get(k)]
     if len(kinds) != 1:
-        problem = "spec.applier must name exactly one of kustomizationRef, applicationRef and webhook"
+        problem = (
+            "spec.applier must name exactly one of kustomizationRef, applicationRef and webhook"
+        )
         return None, defaults.QUIET_PERIOD_S, problem, None
     if kinds[0] != "kustomizationRef" and "quietPeriod" in applier:
         problem = "spec.applier.quietPeriod only applies to a kustomizationRef"
@@ -308,12 +304,16 @@ def _webhook(raw: Raw) -> tuple[WebhookEndpoint | None, str]:
     if problem is None and not secret:
         problem = "spec.applier.webhook.secretRef.name is required"
     try:
-        timeout = parse_duration(str(raw.get("timeout") or DEFAULT_TIMEOUT)).total_seconds()
+        timeout = parse_duration(
+            str(raw.get("timeout") or defaults.WEBHOOK_TIMEOUT)
+        ).total_seconds()
     except DurationError as err:
         problem = problem or f"spec.applier.webhook.timeout: {err}"
-        timeout = DEFAULT_TIMEOUT_S
+        timeout = defaults.WEBHOOK_TIMEOUT_S
     if problem is None and not 0 < timeout <= MAX_TIMEOUT_S:
-        problem = f"spec.applier.webhook.timeout must be more than 0s and at most {MAX_TIMEOUT_S:g}s"
+        problem = (
+            f"spec.applier.webhook.timeout must be more than 0s and at most {MAX_TIMEOUT_S:g}s"
+        )
     if problem is not None:
         return None, problem
     return WebhookEndpoint(url, secret, timeout), ""

@@ -22,9 +22,7 @@ from urllib.parse import urlsplit
 
 #: The key in the Secret (``spec.applier.webhook.secretRef.name``) that holds the HMAC key.
 HMAC_KEY = "hmacKey"
-#: ``spec.applier.webhook.timeout`` when left out, and the CRD's bound on it.
-DEFAULT_TIMEOUT = "10s"
-DEFAULT_TIMEOUT_S = 10.0
+#: The CRD's bound on ``spec.applier.webhook.timeout`` (its default: ``defaults.WEBHOOK_TIMEOUT``).
 MAX_TIMEOUT_S = 60.0
 
 
