@@ -29,6 +29,7 @@ from shared.model.appliers import REASONS
 from shared.model.config import ApplierRef, BranchConfig, TargetConfig, appliers_of
 from shared.model.ids import BranchKey
 from shared.model.requests import ApplyRequest
+from shared.model.webhook import WebhookEndpoint, shared_endpoint
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
 from shared.store.branch_state import BranchStates
@@ -155,12 +156,14 @@ class ApplierDesk:
         )
         after, decision = self._appliers.update(ref.key, ref.kind, step)
         if isinstance(decision, Ask):
-            self._send(ref, decision, token, now)
+            self._send(ref, decision, token, now, shared_endpoint(t.webhook for t in targets))
         elif decision.until is not None:
             self._wake_by(decision.until)
         return list(after.owes())
 
-    def _send(self, ref: ApplierRef, ask: Ask, token: str, now: float) -> None:
+    def _send(
+        self, ref: ApplierRef, ask: Ask, token: str, now: float, webhook: WebhookEndpoint | None
+    ) -> None:
         request = ApplyRequest(
             token,
             self._bk,
@@ -170,6 +173,7 @@ class ApplierDesk:
             {r: sorted(u) for r, u in ask.reasons.items()},
             ref,
             now,
+            webhook,  # D7: where a Webhook applier is POSTed; None for the other kinds
         )
         self._attempts.enqueue(request)
         log.info(

@@ -75,6 +75,8 @@ def _ask(
     if why:
         return _outcome(request, "Stale", why, dropped, ports)
     sent = pending.request(reasons, request.token)
+    if isinstance(sent, Refused):  # the applier turned the request down (a webhook's non-2xx)
+        return _outcome(request, "Failed", sent.message, dropped, ports)
     if isinstance(sent, Unneeded):
         return _outcome(request, "Delivered", sent.message, dropped, ports)
     ports.stamped(request, reasons, sent.plan)

@@ -76,7 +76,7 @@ def plan_check(
         reason = verdict.reason or "GitProviderNotFound"
         return unknown(NOT_CHECKED, f"not checked while the GitTarget is not valid ({reason})")
     ns = target.meta.namespace
-    subject = Subject(ns, url, target.branch, target.path, ref)
+    subject = Subject(ns, url, target.branch, target.path, ref, target.webhook)
     cluster = world.clusters.get(ref.cluster_provider)
     problem = admission(subject, cluster, world.namespace_labels.get(ns, {}))
     if problem is not None:

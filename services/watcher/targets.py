@@ -93,6 +93,7 @@ def target_config(target: GitTargetView, provider: GitProviderView) -> TargetCon
         on_refusal=target.on_refusal,
         applier=target.applier,
         quiet_period_s=target.quiet_period_s,
+        webhook=target.webhook,
     )
 
 

@@ -7,9 +7,12 @@ place an unknown kind is refused. The pure rules stay in ``shared.decide`` (``ap
 
 from __future__ import annotations
 
+import time
+
 from shared.appliers.argocd import ArgoApplier
 from shared.appliers.flux import FluxApplier
 from shared.appliers.interface import ApplierAdapter, Pending, Refused, Sent, Unneeded
+from shared.appliers.webhook import WebhookApplier
 
 __all__ = [
     "ApplierAdapter",
@@ -21,7 +24,7 @@ __all__ = [
     "for_kind",
 ]
 
-_APPLIERS: tuple[ApplierAdapter, ...] = (FluxApplier(), ArgoApplier())
+_APPLIERS: tuple[ApplierAdapter, ...] = (FluxApplier(), ArgoApplier(), WebhookApplier(time.time))
 _BY_KIND: dict[str, ApplierAdapter] = {a.kind: a for a in _APPLIERS}
 
 
@@ -30,7 +33,7 @@ class UnknownApplierKind(ValueError):
 
 
 def for_kind(kind: str) -> ApplierAdapter:
-    """The applier module for ``kind`` (``Kustomization``, ``Application``)."""
+    """The applier module for ``kind`` (``Kustomization``, ``Application``, ``Webhook``)."""
     try:
         return _BY_KIND[kind]
     except KeyError:

@@ -6,8 +6,8 @@ An attempt runs in three steps with the dispatcher's own D3 check between the fi
 
 1. ``ApplierAdapter.read`` fetches the applier's objects for one request and either refuses
    (``Refused``: not found, follows another source, not supported) or returns a ``Pending``;
-2. ``Pending.request`` stamps the applier (``Sent``) or finds it holds the commit already
-   (``Unneeded``);
+2. ``Pending.request`` stamps the applier (``Sent``), finds it holds the commit already
+   (``Unneeded``), or is turned down by it (``Refused``: a webhook answered non-2xx);
 3. ``Sent.handled`` says whether the applier has finished that request; the dispatcher polls it
    until its deadline.
 
@@ -58,8 +58,9 @@ class Sent(Protocol):
 class Pending(Protocol):
     """The applier's objects for one request, read just now and found to follow our branch."""
 
-    def request(self, reasons: Iterable[Reason], token: str) -> Sent | Unneeded:
-        """D4: stamp the one object that makes the applier apply the commit, or nothing."""
+    def request(self, reasons: Iterable[Reason], token: str) -> Sent | Unneeded | Refused:
+        """D4: stamp the one object that makes the applier apply the commit, or nothing; a
+        request the applier turns down at once is ``Refused`` (Failed, D7)."""
         ...
 
 

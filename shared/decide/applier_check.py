@@ -41,6 +41,7 @@ from shared.model.config import ApplierRef
 from shared.model.crds import ClusterProviderView
 from shared.model.duration import DurationError, parse_duration
 from shared.model.ids import normalise_url
+from shared.model.webhook import WebhookEndpoint
 
 Raw = Mapping[str, Any]
 UNKNOWN = "Unknown"
@@ -73,6 +74,7 @@ class Subject:
     branch: str
     path: str
     applier: ApplierRef
+    webhook: WebhookEndpoint | None = None  # spec.applier.webhook, for a Webhook applier
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,16 @@ from typing import Any, Literal
 
 Reason = Literal["ForeignCommit", "Refusal", "CatchUp"]
 Outcome = Literal["Delivered", "Stale", "NothingToAsk", "Failed"]
-ApplierKind = Literal["Kustomization", "Application"]
+ApplierKind = Literal["Kustomization", "Application", "Webhook"]
 REASONS: tuple[Reason, ...] = ("ForeignCommit", "Refusal", "CatchUp")
 OUTCOMES: tuple[Outcome, ...] = ("Delivered", "Stale", "NothingToAsk", "Failed")
+
+
+def owes_catch_up(kind: str) -> bool:
+    """A1: only a Flux Kustomization is owed a CatchUp after our own pushes (its
+    GitRepository's artifact must follow them); an Argo CD Application or a webhook gets
+    ForeignCommit and Refusal only (D7). The one place that says which kinds catch up."""
+    return kind == "Kustomization"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +72,13 @@ class Applier:
     quiet_periods: Mapping[str, float] = field(default_factory=dict)
 
     def owes(self) -> dict[Reason, frozenset[str]]:
-        """Everything owed now, by reason (a CatchUp only ever to a Kustomization, A1)."""
+        """Everything owed now, by reason (a CatchUp only to a kind that owes one, A1)."""
         owed: dict[Reason, frozenset[str]] = {}
         if self.foreign_commit and self.foreign_uids:
             owed["ForeignCommit"] = self.foreign_uids
         if self.refusals:
             owed["Refusal"] = self.refusals
-        if self.catch_up and self.catch_up_uids and self.kind == "Kustomization":
+        if self.catch_up and self.catch_up_uids and owes_catch_up(self.kind):
             owed["CatchUp"] = self.catch_up_uids
         return owed
 

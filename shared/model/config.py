@@ -18,6 +18,7 @@ from typing import Any
 from shared.model.appliers import ApplierKind
 from shared.model.defaults import QUIET_PERIOD_S, OnRefusal, PruneMode
 from shared.model.ids import ApplierKey, Branch, GitTargetUid
+from shared.model.webhook import WebhookEndpoint
 
 __all__ = ["ApplierRef", "BranchConfig", "OnRefusal", "PruneMode", "TargetConfig", "appliers_of"]
 
@@ -104,6 +105,7 @@ class TargetConfig:
     applier: ApplierRef | None  # None: nobody is ever asked to apply this folder
     quiet_period_s: float  # spec.applier.quietPeriod, the CRD default applied (A3)
     extra: dict[str, str] = field(default_factory=dict)
+    webhook: WebhookEndpoint | None = None  # spec.applier.webhook, when the applier is one (D7)
 
     @property
     def ref(self) -> Branch:
@@ -126,6 +128,8 @@ class TargetConfig:
         data["uid"] = GitTargetUid(data["uid"])
         applier = data.get("applier")
         data["applier"] = ApplierRef.from_data(applier) if applier else None
+        webhook = data.get("webhook")
+        data["webhook"] = WebhookEndpoint.from_data(webhook) if webhook else None
         if "quiet_period_s" not in data:  # written before the period left the reference
             data["quiet_period_s"] = float((applier or {}).get("quiet_period_s", QUIET_PERIOD_S))
         return cls(**data)

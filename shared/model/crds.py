@@ -19,6 +19,7 @@ from shared.model.config import ApplierRef, OnRefusal, PruneMode
 from shared.model.duration import DurationError, parse_duration
 from shared.model.events import OPERATIONS, Operation
 from shared.model.ids import GitTargetUid
+from shared.model.webhook import MAX_TIMEOUT_S, WebhookEndpoint, url_problem
 
 Raw = Mapping[str, Any]
 
@@ -129,6 +130,7 @@ class GitTargetView:
     applier_problem: str  # why spec.applier cannot be used (the CRD's CEL rules again)
     #: ``status.applier`` as stored (S3), to write it only when it changes.
     applier_status: Raw | None = field(default=None, compare=False)
+    webhook: WebhookEndpoint | None = None  # spec.applier.webhook, when the applier is one
 
     @property
     def uid(self) -> GitTargetUid:
@@ -259,28 +261,62 @@ def parse_git_provider(raw: Raw) -> GitProviderView:
     )
 
 
-def parse_applier(spec: Raw, own_cluster: str) -> tuple[ApplierRef | None, float, str]:
-    """``spec.applier`` as a reference, the GitTarget's quiet period in seconds, and why the
-    reference cannot be used ("" when it can). Absent: None, the default period and ""."""
+def parse_applier(
+    spec: Raw, own_cluster: str, namespace: str
+) -> tuple[ApplierRef | None, float, str, WebhookEndpoint | None]:
+    """``spec.applier`` as a reference, the GitTarget's quiet period in seconds, why the
+    reference cannot be used ("" when it can), and the webhook endpoint when it names one.
+    Absent: None, the default period, "" and None."""
     applier = _map(spec.get("applier"))
     if not applier:
-        return None, defaults.QUIET_PERIOD_S, ""
-    kustomization, application = applier.get("kustomizationRef"), applier.get("applicationRef")
-    if bool(kustomization) == bool(application):
-        problem = "spec.applier must name exactly one of kustomizationRef and applicationRef"
-        return None, defaults.QUIET_PERIOD_S, problem
-    if application and "quietPeriod" in applier:
+        return None, defaults.QUIET_PERIOD_S, "", None
+    kinds = [k for k in ("kustomizationRef", "applicationRef", "webhook") if applier.get(k)]
+    if len(kinds) != 1:
+        problem = (
+            "spec.applier must name exactly one of kustomizationRef, applicationRef and webhook"
+        )
+        return None, defaults.QUIET_PERIOD_S, problem, None
+    if kinds[0] != "kustomizationRef" and "quietPeriod" in applier:
         problem = "spec.applier.quietPeriod only applies to a kustomizationRef"
-        return None, defaults.QUIET_PERIOD_S, problem
+        return None, defaults.QUIET_PERIOD_S, problem, None
     try:
         quiet = parse_duration(str(applier.get("quietPeriod", defaults.QUIET_PERIOD)))
     except DurationError as err:
-        return None, defaults.QUIET_PERIOD_S, f"spec.applier.quietPeriod: {err}"
-    ref = _map(kustomization or application)
+        return None, defaults.QUIET_PERIOD_S, f"spec.applier.quietPeriod: {err}", None
     cluster = str(_map(applier.get("clusterProviderRef")).get("name") or own_cluster)
-    name, namespace = str(ref.get("name", "")), str(ref.get("namespace", ""))
-    kind: ApplierKind = "Kustomization" if kustomization else "Application"
-    return ApplierRef(kind, namespace, name, cluster), quiet.total_seconds(), ""
+    if kinds[0] == "webhook":
+        endpoint, problem = _webhook(_map(applier["webhook"]))
+        if endpoint is None:
+            return None, defaults.QUIET_PERIOD_S, problem, None
+        ref = ApplierRef("Webhook", namespace, endpoint.name, cluster)
+        return ref, quiet.total_seconds(), "", endpoint
+    named = _map(applier[kinds[0]])
+    name, ref_namespace = str(named.get("name", "")), str(named.get("namespace", ""))
+    kind: ApplierKind = "Kustomization" if kinds[0] == "kustomizationRef" else "Application"
+    return ApplierRef(kind, ref_namespace, name, cluster), quiet.total_seconds(), "", None
+
+
+def _webhook(raw: Raw) -> tuple[WebhookEndpoint | None, str]:
+    """``spec.applier.webhook`` (D7), or why it cannot be used (the CRD's rules again)."""
+    url = str(raw.get("url", ""))
+    problem = url_problem(url)
+    secret = str(_map(raw.get("secretRef")).get("name") or "")
+    if problem is None and not secret:
+        problem = "spec.applier.webhook.secretRef.name is required"
+    try:
+        timeout = parse_duration(
+            str(raw.get("timeout") or defaults.WEBHOOK_TIMEOUT)
+        ).total_seconds()
+    except DurationError as err:
+        problem = problem or f"spec.applier.webhook.timeout: {err}"
+        timeout = defaults.WEBHOOK_TIMEOUT_S
+    if problem is None and not 0 < timeout <= MAX_TIMEOUT_S:
+        problem = (
+            f"spec.applier.webhook.timeout must be more than 0s and at most {MAX_TIMEOUT_S:g}s"
+        )
+    if problem is not None:
+        return None, problem
+    return WebhookEndpoint(url, secret, timeout), ""
 
 
 def _stored_applier(raw: Raw) -> Raw | None:
@@ -294,7 +330,8 @@ def parse_git_target(raw: Raw) -> GitTargetView:
     prune = str(_map(spec.get("prune")).get("mode") or defaults.PRUNE_MODE)
     on_refusal = str(spec.get("onRefusal") or defaults.ON_REFUSAL)
     cluster = str(_map(spec.get("clusterProviderRef")).get("name") or defaults.CLUSTER_PROVIDER)
-    applier, quiet_period_s, applier_problem = parse_applier(spec, cluster)
+    namespace = str(_map(raw.get("metadata")).get("namespace", ""))
+    applier, quiet_period_s, applier_problem, webhook = parse_applier(spec, cluster, namespace)
     return GitTargetView(
         meta=parse_meta(raw),
         provider=str(_map(spec.get("providerRef")).get("name", "")),
@@ -310,6 +347,7 @@ def parse_git_target(raw: Raw) -> GitTargetView:
         quiet_period_s=quiet_period_s,
         applier_problem=applier_problem,
         applier_status=_stored_applier(raw),
+        webhook=webhook,
     )
 
 

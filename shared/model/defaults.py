@@ -33,6 +33,8 @@ CLUSTER_PROVIDER: Final = "default"
 PRUNE_MODE: Final[PruneMode] = "OnEvent"
 #: GitTarget ``spec.onRefusal``: no consent to revert a refused edit unless asked (S1).
 ON_REFUSAL: Final[OnRefusal] = "None"
+#: GitTarget ``spec.applier.webhook.timeout``: how long one webhook POST may take (D7).
+WEBHOOK_TIMEOUT: Final = "10s"
 
 #: GitTarget ``spec.applier.quietPeriod`` when left out (behaviour.md §1). No schema default,
 #: because a CEL rule refuses a quietPeriod next to an applicationRef.
@@ -43,9 +45,10 @@ EVENT_TEMPLATE: Final = "{operation} {kind} {namespace}/{name}"
 #: GitProvider ``spec.commit.message.groupTemplate`` when left out; fields ``count``, ``path``.
 GROUP_TEMPLATE: Final = "Mirror {count} API edits to {path}"
 
-#: The two durations in seconds, derived so that the spelling above stays the only one.
+#: The durations in seconds, derived so that the spelling above stays the only one.
 COMMIT_WINDOW_S: Final = parse_duration(COMMIT_WINDOW).total_seconds()
 QUIET_PERIOD_S: Final = parse_duration(QUIET_PERIOD).total_seconds()
+WEBHOOK_TIMEOUT_S: Final = parse_duration(WEBHOOK_TIMEOUT).total_seconds()
 
 #: (kind, field path) -> the constant that restates the field's schema ``default:``.
 SCHEMA_DEFAULTS: Final[Mapping[tuple[str, str], str]] = {
@@ -55,6 +58,7 @@ SCHEMA_DEFAULTS: Final[Mapping[tuple[str, str], str]] = {
     ("GitTarget", "spec.clusterProviderRef.name"): CLUSTER_PROVIDER,
     ("GitTarget", "spec.prune.mode"): PRUNE_MODE,
     ("GitTarget", "spec.onRefusal"): ON_REFUSAL,
+    ("GitTarget", "spec.applier.webhook.timeout"): WEBHOOK_TIMEOUT,
 }
 #: (kind, field path) -> the product's value for a field whose schema has no ``default:``.
 PRODUCT_DEFAULTS: Final[Mapping[tuple[str, str], str]] = {

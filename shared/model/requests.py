@@ -13,6 +13,7 @@ from typing import Any
 
 from shared.model.appliers import OUTCOMES, REASONS, Outcome, Reason
 from shared.model.config import ApplierRef
+from shared.model.webhook import WebhookEndpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,8 @@ class ApplyRequest:
     reasons: dict[Reason, list[str]]
     applier: ApplierRef
     sent_at: float
+    #: Where a ``Webhook`` applier is POSTed (D7); None for every other kind.
+    webhook: WebhookEndpoint | None = None
 
     def to_json(self) -> str:
         """JSON for the rq job argument."""
@@ -40,6 +43,8 @@ class ApplyRequest:
             "applier": self.applier.to_data(),
             "sent_at": self.sent_at,
         }
+        if self.webhook is not None:
+            data["webhook"] = self.webhook.to_data()
         return json.dumps(data, sort_keys=True)
 
     @classmethod
@@ -57,8 +62,9 @@ class ApplyRequest:
                 reasons,
                 ApplierRef.from_data(data["applier"]),
                 float(data["sent_at"]),
+                WebhookEndpoint.from_data(data["webhook"]) if data.get("webhook") else None,
             )
-        except (KeyError, TypeError, json.JSONDecodeError) as err:
+        except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"malformed apply request: {err}") from err
 
 

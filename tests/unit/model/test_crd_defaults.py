@@ -20,7 +20,13 @@ from shared.model.crds import parse_git_provider, parse_git_target
 
 #: Module-level names in ``shared.model.defaults`` that are not field defaults themselves.
 NOT_FIELD_DEFAULTS = frozenset(
-    {"COMMIT_WINDOW_S", "QUIET_PERIOD_S", "SCHEMA_DEFAULTS", "PRODUCT_DEFAULTS"}
+    {
+        "COMMIT_WINDOW_S",
+        "QUIET_PERIOD_S",
+        "WEBHOOK_TIMEOUT_S",
+        "SCHEMA_DEFAULTS",
+        "PRODUCT_DEFAULTS",
+    }
 )
 
 

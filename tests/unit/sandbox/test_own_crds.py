@@ -276,7 +276,7 @@ def test_applier_names_exactly_one_ref(schemas: dict[str, dict[str, Any]], both:
         schemas,
         target,
         "spec.applier",
-        "spec.applier must name exactly one of kustomizationRef and applicationRef",
+        "spec.applier must name exactly one of kustomizationRef, applicationRef and webhook",
     )
 
 

@@ -142,7 +142,7 @@ def test_applier_rules_of_the_crd_are_checked_again() -> None:
     }
     assert _applier(both) == (
         None,
-        "spec.applier must name exactly one of kustomizationRef and applicationRef",
+        "spec.applier must name exactly one of kustomizationRef, applicationRef and webhook",
     )
     quiet_app = {"applicationRef": {"name": "a", "namespace": "b"}, "quietPeriod": "5s"}
     ref, problem = _applier(quiet_app)
