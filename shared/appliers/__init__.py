@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from shared.appliers.argocd import ArgoApplier
 from shared.appliers.flux import FluxApplier
-from shared.appliers.interface import ApplierAdapter, Pending, Refused, Sent, Unneeded
+from shared.appliers.interface import ApplierAdapter, Busy, Pending, Refused, Sent, Unneeded
 
 __all__ = [
     "ApplierAdapter",
+    "Busy",
     "Pending",
     "Refused",
     "Sent",

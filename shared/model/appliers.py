@@ -17,6 +17,15 @@ Outcome = Literal["Delivered", "Stale", "NothingToAsk", "Failed"]
 ApplierKind = Literal["Kustomization", "Application"]
 REASONS: tuple[Reason, ...] = ("ForeignCommit", "Refusal", "CatchUp")
 OUTCOMES: tuple[Outcome, ...] = ("Delivered", "Stale", "NothingToAsk", "Failed")
+#: The kinds that are ever owed a CatchUp (A1): a Kustomization, whose GitRepository's artifact
+#: must follow our own pushes. An Argo CD Application with automated sync off applies nothing
+#: on its own, so nothing it holds goes stale; any other kind is never owed one either.
+CATCH_UP_KINDS: frozenset[str] = frozenset({"Kustomization"})
+
+
+def catches_up(kind: str) -> bool:
+    """A1: whether an applier of ``kind`` is ever owed a CatchUp (the one rule for it)."""
+    return kind in CATCH_UP_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +80,7 @@ class Applier:
             owed["ForeignCommit"] = self.foreign_uids
         if self.refusals:
             owed["Refusal"] = self.refusals
-        if self.catch_up and self.catch_up_uids and self.kind == "Kustomization":
+        if self.catch_up and self.catch_up_uids and catches_up(self.kind):
             owed["CatchUp"] = self.catch_up_uids
         return owed
 
