@@ -10,21 +10,21 @@ functions say what to write and what the Application's status means:
   builds its operation"): ``sync.source`` a copy of ``spec.source``, ``sync.prune`` from
   ``syncPolicy.automated.prune`` (kept there with ``enabled: false``), ``sync.syncOptions`` and
   ``retry`` from ``syncPolicy`` (autosync's ``{limit: 5}`` without one), with ``sync.revision``
-  pinned to the checked commit, ``retry.refresh`` left out (A3: a refresh drops the pinned
-  revision on retry), ``initiatedBy {username: gitops-reverser, automated: true}`` (an
-  automated operation to sync windows, A6) and the request's token in ``info``.
+  pinned to the checked commit, ``retry.refresh`` left out (appliers.md A3: a refresh drops
+  the pinned revision on retry), ``initiatedBy {username: gitops-reverser, automated: true}`` (an
+  automated operation to sync windows, appliers.md A6) and the request's token in ``info``.
 - ``with_operation``: the whole Application as ``SetAppOperation`` writes it: the operation
-  set and ``status.operationState`` cleared (the CRD has no status subresource, A1), its
-  ``metadata.resourceVersion`` kept so that the update fails with 409 if it changed.
+  set and ``status.operationState`` cleared (the CRD has no status subresource, appliers.md
+  A1), its ``metadata.resourceVersion`` kept so that the update fails with 409 if it changed.
 - ``already_attempted``: the one case nothing is asked (``Unneeded``): a request without a
   Refusal at a commit whose sync this Application already finished. Automated sync skips such
-  a revision too (A2 ``alreadyAttemptedSync``), and it is the Flux rule's analogue (D4: a
-  ForeignCommit whose artifact holds the commit is not stamped). A Refusal is always asked: it
-  reverts drift at an unchanged commit, which only a new sync does. ``status.sync`` is not
-  used: it is only as fresh as the last comparison (A4).
+  a revision too (appliers.md A2 ``alreadyAttemptedSync``). It is the Flux rule's analogue
+  (D4: a ForeignCommit whose artifact holds the commit is not stamped). A Refusal is always asked:
+  it reverts drift at an unchanged commit, which only a new sync does. ``status.sync`` is not
+  used: it is only as fresh as the last comparison (appliers.md A4).
 - ``finished_phase``: D6, the phase our operation ended in (``Succeeded``, ``Failed``,
   ``Error``), found by the token in ``status.operationState.operation.info``; ``Running`` with
-  ``finishedAt`` is a retry wait, not a finish (A3).
+  ``finishedAt`` is a retry wait, not a finish (appliers.md A3).
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ USERNAME = "gitops-reverser"
 #: ``operation.info`` entries: the request's token (D6 finds our operation by it) and reasons.
 TOKEN_INFO = "gitops-reverser-token"
 REASONS_INFO = "gitops-reverser-reasons"
-#: Phases of a completed operation (gitops-engine ``OperationPhase.Completed``, A3).
+#: Phases of a completed operation (gitops-engine ``OperationPhase.Completed``, appliers.md A3).
 FINISHED = ("Succeeded", "Failed", "Error")
-#: Automated sync's retry when ``syncPolicy.retry`` is absent (A2).
+#: Automated sync's retry when ``syncPolicy.retry`` is absent (appliers.md A2).
 DEFAULT_RETRY: Raw = {"limit": 5}
 
 
@@ -99,7 +99,8 @@ def sync_operation(application: Raw, commit: str, token: str, reasons: Iterable[
 
 def with_operation(application: Raw, operation: Raw) -> Obj:
     """The whole Application with ``operation`` set and ``status.operationState`` cleared,
-    as ``SetAppOperation`` updates it (A2); the resourceVersion read stays, as its guard."""
+    as ``SetAppOperation`` updates it (appliers.md A2); the resourceVersion read stays, as
+    its guard."""
     updated = copy.deepcopy(dict(application))
     updated["operation"] = copy.deepcopy(dict(operation))
     status = dict(_map(updated.get("status")))

@@ -4,14 +4,15 @@ The Application lives in a second API server (the applier's ClusterProvider) who
 rules give the product exactly the grant the code needs, get and update on
 ``applications.argoproj.io`` in one namespace (O4), and nothing else: no allow-all. The test
 plays the Argo CD application controller (facts: appliers.md A2 "How the controller consumes
-and clears it", A3): each time the attempt pauses, ``Controller.step`` takes the next state
-of its script, reading the operation the product set and writing ``status.operationState``
-and ``operation`` itself. Time is the attempt's injected clock, moved by those pauses, so
-nothing here sleeps.
+and clears it", appliers.md A3): each time the attempt pauses, ``Controller.step`` takes
+the next state of its script, reading the operation the product set and writing
+``status.operationState`` and ``operation`` itself. Time is the attempt's injected clock, moved by
+those pauses, so nothing here sleeps.
 
 D5 (a pinned sync with our initiator and token, a running operation waited out and never
 replaced, a 409 read again), D6 (Delivered only when our operation completed, the phase in
-the ledger), A1 (an Application is never owed a CatchUp, also through the store).
+the ledger), O4 (the grant is exactly what an attempt and the check use). A1 for an
+Application (never a CatchUp) is tests/integration/branch_worker/test_appliers.py's.
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ KEEP = object()
 
 
 def runs(app: Obj, **extra: Any) -> tuple[Any, Obj]:
-    """The controller picked up ``operation``: phase Running (A2 NewOperationState)."""
+    """The controller picked up ``operation``: phase Running (appliers.md A2 NewOperationState)."""
     state = (app.get("status") or {}).get("operationState") or {}
     operation = app.get("operation") or state.get("operation")
     new = {"operation": operation, "phase": "Running", "startedAt": "2026-12-01T10:00:00Z"}
@@ -131,7 +132,7 @@ def runs(app: Obj, **extra: Any) -> tuple[Any, Obj]:
 
 
 def ends(phase: str, message: str = "") -> Callable[[Obj], tuple[Any, Obj]]:
-    """The operation completed: ``operation: null`` and the state's phase (A2, A3)."""
+    """The operation completed: ``operation: null`` and the state's phase (appliers.md A2, A3)."""
 
     def end(app: Obj) -> tuple[Any, Obj]:
         state = dict(app["status"]["operationState"])
@@ -296,8 +297,8 @@ def test_a_request_sets_the_pinned_operation_and_is_delivered_when_it_succeeds(r
 
 
 def test_a_running_operation_is_waited_out_and_never_replaced(rig: Rig) -> None:
-    """D5: someone else's operation (held by a sync window, A6) runs on; the attempt writes
-    nothing until it completed, then sets its own."""
+    """D5: someone else's operation (held by a sync window, appliers.md A6) runs on; the
+    attempt writes nothing until it completed, then sets its own."""
     theirs = {"sync": {"revision": "abc"}, "initiatedBy": {"username": "alice"}}
     held = "Sync operation blocked by sync window"
     app = rig.admin.get_namespaced_custom_object(
@@ -384,8 +385,8 @@ def test_a_conflicting_update_reads_again_and_keeps_the_other_write(rig: Rig) ->
 def test_a_retry_wait_is_not_finished_and_a_failed_sync_is_delivered_as_failed(
     rig: Rig,
 ) -> None:
-    """D6: ``Running`` with ``finishedAt`` (A3: a failed sync waiting for its retry) is not
-    Delivered; the final ``Failed`` is, with the phase and message in the ledger."""
+    """D6: ``Running`` with ``finishedAt`` (appliers.md A3: a failed sync waiting for its
+    retry) is not Delivered; the final ``Failed`` is, with the phase and message in the ledger."""
     retrying = "one or more objects failed to apply. Retrying attempt #1 at 10:01AM."
     script = [
         runs,

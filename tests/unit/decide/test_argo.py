@@ -1,9 +1,9 @@
 """The Argo CD request as pure rules (D5, D6, A1), case by case.
 
 Shapes follow ../shared/facts/appliers.md A2 (the operation autoSync builds, SetAppOperation's
-update clearing ``status.operationState``), A3 (phases; ``Running`` with ``finishedAt`` is a
-retry wait; ``retry.refresh`` drops the pinned revision) and the real Application CRD, which
-the built operation is decoded against with no unknown field.
+update clearing ``status.operationState``), appliers.md A3 (phases; ``Running`` with
+``finishedAt`` is a retry wait; ``retry.refresh`` drops the pinned revision) and the real
+Application CRD, which the built operation is decoded against with no unknown field.
 """
 
 from __future__ import annotations
@@ -106,15 +106,15 @@ def test_the_operation_is_autosyncs_pinned_with_our_initiator_and_token() -> Non
 
 
 def test_without_a_policy_prune_is_off_and_retry_is_autosyncs_default() -> None:
-    """A2: ``automated.GetPrune()`` is false on a nil block; no ``syncPolicy.retry`` means
-    autosync's ``{limit: 5}``; no syncOptions are invented."""
+    """Facts appliers.md A2: ``automated.GetPrune()`` is false on a nil block; no
+    ``syncPolicy.retry`` means autosync's ``{limit: 5}``; no syncOptions are invented."""
     op = sync_operation(application(), COMMIT, "tok", ["ForeignCommit"])
     assert op["sync"] == {"revision": COMMIT, "source": SOURCE, "prune": False}
     assert op["retry"] == {"limit": 5}
 
 
 def test_a_retry_refresh_false_is_left_out_too() -> None:
-    """A3: only an absent ``refresh`` can never drop the pinned revision."""
+    """Facts appliers.md A3: only an absent ``refresh`` can never drop the pinned revision."""
     op = sync_operation(application({"retry": {"limit": 1, "refresh": False}}), COMMIT, "t", [])
     assert op["retry"] == {"limit": 1}
 
@@ -144,8 +144,9 @@ def test_the_written_application_decodes_against_the_real_crd() -> None:
 
 
 def test_the_update_clears_the_operation_state_and_keeps_the_guard() -> None:
-    """A2 SetAppOperation: operation set, ``status.operationState`` cleared, the rest of the
-    status and the resourceVersion read kept; the Application read is not changed."""
+    """Facts appliers.md A2 SetAppOperation: operation set, ``status.operationState``
+    cleared, the rest of the status and the resourceVersion read kept; the Application read is not
+    changed."""
     app = application(state=ours(phase="Succeeded"))
     before = copy.deepcopy(app)
     op = sync_operation(app, COMMIT, "tok-2", ["ForeignCommit"])
@@ -178,13 +179,14 @@ def test_an_operation_in_progress_is_never_replaced(
     state: dict[str, Any] | None, operation: dict[str, Any] | None, busy: bool
 ) -> None:
     """D5: ``operation`` set (what SetAppOperation refuses on) or a state not completed
-    (A3: Running, a retry wait, a sync window's hold, Terminating) means wait."""
+    (appliers.md A3: Running, a retry wait, a sync window's hold, Terminating) means wait."""
     why = running(application(state=state, operation=operation))
     assert (why is not None) is busy
 
 
 def test_the_wait_message_names_the_window() -> None:
-    """A6: a sync window holds the operation Running with its message, which people see."""
+    """Facts appliers.md A6: a sync window holds the operation Running with its message,
+    which people see."""
     held = {"phase": "Running", "message": "Sync operation blocked by sync window"}
     why = running(application(state=held))
     assert why == "an operation is Running: Sync operation blocked by sync window"
@@ -232,8 +234,8 @@ def test_a_busy_applier_is_read_again_within_bounds(
 def test_only_a_commit_already_synced_without_a_refusal_asks_nothing(
     state: dict[str, Any] | None, reasons: list[Any], unneeded: bool
 ) -> None:
-    """A2 ``alreadyAttemptedSync``: a finished sync of the commit is not asked again; a
-    Refusal always is (it reverts drift at an unchanged commit)."""
+    """Facts appliers.md A2 ``alreadyAttemptedSync``: a finished sync of the commit is not
+    asked again; a Refusal always is (it reverts drift at an unchanged commit)."""
     assert already_attempted(application(state=state), COMMIT, reasons) is unneeded
 
 
