@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 import redis
 from kubernetes import client
+from prometheus_client import REGISTRY
 
 from sandbox import manifests as m
 from sandbox.githost import GitHost
@@ -272,6 +273,12 @@ def denied(tmp_path: Path, redis_client: redis.Redis, key_prefix: str) -> Iterat
     yield from _rig(tmp_path, redis_client, key_prefix, NO_UPDATE)
 
 
+def _delivered() -> float:
+    labels = {"applier_kind": "application", "reason": "ForeignCommit", "outcome": "Delivered"}
+    value = REGISTRY.get_sample_value("gitops_reverser_apply_requests_total", labels)
+    return value or 0.0
+
+
 def _operation_of(controller: Controller) -> Obj:
     return next(op for op in controller.seen if op)
 
@@ -281,7 +288,9 @@ def test_a_request_sets_the_pinned_operation_and_is_delivered_when_it_succeeds(r
     our initiator and token and the retry without refresh; D6: Delivered at Succeeded."""
     controller = Controller(rig.admin, [runs, ends("Succeeded", "successfully synced")])
     request = rig.request(["ForeignCommit"])
+    before = _delivered()
     outcome = rig.run(request, controller)
+    assert _delivered() == before + 1, 'apply_requests_total{applier_kind="application"}'
     assert outcome.outcome == "Delivered", outcome.message
     assert "sync Succeeded" in outcome.message and "successfully synced" in outcome.message
     operation = _operation_of(controller)
