@@ -1,8 +1,9 @@
 """``python -m sandbox up``: the local stand-ins for a cluster, in the foreground.
 
 Starts the Kubernetes API server double (with the project's CRDs and the real Flux and Argo CD
-CRDs), the Git host, and the Flux source- and kustomize-controller doubles (``--no-flux`` to
-leave them out), writes ``DIR/kubeconfig`` (context ``sandbox``) and ``DIR/sandbox.json``
+CRDs), the Git host, the Flux source- and kustomize-controller doubles (``--no-flux`` to
+leave them out) and the Argo CD application-controller double (``--no-argocd``), writes
+``DIR/kubeconfig`` (context ``sandbox``) and ``DIR/sandbox.json``
 (URLs, ports, repositories), and stops cleanly on Ctrl-C or SIGTERM. The stand-ins themselves
 are started by ``sandbox.stack``.
 """
@@ -38,6 +39,7 @@ def up(args: argparse.Namespace) -> int:
         args.git_port,
         tuple(args.repo or [DEFAULT_REPO]),
         flux=not args.no_flux,
+        argocd=not args.no_argocd,
     )
     kubeconfig = args.dir + "/kubeconfig"
     print(
@@ -69,6 +71,9 @@ def parser() -> argparse.ArgumentParser:
         "--repo", action="append", help=f"a repository to create (default {DEFAULT_REPO})"
     )
     run.add_argument("--no-flux", action="store_true", help="do not run the Flux controllers")
+    run.add_argument(
+        "--no-argocd", action="store_true", help="do not run the Argo CD application-controller"
+    )
     run.set_defaults(func=up)
     demo = sub.add_parser("demo", help="run the product on the sandbox: an edit and a push")
     demo.add_argument("--dir", default=".demo", help="where everything goes (wiped first)")

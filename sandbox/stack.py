@@ -1,4 +1,4 @@
-"""The sandbox's stand-ins started together: the API server double, the Git host and Flux.
+"""The sandbox's stand-ins started together: the API server double, the Git host, Flux, Argo CD.
 
 ``python -m sandbox up`` runs this in the foreground; the demo, the e2e harness and the
 benchmarks start it in their own process. Kept apart from the command line so that none of
@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox.argocd import ArgoCDController
 from sandbox.flux import FluxControllers
 from sandbox.githost import GitHost
 from sandbox.kube.server import KubeApiServer
@@ -29,6 +30,7 @@ class Sandbox:
     githost: GitHost
     repos: list[str]
     flux: FluxControllers | None = None
+    argocd: ArgoCDController | None = None
 
     def describe(self) -> dict[str, object]:
         """What ``sandbox.json`` holds: enough for a test or a person to reach everything."""
@@ -45,12 +47,13 @@ class Sandbox:
         The API server goes first: closing it ends the controllers' open watch streams, which
         a client cannot interrupt while no event arrives.
         """
-        if self.flux is not None:
-            self.flux.stopping()
+        controllers = [c for c in (self.flux, self.argocd) if c is not None]
+        for controller in controllers:
+            controller.stopping()
         self.githost.stop()
         self.kube.stop()
-        if self.flux is not None:
-            self.flux.stop()
+        for controller in controllers:
+            controller.stop()
 
 
 def start(
@@ -59,6 +62,8 @@ def start(
     git_port: int = 0,
     repos: tuple[str, ...] = (DEFAULT_REPO,),
     flux: bool = True,
+    *,
+    argocd: bool = True,
 ) -> Sandbox:
     """Start the stand-ins and write ``kubeconfig`` and ``sandbox.json`` into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -73,5 +78,8 @@ def start(
     if flux:
         running.flux = FluxControllers(kube.api_client(), directory / "flux")
         running.flux.start()
+    if argocd:
+        running.argocd = ArgoCDController(kube.api_client(), directory / "argocd")
+        running.argocd.start()
     (directory / "sandbox.json").write_text(json.dumps(running.describe(), indent=2) + "\n")
     return running

@@ -76,7 +76,7 @@ class GitCache:
         if ref.commit:
             return Resolved(ref.commit, _revision(ref.branch, ref.commit))
         if ref.name:
-            sha = self._remote_sha(url, ref.name, timeout)
+            sha = self.remote_sha(url, ref.name, timeout)
             return Resolved(sha, _revision(ref.name, sha))
         if ref.semver:
             raise GitFailure(f"semver ref '{ref.semver}' is not supported by the sandbox double")
@@ -85,14 +85,14 @@ class GitCache:
             if ref.tag
             else (f"refs/heads/{ref.branch}", ref.branch)
         )
-        sha = self._remote_sha(url, full, timeout)
+        sha = self.remote_sha(url, full, timeout)
         return Resolved(sha, _revision(short, sha))
 
     def fetch(self, cache: str, url: str, ref: GitRef, sha: str, timeout: float) -> Path:
         """Fetch ``sha`` (checking it is on ``ref.branch`` when both are set); the cache path."""
         repo = self._cache(cache)
         if ref.commit and ref.branch:
-            tip = self._remote_sha(url, f"refs/heads/{ref.branch}", timeout)
+            tip = self.remote_sha(url, f"refs/heads/{ref.branch}", timeout)
             self._git(repo, timeout, "fetch", "--no-tags", "--quiet", url, tip)
             if self._git_status(repo, timeout, "merge-base", "--is-ancestor", sha, tip) != 0:
                 raise GitFailure(
@@ -107,7 +107,8 @@ class GitCache:
         dest.parent.mkdir(parents=True, exist_ok=True)
         self._git(repo, timeout, "archive", "--format=tar.gz", "-o", str(dest), sha)
 
-    def _remote_sha(self, url: str, full_ref: str, timeout: float) -> str:
+    def remote_sha(self, url: str, full_ref: str, timeout: float) -> str:
+        """The commit ``full_ref`` (an annotated tag peeled) points at on the remote now."""
         peeled = f"{full_ref}^{{}}"  # an annotated tag's commit; git lists it only when asked
         out = self._git(self._root, timeout, "ls-remote", url, full_ref, peeled)
         refs = {ref: sha for sha, ref in (line.split("\t", 1) for line in out.splitlines())}

@@ -102,7 +102,7 @@ class Applier:
             except NotFoundError:
                 continue
             except DynamicApiError as err:
-                raise ApplyFailed(f"{subject_of(live)} prune failed: {_message(err)}") from err
+                raise ApplyFailed(f"{subject_of(live)} prune failed: {api_message(err)}") from err
             changes.append(Change(subject_of(live), DELETED))
         return changes
 
@@ -134,7 +134,7 @@ class Applier:
             ).to_dict()
         except DynamicApiError as err:
             raise ApplyFailed(
-                f"{subject_of(live)} metadata cleanup failed: {_message(err)}"
+                f"{subject_of(live)} metadata cleanup failed: {api_message(err)}"
             ) from err
         return cleaned
 
@@ -154,7 +154,7 @@ class Applier:
             ).to_dict()
         except DynamicApiError as err:
             step = "dry-run failed" if dry_run else "apply failed"
-            raise ApplyFailed(f"{subject_of(obj)} {step}: {_message(err)}") from err
+            raise ApplyFailed(f"{subject_of(obj)} {step}: {api_message(err)}") from err
         return applied
 
 
@@ -163,7 +163,7 @@ def _owned_by(live: dict[str, Any], owner: tuple[str, str]) -> bool:
     return (labels.get(OWNER_NAME), labels.get(OWNER_NAMESPACE)) == owner
 
 
-def _message(err: DynamicApiError) -> str:
+def api_message(err: DynamicApiError) -> str:
     """The Status message of an API error (its reason when the body is not a Status)."""
     try:
         body = json.loads(err.body or "")

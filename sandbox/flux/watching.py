@@ -1,4 +1,7 @@
-"""List-then-watch of one Flux kind, feeding the controllers' event handler.
+"""List-then-watch of one kind, feeding a controller double's event handler.
+
+Shared by the Flux doubles and the Argo CD double (``sandbox.argocd``): anything with a
+``list_call(kind)`` (``Lister``) can be watched.
 
 As an informer does: list (every listed object goes through the handler, objects gone from
 the list are forgotten), then watch from the list's ``resourceVersion``; on ``410 Gone``, a
@@ -11,12 +14,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
-
-from sandbox.flux.kubeapi import FluxApi
 
 logger = logging.getLogger(__name__)
 
@@ -30,10 +31,18 @@ Resync = Callable[[str], str]  # (kind) -> resourceVersion of a fresh list fed t
 Handle = Callable[[str, dict[str, Any]], None]  # (event type, raw object)
 
 
+class Lister(Protocol):
+    """What a watch needs from a controller's API door."""
+
+    def list_call(self, kind: str) -> tuple[Callable[..., Any], tuple[str, ...]]:
+        """The list function and its positional arguments for ``kind``."""
+        ...
+
+
 class KindWatcher:
     """A background list+watch loop for one kind."""
 
-    def __init__(self, kind: str, api: FluxApi, resync: Resync, handle: Handle) -> None:
+    def __init__(self, kind: str, api: Lister, resync: Resync, handle: Handle) -> None:
         self._kind = kind
         self._api = api
         self._resync = resync
@@ -41,7 +50,7 @@ class KindWatcher:
         self._stopping = threading.Event()
         self._watch: watch.Watch | None = None
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name=f"flux-watch-{kind}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"watch-{kind}", daemon=True)
 
     def start(self) -> None:
         """Begin listing and watching in the background."""

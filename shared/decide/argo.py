@@ -41,8 +41,8 @@ Obj = dict[str, Any]
 #: ``operation.initiatedBy.username`` of every operation the product sets.
 USERNAME = "gitops-reverser"
 #: ``operation.info`` entries: the request's token (D6 finds our operation by it) and reasons.
-TOKEN_INFO = "gitops-reverser-token"
-REASONS_INFO = "gitops-reverser-reasons"
+TOKEN_INFO = "gitops-reverser/token"
+REASONS_INFO = "gitops-reverser/reasons"
 #: Phases of a completed operation (gitops-engine ``OperationPhase.Completed``, appliers.md A3).
 FINISHED = ("Succeeded", "Failed", "Error")
 #: Automated sync's retry when ``syncPolicy.retry`` is absent (appliers.md A2).

@@ -299,7 +299,7 @@ def test_a_request_sets_the_pinned_operation_and_is_delivered_when_it_succeeds(r
     assert operation["sync"]["prune"] is True
     assert operation["sync"]["syncOptions"] == ["ServerSideApply=true"]
     assert operation["initiatedBy"] == {"username": "gitops-reverser", "automated": True}
-    assert {"name": "gitops-reverser-token", "value": request.token} in operation["info"]
+    assert {"name": "gitops-reverser/token", "value": request.token} in operation["info"]
     assert operation["retry"] == {"limit": 2, "backoff": {"duration": "5s"}}
     last, _ = rig.ctx.ledger.last_request(GitTargetUid(rig.uid))
     assert last is not None and last.outcome == "Delivered" and "Succeeded" in last.message

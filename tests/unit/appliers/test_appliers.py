@@ -268,7 +268,7 @@ def test_a_request_sets_the_pinned_operation_with_one_guarded_update() -> None:
     assert body["operation"]["sync"]["revision"] == COMMIT
     assert body["operation"]["sync"]["prune"] is True
     assert body["operation"]["initiatedBy"] == {"username": "gitops-reverser", "automated": True}
-    assert {"name": "gitops-reverser-token", "value": "tok-9"} in body["operation"]["info"]
+    assert {"name": "gitops-reverser/token", "value": "tok-9"} in body["operation"]["info"]
     assert "operationState" not in body["status"]
     assert not sent.handled()
     stored = _app(cluster)

@@ -99,7 +99,7 @@ def test_the_operation_is_autosyncs_pinned_with_our_initiator_and_token() -> Non
         "initiatedBy": {"username": "gitops-reverser", "automated": True},
         "info": [
             {"name": TOKEN_INFO, "value": "tok-1"},
-            {"name": "gitops-reverser-reasons", "value": "ForeignCommit+Refusal"},
+            {"name": "gitops-reverser/reasons", "value": "ForeignCommit+Refusal"},
         ],
         "retry": {"limit": 3, "backoff": {"duration": "5s", "factor": 2}},
     }
