@@ -1,11 +1,13 @@
 """One apply attempt: read everything again, ask the applier once, wait until it finished.
 
-D2-D4, D6. The attempt never retries and never asks for something weaker than it was told: a
+D2-D6. The attempt never retries and never asks for something weaker than it was told: a
 reason no GitTarget still holds is dropped (NothingToAsk when none is left); the applier's own
-module (``shared.appliers.for_kind``) reads its objects and may refuse (Failed); a moved tip or
-a pending write means nothing is stamped (Stale, D3, checked here for every kind alike between
-the read and the stamp); the module stamps one object, never two (D4); Delivered only once the
-applier handled the request (D6), else Failed after the deadline.
+module (``shared.appliers.for_kind``) reads its objects and may refuse (Failed) or find them
+busy (an Argo CD operation running, D5: read again after a pause; a 409 on our write: read
+again at once, a bounded number of times); a moved tip or a pending write means nothing is
+stamped (Stale, D3, checked here for every kind alike between each read and the stamp); the
+module stamps one object, never two (D4); Delivered only once the applier handled the request
+(D6), else Failed at the deadline, which the wait for a busy applier shares.
 """
 
 from __future__ import annotations
@@ -15,8 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.dispatcher.facts import target_facts
-from shared.appliers import ApplierAdapter, Refused, Sent, UnknownApplierKind, Unneeded, for_kind
-from shared.decide.attempt import holders
+from shared.appliers import (
+    ApplierAdapter,
+    Busy,
+    Refused,
+    Sent,
+    UnknownApplierKind,
+    Unneeded,
+    for_kind,
+)
+from shared.decide.attempt import after_busy, holders
 from shared.decide.quiet import stale_reason
 from shared.git.errors import GitError
 from shared.kube.api import KubeClient
@@ -67,26 +77,64 @@ def _ask(
     dropped: list[Reason],
     ports: Ports,
 ) -> AttemptOutcome:
-    pending = applier.read(ports.cluster_for(request.applier.cluster_provider), request)
+    cluster = ports.cluster_for(request.applier.cluster_provider)
+    deadline = ports.clock() + ports.handled_timeout_s
+    conflicts = 0
+    while True:
+        asked = _read_and_request(applier, cluster, request, reasons, dropped=dropped, ports=ports)
+        if not isinstance(asked, Busy):
+            break
+        conflicts += asked.conflict
+        step = after_busy(asked.conflict, conflicts, ports.clock(), deadline)
+        if step == "give-up":
+            why = f"conflict {conflicts} times" if asked.conflict else "timeout"
+            return _outcome(request, "Failed", f"{why}: {asked.message}", dropped, ports)
+        if step == "pause":
+            ports.pause(ports.poll_s)
+    if isinstance(asked, AttemptOutcome):
+        return asked
+    if isinstance(asked, Unneeded):
+        return _outcome(request, "Delivered", asked.message, dropped, ports)
+    ports.stamped(request, reasons, asked.plan)
+    return _wait_handled(
+        request, applier.product, asked, dropped=dropped, deadline=deadline, ports=ports
+    )
+
+
+def _read_and_request(
+    applier: ApplierAdapter,
+    cluster: KubeClient,
+    request: ApplyRequest,
+    reasons: dict[Reason, list[str]],
+    *,
+    dropped: list[Reason],
+    ports: Ports,
+) -> AttemptOutcome | Busy | Sent | Unneeded:
+    """Read the applier, check the branch (D3) and ask: one pass, read again when Busy."""
+    pending = applier.read(cluster, request)
     if isinstance(pending, Refused):
         return _outcome(request, "Failed", pending.message, dropped, ports)
+    if isinstance(pending, Busy):
+        return pending
     state = ports.branch_state(request.branch_key)
     why = stale_reason(request.commit, ports.tip(request), state.view())
     if why:
         return _outcome(request, "Stale", why, dropped, ports)
-    sent = pending.request(reasons, request.token)
-    if isinstance(sent, Refused):  # the applier turned the request down (a webhook's non-2xx)
-        return _outcome(request, "Failed", sent.message, dropped, ports)
-    if isinstance(sent, Unneeded):
-        return _outcome(request, "Delivered", sent.message, dropped, ports)
-    ports.stamped(request, reasons, sent.plan)
-    return _wait_handled(request, applier.product, sent, dropped, ports)
+    asked = pending.request(reasons, request.token)
+    if isinstance(asked, Refused):  # the applier turned the request down (a webhook's non-2xx)
+        return _outcome(request, "Failed", asked.message, dropped, ports)
+    return asked
 
 
 def _wait_handled(
-    request: ApplyRequest, product: str, sent: Sent, dropped: list[Reason], ports: Ports
+    request: ApplyRequest,
+    product: str,
+    sent: Sent,
+    *,
+    dropped: list[Reason],
+    deadline: float,
+    ports: Ports,
 ) -> AttemptOutcome:
-    deadline = ports.clock() + ports.handled_timeout_s
     while True:
         if sent.handled():
             return _outcome(

@@ -11,11 +11,12 @@ import time
 
 from shared.appliers.argocd import ArgoApplier
 from shared.appliers.flux import FluxApplier
-from shared.appliers.interface import ApplierAdapter, Pending, Refused, Sent, Unneeded
+from shared.appliers.interface import ApplierAdapter, Busy, Pending, Refused, Sent, Unneeded
 from shared.appliers.webhook import WebhookApplier
 
 __all__ = [
     "ApplierAdapter",
+    "Busy",
     "Pending",
     "Refused",
     "Sent",

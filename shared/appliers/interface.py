@@ -5,9 +5,12 @@ The watcher and the dispatcher talk to an applier only through these types, so a
 An attempt runs in three steps with the dispatcher's own D3 check between the first two:
 
 1. ``ApplierAdapter.read`` fetches the applier's objects for one request and either refuses
-   (``Refused``: not found, follows another source, not supported) or returns a ``Pending``;
+   (``Refused``: not found, follows another source, not supported), finds it busy (``Busy``:
+   an Argo CD operation is running; the dispatcher reads again until its deadline) or returns
+   a ``Pending``;
 2. ``Pending.request`` stamps the applier (``Sent``), finds it holds the commit already
-   (``Unneeded``), or is turned down by it (``Refused``: a webhook answered non-2xx);
+   (``Unneeded``), finds it changed since the read (``Busy``, then read and decide again), or
+   is turned down by it (``Refused``: a webhook answered non-2xx, D7);
 3. ``Sent.handled`` says whether the applier has finished that request; the dispatcher polls it
    until its deadline.
 
@@ -42,12 +45,24 @@ class Unneeded:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Busy:
+    """The applier cannot be asked yet (D5): it runs an operation we must not replace, or
+    (``conflict``) it changed between our read and our write (409). Either way the dispatcher
+    reads it again and decides again: after a pause until its deadline, or at once a bounded
+    number of times for a conflict."""
+
+    message: str
+    conflict: bool = False
+
+
 class Sent(Protocol):
     """A request the applier has received (it was stamped)."""
 
     @property
     def plan(self) -> str:
-        """What was stamped, for people (Events, outcome messages), e.g. ``stamp-source``."""
+        """What was stamped, for people (Events, outcome messages), e.g. ``stamp-source``; once
+        ``handled`` said True it may also say what the applier made of it (Argo CD's phase)."""
         ...
 
     def handled(self) -> bool:
@@ -58,7 +73,7 @@ class Sent(Protocol):
 class Pending(Protocol):
     """The applier's objects for one request, read just now and found to follow our branch."""
 
-    def request(self, reasons: Iterable[Reason], token: str) -> Sent | Unneeded | Refused:
+    def request(self, reasons: Iterable[Reason], token: str) -> Sent | Unneeded | Busy | Refused:
         """D4: stamp the one object that makes the applier apply the commit, or nothing; a
         request the applier turns down at once is ``Refused`` (Failed, D7)."""
         ...
@@ -83,6 +98,6 @@ class ApplierAdapter(Protocol):
         fetch on its own (kinds without such a source ignore it)."""
         ...
 
-    def read(self, client: KubeClient, request: ApplyRequest) -> Pending | Refused:
+    def read(self, client: KubeClient, request: ApplyRequest) -> Pending | Refused | Busy:
         """The applier's objects for ``request`` (D4's first half), or why it cannot be asked."""
         ...

@@ -13,13 +13,15 @@ person would fix them (the guide ``docs/flux.md`` lists the same order):
   interval of at least ``min_source_interval``; the Kustomization's ``spec.path`` covers the
   GitTarget's path; we may get and patch both;
 - Argo CD (facts: appliers.md A1): the Application exists, has one source (``spec.source``;
-  a non-empty ``spec.sources`` wins over it) on this repository with ``targetRevision`` the
-  branch, automated sync is off (``automated`` absent or ``enabled: false``), we may get and
+  a non-empty ``spec.sources`` or a ``spec.sourceHydrator`` wins over it) on this repository
+  with ``targetRevision`` the branch, automated sync is off (``automated`` absent or
+  ``enabled: false``), its ``spec.source.path`` covers the GitTarget's path, we may get and
   update it.
 
 A configuration error is ``False`` (it stalls the GitTarget); a check that could not finish
-is ``Unknown`` (it heals by itself). The Flux source rule (``source_problem``) is also the one
-the dispatcher applies just before it stamps (D4), so the two never judge a source apart.
+is ``Unknown`` (it heals by itself). The Flux source rule (``source_problem``) and the
+Application rule (``application_problem``) are also the ones the dispatcher applies just before
+it asks (D4, D5), so the two never judge an applier apart.
 """
 
 from __future__ import annotations
@@ -315,24 +317,21 @@ def check_flux(subject: Subject, found: FluxFound, min_interval_s: float) -> Wan
     return problem or configured(subject)
 
 
-def _argo_source(subject: Subject, where: str, spec: Raw) -> Wanted | None:
+def _argo_source(where: str, spec: Raw, url: str, branch: str) -> Problem | None:
     if spec.get("sources") or spec.get("sourceHydrator"):
-        return _false(
+        return Problem(
             SOURCE_MISMATCH,
             f"Application {where} has several sources (or a "
             "hydrator); it must sync from a single spec.source",
         )
     source = _map(spec.get("source"))
-    url = str(source.get("repoURL", ""))
+    repo = str(source.get("repoURL", ""))
     revision = str(source.get("targetRevision") or "HEAD")
-    if normalise_url(url) != normalise_url(subject.url):
-        return _false(
-            SOURCE_MISMATCH, f"Application {where} syncs {url} ({revision}), not {subject.url}"
-        )
-    if revision not in (subject.branch, f"refs/heads/{subject.branch}"):
-        return _false(
-            SOURCE_MISMATCH,
-            f"Application {where} syncs revision {revision}, not branch {subject.branch}",
+    if normalise_url(repo) != normalise_url(url):
+        return Problem(SOURCE_MISMATCH, f"Application {where} syncs {repo} ({revision}), not {url}")
+    if revision not in (branch, f"refs/heads/{branch}"):
+        return Problem(
+            SOURCE_MISMATCH, f"Application {where} syncs revision {revision}, not branch {branch}"
         )
     return None
 
@@ -348,22 +347,52 @@ def automated_sync(spec: Raw) -> bool:
     return automated.get("enabled") is not False
 
 
-def check_argo(subject: Subject, found: ArgoFound) -> Wanted:
-    """ApplierConfigured for an Argo CD Application."""
-    ref = subject.applier
-    where = f"{ref.namespace}/{ref.name}"
-    if found.application is None:
-        return _false(APPLIER_NOT_FOUND, f"Application {where} not found")
-    spec = _map(found.application.get("spec"))
-    problem = _argo_source(subject, where, spec)
+def application_problem(application: Raw, url: str, branch: str) -> Problem | None:
+    """Does an Application sync this repository and branch, and only when asked? (S2 and D5).
+
+    ApplierConfigured and the dispatcher's read before it sets an operation both ask this, so
+    an attempt never asks an Application the check would stall: a single ``spec.source``
+    (appliers.md A1: a non-empty ``spec.sources`` or a ``spec.sourceHydrator`` wins over it)
+    on ``url`` once both are normalised, ``targetRevision`` the branch or
+    ``refs/heads/<branch>`` (omitted means HEAD, not a branch), and automated sync off.
+    """
+    meta = _map(application.get("metadata"))
+    where = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    spec = _map(application.get("spec"))
+    problem = _argo_source(where, spec, url, branch)
     if problem is None and automated_sync(spec):
-        problem = _false(
+        problem = Problem(
             AUTOMATED_SYNC_ENABLED,
             f"Application {where} syncs by itself: "
             "remove spec.syncPolicy.automated or set its enabled: false",
         )
-    problem = problem or _denied(argo_permissions(ref), found.allowed)
-    return problem or configured(subject)
+    return problem
+
+
+def check_argo(subject: Subject, found: ArgoFound) -> Wanted:
+    """ApplierConfigured for an Argo CD Application.
+
+    In the order of the Flux check: the source, then whether it applies on its own
+    (``application_problem``), then the folder (``spec.source.path`` must cover the
+    GitTarget's path, as a Kustomization's must: behaviour.md is silent on the Argo CD path,
+    and a request to an Application that does not apply the folder could revert nothing),
+    then access.
+    """
+    ref = subject.applier
+    where = f"{ref.namespace}/{ref.name}"
+    if found.application is None:
+        return _false(APPLIER_NOT_FOUND, f"Application {where} not found")
+    problem = application_problem(found.application, subject.url, subject.branch)
+    if problem is not None:
+        return _false(problem.reason, problem.message)
+    path = str(_map(_map(found.application.get("spec")).get("source")).get("path") or "")
+    if not covers(path, subject.path):
+        return _false(
+            PATH_NOT_COVERED,
+            f"Application {where} applies {path or './'}, which "
+            f"does not hold the GitTarget's path {subject.path}",
+        )
+    return _denied(argo_permissions(ref), found.allowed) or configured(subject)
 
 
 def _shown_duration(seconds: float) -> str:

@@ -3,7 +3,8 @@
 The dispatcher gathers facts (the GitTargets as they are now, the branch and the applier) and
 these functions say what to do with them: which reasons still have a holder (D2; a reason
 without one is not asked, and nothing weaker is asked instead), which Flux object to stamp
-(D4), and when the applier has finished (D6). Whether the request is stale (D3) is a rule of
+(D4), when the applier has finished (D6), and how long a busy applier is waited for (D5; the
+Argo CD operation itself is ``shared.decide.argo``). Whether the request is stale (D3) is a rule of
 the branch's quietness, ``shared.decide.quiet.stale_reason``.
 """
 
@@ -87,3 +88,21 @@ def flux_handled(
     if plan == "stamp-source":
         return revision_commit(attempted_revision) == commit
     return True
+
+
+#: Conflicts (409) in one attempt after which it fails instead of reading again (D5).
+MAX_CONFLICTS = 5
+BusyStep = Literal["read-now", "pause", "give-up"]
+
+
+def after_busy(conflict: bool, conflicts: int, now: float, deadline: float) -> BusyStep:
+    """D5: what an attempt does when the applier was busy.
+
+    A write that lost a race (``conflict``, the ``conflicts``-th of this attempt) is read again
+    at once, at most ``MAX_CONFLICTS`` times; a running operation is read again after a pause,
+    until the attempt's deadline (the same one D6's wait has, so one attempt never outlives
+    it). Either way the attempt decides again from what it reads, never replacing anything.
+    """
+    if conflict:
+        return "read-now" if conflicts <= MAX_CONFLICTS else "give-up"
+    return "pause" if now < deadline else "give-up"

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from shared.decide.quiet import BranchView, is_quiet
-from shared.model.appliers import Applier, Attempt, Outcome, Reason, owes_catch_up
+from shared.model.appliers import Applier, Attempt, Outcome, Reason, catches_up
 from shared.model.defaults import QUIET_PERIOD_S
 from shared.model.requests import AttemptOutcome
 
@@ -28,8 +28,8 @@ def owe_foreign_commit(applier: Applier, commit: str, uids: Iterable[str]) -> Ap
 
 def owe_catch_up(applier: Applier, commit: str, uids: Iterable[str]) -> Applier:
     """A1: after our own push, a Kustomization owes a CatchUp (an Application or a webhook
-    never does: ``owes_catch_up``)."""
-    if not owes_catch_up(applier.kind):
+    never does: ``catches_up``)."""
+    if not catches_up(applier.kind):
         return applier
     return replace(applier, catch_up=commit, catch_up_uids=frozenset(uids))
 

@@ -1,4 +1,4 @@
-"""One cluster's API as raw JSON: get, list, watch, create, and merge-patch of status.
+"""One cluster's API as raw JSON: get, list, watch, create, update, and merge-patch of status.
 
 The product reads and writes objects as plain dicts (``shared.model`` parses what it needs),
 so every call goes through the official client's ``DynamicClient`` request path, which
@@ -128,6 +128,14 @@ class KubeClient:
     def create(self, res: ApiResource, namespace: str, body: Obj) -> Obj:
         """Create an object."""
         return dict(self.request("post", self.path(res, namespace), body=body))
+
+    def update(self, res: ApiResource, body: Obj, field_manager: str) -> Obj:
+        """Replace an object (PUT) as ``field_manager``. The body's
+        ``metadata.resourceVersion`` guards it: an object changed since it was read is a 409
+        (``Conflict``), to be read again."""
+        meta = body.get("metadata") or {}
+        path = self.path(res, str(meta.get("namespace", "")), str(meta.get("name", "")))
+        return dict(self.request("put", path, body=body, field_manager=field_manager))
 
     def ssar(self, verb: str, group: str, resource: str, namespace: str, name: str = "") -> bool:
         """Whether our identity may ``verb`` the resource (a SelfSubjectAccessReview)."""

@@ -17,13 +17,16 @@ Outcome = Literal["Delivered", "Stale", "NothingToAsk", "Failed"]
 ApplierKind = Literal["Kustomization", "Application", "Webhook"]
 REASONS: tuple[Reason, ...] = ("ForeignCommit", "Refusal", "CatchUp")
 OUTCOMES: tuple[Outcome, ...] = ("Delivered", "Stale", "NothingToAsk", "Failed")
+#: The kinds that are ever owed a CatchUp (A1): a Kustomization, whose GitRepository's artifact
+#: must follow our own pushes. An Argo CD Application with automated sync off applies nothing
+#: on its own, so nothing it holds goes stale; a webhook applier gets ForeignCommit and Refusal
+#: only (D7).
+CATCH_UP_KINDS: frozenset[str] = frozenset({"Kustomization"})
 
 
-def owes_catch_up(kind: str) -> bool:
-    """A1: only a Flux Kustomization is owed a CatchUp after our own pushes (its
-    GitRepository's artifact must follow them); an Argo CD Application or a webhook gets
-    ForeignCommit and Refusal only (D7). The one place that says which kinds catch up."""
-    return kind == "Kustomization"
+def catches_up(kind: str) -> bool:
+    """A1: whether an applier of ``kind`` is ever owed a CatchUp (the one rule for it)."""
+    return kind in CATCH_UP_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +81,7 @@ class Applier:
             owed["ForeignCommit"] = self.foreign_uids
         if self.refusals:
             owed["Refusal"] = self.refusals
-        if self.catch_up and self.catch_up_uids and owes_catch_up(self.kind):
+        if self.catch_up and self.catch_up_uids and catches_up(self.kind):
             owed["CatchUp"] = self.catch_up_uids
         return owed
 

@@ -149,3 +149,28 @@ def test_gauges_show_what_is_owed_and_how_long_it_waited_for_quiet(rig: Rig) -> 
     loop.apply_requests()
     assert sample("gitops_reverser_quiet_wait_seconds") == 0.0, "quiet now: the request went out"
     assert len(_jobs(rig)) == 1
+
+
+APP = ApplierRef("Application", "argocd", "web", "default")
+
+
+def test_an_application_is_never_owed_a_catch_up_but_gets_foreign_commits(rig: Rig) -> None:
+    """A1: our own push owes an Argo CD Application nothing (no key, no job, however long the
+    branch stays quiet); a foreign commit reaches it as it reaches a Kustomization."""
+    rig.target = dataclasses.replace(rig.target, applier=APP)
+    rig.configs.publish_target(rig.target)
+    loop = rig.loop()
+    rig.publish("app", "CREATE")
+    rig.drain(loop)
+    rig.clock.now += 5
+    loop.flush()
+    rig.clock.now += 3600
+    loop.apply_requests()
+    assert _jobs(rig) == [], "no CatchUp after our push"
+    assert rig.client.get(rig.keys.applier(APP.key)) is None
+    foreign = rig.foreign_push()
+    loop.check_tip()
+    loop.apply_requests()
+    (request,) = _jobs(rig)
+    assert request.reasons == {"ForeignCommit": [str(rig.target.uid)]}
+    assert (request.commit, request.applier) == (foreign, APP)

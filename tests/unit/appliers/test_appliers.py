@@ -2,7 +2,7 @@
 
 A fake cluster client stands in for ``shared.kube.api.KubeClient`` (only get, path, request and
 ssar are used), so these tests show what each module reads, stamps and asks. Flux shapes follow
-../shared/facts/appliers.md F1-F3; Argo CD's request is not built yet (issue 10).
+../shared/facts/appliers.md F1-F3, Argo CD's A1-A3.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from typing import Any, cast
 
 import pytest
 
-from shared.appliers import Refused, UnknownApplierKind, Unneeded, for_kind
+from shared.appliers import Busy, Refused, UnknownApplierKind, Unneeded, for_kind
+from shared.appliers.argocd import ArgoPending, ArgoSent
 from shared.appliers.flux import FluxPending
 from shared.decide.applier_check import Subject
 from shared.kube.api import KubeClient
-from shared.kube.errors import NotFound
+from shared.kube.errors import Conflict, NotFound
 from shared.model.config import ApplierRef
 from shared.model.requests import ApplyRequest
 from shared.model.resources import ApiResource
@@ -53,6 +54,19 @@ class FakeCluster:
     def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
         self.writes.append((method, path, body))
         return body
+
+    def update(self, res: ApiResource, body: dict[str, Any], field_manager: str) -> Any:
+        """A PUT guarded by the resourceVersion, as the API server guards it (409)."""
+        meta = body["metadata"]
+        key = (res.resource, meta["namespace"], meta["name"])
+        stored = self.objects[key]["metadata"].get("resourceVersion")
+        if meta.get("resourceVersion") != stored:
+            raise Conflict(f"409 the object has been modified ({stored})", 409)
+        self.writes.append(("put", "/".join(key), body))
+        written = copy.deepcopy(body)
+        written["metadata"]["resourceVersion"] = str(int(stored or 0) + 1)
+        self.objects[key] = written
+        return copy.deepcopy(written)
 
     def ssar(self, verb: str, group: str, resource: str, namespace: str, name: str = "") -> bool:
         self.asked.append(f"{verb} {resource}")
@@ -206,20 +220,128 @@ def test_access_is_asked_only_once_the_configuration_holds() -> None:
     assert len(denied.asked) == 4
 
 
-def test_an_application_is_checked_but_its_request_is_not_supported_yet() -> None:
-    """S2 for Argo CD as before; D4 for an Application is issue 10: refused, nothing read."""
-    application = {
-        "kind": "Application",
-        "metadata": {"namespace": "argocd", "name": "web"},
-        "spec": {"source": {"repoURL": URL, "targetRevision": "main", "path": "x"}},
+def application(**spec: Any) -> dict[str, Any]:
+    body = {
+        "project": "default",
+        "destination": {"server": "https://kubernetes.default.svc", "namespace": "web"},
+        "source": {"repoURL": URL, "targetRevision": "main", "path": "x"},
+        "syncPolicy": {"automated": {"enabled": False, "prune": True}},
+        **spec,
     }
-    cluster = FakeCluster(application)
+    return {
+        "kind": "Application",
+        "metadata": {"namespace": "argocd", "name": "web", "resourceVersion": "7"},
+        "spec": body,
+    }
+
+
+def _app(cluster: FakeCluster) -> dict[str, Any]:
+    return cluster.objects[("applications", "argocd", "web")]
+
+
+def test_an_application_is_checked_and_access_is_get_and_update() -> None:
+    """S2 for Argo CD: configured, after asking exactly get and update (O4)."""
+    cluster = FakeCluster(application())
     subject = Subject("team-a", URL, "main", "x", APP)
     assert for_kind("Application").validate(cluster.client(), subject, HOUR).reason == (
         "Configured"
     )
     assert cluster.asked == ["get applications", "update applications"]
-    cluster.asked.clear()
+
+
+def test_a_request_sets_the_pinned_operation_with_one_guarded_update() -> None:
+    """D5: one PUT of the whole Application (the resourceVersion read), operation set,
+    operationState cleared; D6: handled once our token's state completed."""
+    app = application()
+    app["status"] = {"operationState": {"phase": "Succeeded", "operation": {"sync": {}}}}
+    cluster = FakeCluster(app)
+    pending = for_kind("Application").read(cluster.client(), request(APP))
+    assert isinstance(pending, ArgoPending)
+    sent = pending.request(["ForeignCommit"], "tok-9")
+    assert isinstance(sent, ArgoSent) and sent.plan == f"sync {COMMIT[:12]}"
+    [(method, path, body)] = cluster.writes
+    assert (method, path, body["metadata"]["resourceVersion"]) == (
+        "put",
+        "applications/argocd/web",
+        "7",
+    )
+    assert body["operation"]["sync"]["revision"] == COMMIT
+    assert body["operation"]["sync"]["prune"] is True
+    assert body["operation"]["initiatedBy"] == {"username": "gitops-reverser", "automated": True}
+    assert {"name": "gitops-reverser/token", "value": "tok-9"} in body["operation"]["info"]
+    assert "operationState" not in body["status"]
+    assert not sent.handled()
+    stored = _app(cluster)
+    stored["status"] = {
+        "operationState": {"phase": "Running", "operation": stored.pop("operation")}
+    }
+    assert not sent.handled()
+    stored["status"]["operationState"]["phase"] = "Error"
+    stored["status"]["operationState"]["message"] = "ComparisonError"
+    assert sent.handled()
+    assert sent.plan == f"sync {COMMIT[:12]}; sync Error: ComparisonError"
+
+
+def test_a_running_operation_makes_the_read_busy_and_nothing_is_written() -> None:
+    """D5: never replace an operation; the dispatcher reads again."""
+    app = application()
+    app["operation"] = {"sync": {"revision": OLD}, "initiatedBy": {"username": "alice"}}
+    cluster = FakeCluster(app)
     read = for_kind("Application").read(cluster.client(), request(APP))
-    assert read == Refused("Argo CD Applications are not supported yet")
-    assert cluster.asked == [] and cluster.writes == []
+    assert read == Busy("Application argocd/web: an operation is set (by alice), not started yet")
+    assert cluster.writes == []
+
+
+def test_a_lost_race_is_a_conflict_to_read_again() -> None:
+    """D5: the Application changed between read and update (409): nothing is written and
+    the attempt reads again."""
+    cluster = FakeCluster(application())
+    pending = for_kind("Application").read(cluster.client(), request(APP))
+    assert isinstance(pending, ArgoPending)
+    _app(cluster)["metadata"]["resourceVersion"] = "8"
+    sent = pending.request(["ForeignCommit"], "tok")
+    assert isinstance(sent, Busy) and sent.conflict
+    assert cluster.writes == [] and "operation" not in _app(cluster)
+    again = for_kind("Application").read(cluster.client(), request(APP))
+    assert isinstance(again, ArgoPending)
+    assert isinstance(again.request(["ForeignCommit"], "tok"), ArgoSent)
+
+
+def test_a_commit_already_synced_is_unneeded_unless_refused() -> None:
+    """The Unneeded case (shared.appliers.argocd docstring): no Refusal, and the last
+    operation finished a sync of this very commit."""
+    app = application()
+    app["status"] = {"operationState": {"phase": "Succeeded", "syncResult": {"revision": COMMIT}}}
+    cluster = FakeCluster(app)
+    pending = for_kind("Application").read(cluster.client(), request(APP))
+    assert isinstance(pending, ArgoPending)
+    assert pending.request(["ForeignCommit"], "t") == Unneeded(
+        f"the Application already synced {COMMIT[:12]}"
+    )
+    assert cluster.writes == []
+    assert isinstance(pending.request(["Refusal"], "t"), ArgoSent)
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason"),
+    [
+        ({"syncPolicy": {"automated": {"prune": True}}}, "AutomatedSyncEnabled"),
+        ({"source": {"repoURL": URL, "targetRevision": "dev"}}, "SourceMismatch"),
+        ({"sources": [{"repoURL": URL, "targetRevision": "main"}]}, "SourceMismatch"),
+    ],
+)
+def test_the_attempt_refuses_what_the_check_stalls(spec: dict[str, Any], reason: str) -> None:
+    """D5 judged by S2's rule: automated sync on, or another source, is refused before any
+    write, with the message ApplierConfigured gives."""
+    cluster = FakeCluster(application(**spec))
+    subject = Subject("team-a", URL, "main", "x", APP)
+    verdict = for_kind("Application").validate(cluster.client(), subject, HOUR)
+    read = for_kind("Application").read(cluster.client(), request(APP))
+    assert verdict.reason == reason
+    assert read == Refused(f"{reason}: {verdict.message}")
+    assert cluster.writes == []
+
+
+def test_a_missing_application_is_refused_as_applier_not_found() -> None:
+    read = for_kind("Application").read(FakeCluster().client(), request(APP))
+    assert read == Refused("ApplierNotFound: Application argocd/web not found")

@@ -308,6 +308,27 @@ def test_automated_sync_follows_argo_cds_rule(automated: Any, enabled: bool) -> 
     assert wanted.reason == ("AutomatedSyncEnabled" if enabled else "Configured")
 
 
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("clusters/prod/apps", "Configured"),
+        ("./clusters/prod", "Configured"),
+        ("", "Configured"),
+        ("clusters/staging", "PathNotCovered"),
+        ("clusters/prod/apps/web", "PathNotCovered"),
+    ],
+)
+def test_an_application_must_apply_the_gittargets_folder(path: str, reason: str) -> None:
+    """S2 as the Flux rule: ``spec.source.path`` is the GitTarget's folder or a parent of it
+    (the repository root covers everything); checked after automated sync, before access."""
+    source = {"repoURL": URL, "path": path, "targetRevision": "main"}
+    wanted = _argo(_application(source=source), allowed=False)
+    assert wanted.reason == (reason if reason != "Configured" else "AccessDenied")
+    assert _argo(_application(source=source)).reason == reason
+    automated = _argo(_application(source=source, syncPolicy={"automated": {}}))
+    assert automated.reason == "AutomatedSyncEnabled"
+
+
 def test_an_application_we_may_not_update_is_access_denied() -> None:
     """S2: we must be allowed to update the Application (O4: get, update)."""
     wanted = _argo(_application(), allowed=False)

@@ -25,7 +25,7 @@ from shared.decide.webhook import (
     headers,
     signature,
 )
-from shared.model.appliers import Applier, owes_catch_up
+from shared.model.appliers import Applier, catches_up
 from shared.model.config import ApplierRef, TargetConfig
 from shared.model.crds import parse_git_target
 from shared.model.ids import GitTargetUid
@@ -169,7 +169,7 @@ def test_only_a_2xx_is_delivered(status: int, ok: bool) -> None:
 )
 def test_only_a_kustomization_is_owed_a_catch_up(kind: str, owes: bool) -> None:
     """A1, D7: the one rule that says which kinds catch up after our own pushes."""
-    assert owes_catch_up(kind) == owes
+    assert catches_up(kind) == owes
 
 
 def test_a_webhook_record_is_never_owed_a_catch_up_but_is_owed_a_foreign_commit() -> None:
