@@ -135,13 +135,30 @@ class ConfigStore:
     def refusals(self, uid: GitTargetUid) -> dict[str, dict[str, str]]:
         """Every standing refusal of the GitTarget, by key."""
         raw: dict[str, str] = self._r.hgetall(self._keys.target(uid))  # type: ignore[assignment]
-        return {
-            name.removeprefix("refusal:"): dict(json.loads(value))
-            for name, value in sorted(raw.items())
-            if name.startswith("refusal:")
+        return _refusals(raw)
+
+    def first_refusals(self, uids: Sequence[GitTargetUid]) -> dict[GitTargetUid, dict[str, str]]:
+        """``refusal`` of many GitTargets in one round trip (a reconcile pass reports every
+        GitTarget); those with none are left out."""
+        pipe = self._r.pipeline(transaction=False)
+        for uid in uids:
+            pipe.hgetall(self._keys.target(uid))
+        raws = pipe.execute() if uids else []
+        found = {
+            uid: next(iter(_refusals(raw).values()), None)
+            for uid, raw in zip(uids, raws, strict=True)
         }
+        return {uid: refusal for uid, refusal in found.items() if refusal is not None}
 
     def refusal(self, uid: GitTargetUid) -> dict[str, str] | None:
         """The GitTarget's first standing refusal, if any (what GitPathAccepted reports)."""
         standing = self.refusals(uid)
         return next(iter(standing.values()), None)
+
+
+def _refusals(raw: dict[str, str]) -> dict[str, dict[str, str]]:
+    return {
+        name.removeprefix("refusal:"): dict(json.loads(value))
+        for name, value in sorted(raw.items())
+        if name.startswith("refusal:")
+    }

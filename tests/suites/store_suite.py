@@ -270,6 +270,22 @@ def test_a_withdrawn_target_keeps_its_refusal_and_leaves_its_branch(
     assert configs.refusal(uid) is None
 
 
+def test_first_refusals_reads_many_targets_at_once_as_refusal_does(
+    store: StoreUnderTest,
+) -> None:
+    from shared.store.config import ConfigStore
+
+    configs = ConfigStore(store.client, store.keys)
+    a, b, c = GitTargetUid("a"), GitTargetUid("b"), GitTargetUid("c")
+    configs.set_refusal(a, "SecretRefused", "no", key="object:v1/secrets/x")
+    configs.set_refusal(a, "FolderNotOurs", "theirs")
+    configs.set_refusal(c, "SecretRefused", "no")
+    found = configs.first_refusals([a, b, c])
+    assert found == {a: configs.refusal(a), c: configs.refusal(c)}
+    assert found[a] == {"reason": "FolderNotOurs", "message": "theirs"}
+    assert configs.first_refusals([]) == {}
+
+
 def test_retire_removes_a_branch_without_targets_and_keeps_its_fence(
     store: StoreUnderTest,
 ) -> None:
