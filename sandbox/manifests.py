@@ -6,6 +6,7 @@ these builders keep them in one place, shaped as docs/flux.md shows them.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import yaml
@@ -93,8 +94,10 @@ def kustomization(
     )
 
 
+@cache
 def plural_of(kind: str) -> str:
-    """The resource name of a custom kind, as its CRD declares it."""
+    """The resource name of a custom kind, as its CRD declares it (read once per kind: the
+    many-targets benchmark creates thousands of resources)."""
     for path in all_crd_files():
         for crd in yaml.safe_load_all(path.read_text()):
             if crd and crd.get("spec", {}).get("names", {}).get("kind") == kind:

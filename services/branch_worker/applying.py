@@ -25,9 +25,9 @@ from shared.decide.obligations import (
     owe_refusal,
 )
 from shared.decide.quiet import BranchView, is_quiet
-from shared.model.appliers import REASONS
+from shared.model.appliers import REASONS, Applier
 from shared.model.config import ApplierRef, BranchConfig, TargetConfig, appliers_of
-from shared.model.ids import BranchKey
+from shared.model.ids import ApplierKey, BranchKey
 from shared.model.requests import ApplyRequest
 from shared.model.webhook import WebhookEndpoint, shared_endpoint
 from shared.store.appliers import ApplierStore
@@ -65,35 +65,47 @@ class ApplierDesk:
         #: period ends, a backoff expires); None when nothing waits on time.
         self.next_wake: float | None = None
         self._deadline_s = attempt_deadline_s
+        self._tracked: set[ApplierKey] = set()
 
     def _named(self) -> dict[ApplierRef, list[TargetConfig]]:
         """Appliers of this branch and the GitTargets naming each (A3: one applier, many)."""
         return appliers_of(self._configs.targets_of(self._bk))
 
+    def _track(self, ref: ApplierRef) -> None:
+        """Note the applier under the branch once per owner, so retiring the branch removes
+        its record (its GitTargets are gone by then, so this owner could not name it)."""
+        if ref.key not in self._tracked:
+            self._appliers.track(self._bk, ref.key)
+            self._tracked.add(ref.key)
+
+    def _amend(self, ref: ApplierRef, change: Callable[[Applier], Applier]) -> None:
+        self._track(ref)
+        self._appliers.amend(ref.key, ref.kind, change)
+
     def on_pushed(self, commit: str) -> None:
         """A1: after our push, a Kustomization owes a CatchUp."""
         for ref, targets in self._named().items():
             owe = partial(owe_catch_up, commit=commit, uids=[t.uid for t in targets])
-            self._appliers.amend(ref.key, ref.kind, owe)
+            self._amend(ref, owe)
 
     def on_foreign(self, commit: str) -> None:
         """Q5: every applier of the branch owes a ForeignCommit."""
         for ref, targets in self._named().items():
             owe = partial(owe_foreign_commit, commit=commit, uids=[t.uid for t in targets])
-            self._appliers.amend(ref.key, ref.kind, owe)
+            self._amend(ref, owe)
 
     def on_refusal(self, target: TargetConfig) -> None:
         """A5/S1: a refused edit is owed a Refusal only with the GitTarget's consent."""
         ref = target.applier
         if ref is not None:
             owe = partial(owe_refusal, uid=target.uid, consents=target.consents)
-            self._appliers.amend(ref.key, ref.kind, owe)
+            self._amend(ref, owe)
 
     def on_recovery(self, target: TargetConfig) -> None:
         """A5: a GitTarget that recovered cancels its own Refusal."""
         ref = target.applier
         if ref is not None:
-            self._appliers.amend(ref.key, ref.kind, partial(cancel_refusal, uid=target.uid))
+            self._amend(ref, partial(cancel_refusal, uid=target.uid))
 
     def wake(self) -> None:
         """Read outcomes, then decide and send for every applier of the branch."""
@@ -132,7 +144,7 @@ class ApplierDesk:
             now = self._clock()
             apply = partial(on_outcomes, outcomes=outcomes, now=now)
             for ref in named:
-                self._appliers.amend(ref.key, ref.kind, apply)
+                self._amend(ref, apply)
         self._attempts.consumed(self._bk, [entry_id for entry_id, _ in entries])
 
     def _view(self) -> BranchView:
@@ -154,6 +166,7 @@ class ApplierDesk:
             token=token,
             deadline_s=self._deadline_s,
         )
+        self._track(ref)
         after, decision = self._appliers.update(ref.key, ref.kind, step)
         if isinstance(decision, Ask):
             self._send(ref, decision, token, now, shared_endpoint(t.webhook for t in targets))

@@ -248,12 +248,14 @@ class BranchLoop:
             self.desk.wake()
 
     def next_deadline(self) -> float | None:
-        """When the owner must act although nothing arrives: a window closes, or an applier's
-        wait ends (a CatchUp's quiet period, a backoff)."""
+        """When the owner must act although nothing arrives: a window closes, an applier's
+        wait ends (a CatchUp's quiet period, a backoff), or an idle branch's steady tick (Q7)."""
         c = self.config
         times = [
             closes_at(w.window, c.commit_window_s, self._max_window) for w in self._open.values()
         ]
+        if not self.busy():
+            times.append(self._tip_read_at + self._steady_tick)
         if self.desk is not None and self.desk.next_wake is not None:
             times.append(self.desk.next_wake)
         if self._backlog:

@@ -53,6 +53,21 @@ class BranchWorkerMetrics:
             ["branch"],
             registry=registry,
         )
+        self.owned_branches = Gauge(
+            "gitops_reverser_owned_branches",
+            "Branches this worker holds the lease of and works",
+            registry=registry,
+        )
+        self.busy_threads = Gauge(
+            "gitops_reverser_busy_threads",
+            "Pool threads running a branch's pass or start (at most branch_threads)",
+            registry=registry,
+        )
+        self.waiting_branches = Gauge(
+            "gitops_reverser_waiting_branches",
+            "Branches whose pass or start waits for a free pool thread",
+            registry=registry,
+        )
 
 
 METRICS = BranchWorkerMetrics()
@@ -63,3 +78,6 @@ REFUSALS = METRICS.refusals
 NOTICES = METRICS.notices
 OBLIGATIONS = METRICS.obligations
 QUIET_WAIT = METRICS.quiet_wait
+OWNED_BRANCHES = METRICS.owned_branches
+BUSY_THREADS = METRICS.busy_threads
+WAITING_BRANCHES = METRICS.waiting_branches

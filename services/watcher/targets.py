@@ -137,9 +137,11 @@ class TargetReconciler:
         served: list[tuple[GitTargetView, GitProviderView]] = []
         verdicts = {t.meta.uid: verdict_of(t, world) for t in targets}
         appliers = self._check_appliers(targets, verdicts, world)
+        refusals = self._config.first_refusals([t.uid for t in targets])
         for target in targets:
             verdict = verdicts[target.meta.uid]
-            self._report(target, verdict, world, appliers[target.meta.uid])
+            refusal = refusals.get(target.uid)
+            self._report(target, verdict, world, appliers[target.meta.uid], refusal)
             provider = world.providers.get((target.meta.namespace, target.provider))
             if verdict.valid and provider is not None:
                 served.append((target, provider))
@@ -168,13 +170,18 @@ class TargetReconciler:
         }
 
     def _report(
-        self, target: GitTargetView, verdict: Verdict, world: World, applier: Wanted | None
+        self,
+        target: GitTargetView,
+        verdict: Verdict,
+        world: World,
+        applier: Wanted | None,
+        refusal: dict[str, str] | None,
     ) -> None:
         ns = target.meta.namespace
         cluster = world.cluster_states.get(target.cluster_provider)
         findings = TargetFindings(
             verdict=verdict,
-            refusal=self._config.refusal(target.uid),
+            refusal=refusal,
             cluster_problem=cluster.problem if cluster else None,
             provider_problems=tuple(world.provider_problems.get((ns, target.provider), ())),
             applier=_as_condition(applier),

@@ -13,7 +13,7 @@ from typing import TypeVar
 import redis
 
 from shared.model.appliers import Applier, ApplierKind
-from shared.model.ids import ApplierKey
+from shared.model.ids import ApplierKey, BranchKey
 from shared.store.keys import Keys
 
 T = TypeVar("T")
@@ -29,6 +29,11 @@ class ApplierStore:
     def __init__(self, client: redis.Redis, keys: Keys) -> None:
         self._r = client
         self._keys = keys
+
+    def track(self, bk: BranchKey, ak: ApplierKey) -> None:
+        """Note that the branch's owners keep obligations in the applier, so that retiring the
+        branch removes its record too (``WorkerRegistry.retire``)."""
+        self._r.sadd(self._keys.branch_appliers(bk), ak)
 
     def load(self, ak: ApplierKey, kind: ApplierKind) -> Applier:
         """The applier's record, or an empty one."""

@@ -9,7 +9,7 @@ digits, ``_`` and ``-`` (facts: webhooks-git-libs.md §3.1).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any, NoReturn
 
@@ -114,6 +114,16 @@ class Attempts:
             except ValueError:
                 result.append((entry_id, None))
         return result
+
+    def waiting(self, bks: Sequence[BranchKey]) -> set[BranchKey]:
+        """The branches among ``bks`` with an outcome not yet consumed, in one call (the owner
+        consumes every outcome it reads, so any entry left is new)."""
+        if not bks:
+            return set()
+        by_key = {self._keys.branch_outcomes(bk): bk for bk in bks}
+        streams: dict[Any, Any] = dict.fromkeys(by_key, "0-0")
+        reply: Any = self._r.xread(streams, count=1)
+        return {by_key[key] for key, messages in reply or [] if messages}
 
     def consumed(self, bk: BranchKey, entry_ids: list[str]) -> None:
         """Remove outcomes whose effect is stored in the applier."""

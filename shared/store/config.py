@@ -10,6 +10,7 @@ refusals stay for its status, and the branch worker no longer writes for it.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import redis
 
@@ -82,10 +83,22 @@ class ConfigStore:
         return TargetConfig.from_json(str(text)) if text else None
 
     def targets_of(self, bk: BranchKey) -> list[TargetConfig]:
-        """Every live GitTarget incarnation writing to the branch, by uid order."""
+        """Every live GitTarget incarnation writing to the branch, by uid order (two round
+        trips, however many GitTargets share the branch)."""
         uids = sorted(str(u) for u in self._r.smembers(self._keys.branch_targets(bk)))
-        found = (self.target(GitTargetUid(uid)) for uid in uids)
-        return [config for config in found if config is not None]
+        pipe = self._r.pipeline(transaction=False)
+        for uid in uids:
+            pipe.hget(self._keys.target(GitTargetUid(uid)), "config")
+        texts = pipe.execute() if uids else []
+        return [TargetConfig.from_json(str(text)) for text in texts if text]
+
+    def without_targets(self, bks: Sequence[BranchKey]) -> set[BranchKey]:
+        """The branches among ``bks`` that no GitTarget writes to, in one round trip."""
+        pipe = self._r.pipeline(transaction=False)
+        for bk in bks:
+            pipe.scard(self._keys.branch_targets(bk))
+        counts = pipe.execute() if bks else []
+        return {bk for bk, count in zip(bks, counts, strict=True) if not count}
 
     def forget_target(self, config: TargetConfig) -> None:
         """Drop a GitTarget incarnation that was deleted: config, refusals, cursors, ledger."""
@@ -122,13 +135,30 @@ class ConfigStore:
     def refusals(self, uid: GitTargetUid) -> dict[str, dict[str, str]]:
         """Every standing refusal of the GitTarget, by key."""
         raw: dict[str, str] = self._r.hgetall(self._keys.target(uid))  # type: ignore[assignment]
-        return {
-            name.removeprefix("refusal:"): dict(json.loads(value))
-            for name, value in sorted(raw.items())
-            if name.startswith("refusal:")
+        return _refusals(raw)
+
+    def first_refusals(self, uids: Sequence[GitTargetUid]) -> dict[GitTargetUid, dict[str, str]]:
+        """``refusal`` of many GitTargets in one round trip (a reconcile pass reports every
+        GitTarget); those with none are left out."""
+        pipe = self._r.pipeline(transaction=False)
+        for uid in uids:
+            pipe.hgetall(self._keys.target(uid))
+        raws = pipe.execute() if uids else []
+        found = {
+            uid: next(iter(_refusals(raw).values()), None)
+            for uid, raw in zip(uids, raws, strict=True)
         }
+        return {uid: refusal for uid, refusal in found.items() if refusal is not None}
 
     def refusal(self, uid: GitTargetUid) -> dict[str, str] | None:
         """The GitTarget's first standing refusal, if any (what GitPathAccepted reports)."""
         standing = self.refusals(uid)
         return next(iter(standing.values()), None)
+
+
+def _refusals(raw: dict[str, str]) -> dict[str, dict[str, str]]:
+    return {
+        name.removeprefix("refusal:"): dict(json.loads(value))
+        for name, value in sorted(raw.items())
+        if name.startswith("refusal:")
+    }

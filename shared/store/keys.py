@@ -94,6 +94,11 @@ class Keys:
         """Set of GitTarget uids that write to a branch."""
         return self._k("branch", bk, "targets")
 
+    def branch_appliers(self, bk: BranchKey) -> str:
+        """Set of the applier keys a branch's owners kept obligations in (gone with the
+        branch when it is retired)."""
+        return self._k("branch", bk, "appliers")
+
     def applier(self, ak: ApplierKey) -> str:
         """What an applier is owed, the attempt out, and its backoff (A1-A5)."""
         return self._k("applier", ak)

@@ -2,11 +2,13 @@
 
 Notices are hints (R4, Q5), so there is no consumer group: the owner remembers the last id it
 read, and a new owner starts from the end of the stream, since it reads the tip when it takes
-the branch anyway.
+the branch anyway. A worker reads the notices of all its idle branches in one ``XREAD``
+(``read_many``), so an idle branch costs no command of its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -31,13 +33,24 @@ class NoticeReader:
 
     def read(self, bk: BranchKey, count: int = 100) -> list[PushNotice]:
         """Notices that arrived since the last read."""
-        key = self._keys.branch_notices(bk)
-        reply: Any = self._r.xread({key: self._cursor.get(bk, "0-0")}, count=count)
-        if not reply:
-            return []
-        messages = reply[0][1]
-        self._cursor[bk] = messages[-1][0]
-        return [PushNotice.from_fields(fields) for _, fields in messages]
+        return self.read_many([bk], count).get(bk, [])
+
+    def read_many(
+        self, bks: Sequence[BranchKey], count: int = 100
+    ) -> dict[BranchKey, list[PushNotice]]:
+        """Notices of several branches that arrived since each one's last read, in one call;
+        branches with none are left out."""
+        if not bks:
+            return {}
+        by_key = {self._keys.branch_notices(bk): bk for bk in bks}
+        streams: dict[Any, Any] = {key: self._cursor.get(bk, "0-0") for key, bk in by_key.items()}
+        reply: Any = self._r.xread(streams, count=count)
+        found: dict[BranchKey, list[PushNotice]] = {}
+        for key, messages in reply or []:
+            bk = by_key[key]
+            self._cursor[bk] = messages[-1][0]
+            found[bk] = [PushNotice.from_fields(fields) for _, fields in messages]
+        return found
 
     def forget(self, bk: BranchKey) -> None:
         """The branch is no longer ours."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import redis
 
-from shared.model.ids import BranchKey
+from shared.model.ids import ApplierKey, BranchKey
 from shared.store.keys import Keys
 from shared.store.leases import Lease
 
@@ -60,8 +60,11 @@ class WorkerRegistry:
     def retire(self, lease: Lease) -> bool:
         """Remove a branch no GitTarget writes to any more: its events (all of GitTargets that
         are gone), notices, outcomes, state, settings and lease, and its place in the branch
-        list. True if it was removed; False if the lease is lost or a GitTarget came back."""
+        list, and the records of the appliers its owners kept obligations in (their GitTargets
+        are gone, so nothing is owed any more). True if it was removed; False if the lease is
+        lost or a GitTarget came back."""
         bk = lease.branch
+        appliers = sorted(str(ak) for ak in self._r.smembers(self._keys.branch_appliers(bk)))
         keys = [
             self._keys.branch_lease(bk),
             self._keys.branch_targets(bk),
@@ -71,5 +74,7 @@ class WorkerRegistry:
             self._keys.branch_outcomes(bk),
             self._keys.branch_state(bk),
             self._keys.branch_meta(bk),
+            self._keys.branch_appliers(bk),
+            *(self._keys.applier(ApplierKey(ak)) for ak in appliers),
         ]
         return bool(self._retire(keys=keys, args=[lease.value, bk]))

@@ -270,6 +270,22 @@ def test_a_withdrawn_target_keeps_its_refusal_and_leaves_its_branch(
     assert configs.refusal(uid) is None
 
 
+def test_first_refusals_reads_many_targets_at_once_as_refusal_does(
+    store: StoreUnderTest,
+) -> None:
+    from shared.store.config import ConfigStore
+
+    configs = ConfigStore(store.client, store.keys)
+    a, b, c = GitTargetUid("a"), GitTargetUid("b"), GitTargetUid("c")
+    configs.set_refusal(a, "SecretRefused", "no", key="object:v1/secrets/x")
+    configs.set_refusal(a, "FolderNotOurs", "theirs")
+    configs.set_refusal(c, "SecretRefused", "no")
+    found = configs.first_refusals([a, b, c])
+    assert found == {a: configs.refusal(a), c: configs.refusal(c)}
+    assert found[a] == {"reason": "FolderNotOurs", "message": "theirs"}
+    assert configs.first_refusals([]) == {}
+
+
 def test_retire_removes_a_branch_without_targets_and_keeps_its_fence(
     store: StoreUnderTest,
 ) -> None:
@@ -300,6 +316,30 @@ def test_retire_removes_a_branch_without_targets_and_keeps_its_fence(
     assert left == []
     assert registry.branches() == []
     assert store.client.get(k.branch_fence(bk)) == str(lease.token), "tokens stay monotonic"
+
+
+def test_retire_removes_the_appliers_tracked_under_the_branch(store: StoreUnderTest) -> None:
+    """A5: obligations of a retired branch's appliers go with it (their GitTargets are gone);
+    an applier tracked under another branch keeps its record."""
+    from shared.decide.obligations import owe_catch_up
+    from shared.model.ids import ApplierKey
+    from shared.store.appliers import ApplierStore
+    from shared.store.config import ConfigStore
+    from shared.store.workers import WorkerRegistry
+
+    bk, uid = _served_branch(store)
+    appliers = ApplierStore(store.client, store.keys)
+    mine, other = ApplierKey("ak-mine"), ApplierKey("ak-other")
+    for ak, branch in ((mine, bk), (other, BranchKey("elsewhere"))):
+        appliers.amend(ak, "Kustomization", lambda a: owe_catch_up(a, "c1", [str(uid)]))
+        appliers.track(branch, ak)
+    lease = Leases(store.client, store.keys, period_ms=60_000).acquire(bk, "w1")
+    assert lease is not None
+    ConfigStore(store.client, store.keys).forget_uid(uid)
+    assert WorkerRegistry(store.client, store.keys).retire(lease) is True
+    k = store.keys
+    assert not store.client.exists(k.applier(mine), k.branch_appliers(bk))
+    assert appliers.load(other, "Kustomization").owes() == {"CatchUp": frozenset({str(uid)})}
 
 
 def test_renew_many_answers_per_lease_and_alive_counts_recent_heartbeats(

@@ -28,6 +28,7 @@ from shared.store.keys import Keys
 from shared.store.leases import Leases
 from shared.store.streams import EventStream
 from tests.configs import branch_config, target_config
+from tests.integration.branch_worker.site import Gates, Site, settings_for
 
 
 @dataclass
@@ -165,3 +166,15 @@ def rig(tmp_path: Path, redis_client: redis.Redis, key_prefix: str) -> Iterator[
     branch = branch_config(str(bare), "main", "team", "gp", commit_window_s=5.0)
     target = target_config(GitTargetUid("gt-uid-1"), "team", "gt", str(bare), "main", path="apps")
     yield Rig(tmp_path, bare, redis_client, Keys(key_prefix), Clock(), branch, target)
+
+
+@pytest.fixture
+def site(tmp_path: Path, redis_client: redis.Redis, key_prefix: str) -> Site:
+    return Site(tmp_path, redis_client, key_prefix, settings_for(tmp_path, key_prefix))
+
+
+@pytest.fixture
+def gates() -> Iterator[Gates]:
+    found = Gates()
+    yield found
+    found.release.set()  # never leave a pool thread waiting behind a failed test

@@ -18,11 +18,11 @@ KEY = b"-----BEGIN OPENSSH PRIVATE KEY-----\nprobe\n-----END OPENSSH PRIVATE KEY
 URL = "ssh://git@git.example:2222/team/apps.git"
 
 
-def _provider(generation: int = 1) -> GitProviderView:
+def _provider(generation: int = 1, uid: str = "u1", url: str = URL) -> GitProviderView:
     return parse_git_provider(
         {
-            "metadata": {"name": "gp", "namespace": "team", "uid": "u1", "generation": generation},
-            "spec": {"url": URL, "allowedBranches": ["main"], "secretRef": {"name": "creds"}},
+            "metadata": {"name": "gp", "namespace": "team", "uid": uid, "generation": generation},
+            "spec": {"url": url, "allowedBranches": ["main"], "secretRef": {"name": "creds"}},
         }
     )
 
@@ -87,3 +87,21 @@ def test_refusals_become_connection_failed_and_results_are_cached() -> None:
     assert again is not None and not again.permanent
     assert len(lister.calls) == 2
     assert not any(path.exists() for path in lister.identities)
+
+
+def test_one_probe_answers_for_every_provider_of_a_repository_and_its_credentials() -> None:
+    """Five GitProviders over one repository with one Secret probe it once per period; other
+    credentials, another repository, or a period over probe again."""
+    now = [0.0]
+    lister = Lister()
+    prober = Prober(clock=lambda: now[0], ttl_s=60.0, lister=lister)
+    for i in range(5):
+        assert prober.probe(_provider(uid=f"u{i}"), {"identity": KEY}) is None
+    assert len(lister.calls) == 1
+    prober.probe(_provider(uid="u9"), {"identity": KEY + b"other"})
+    prober.probe(_provider(uid="u8", url=URL + "2"), {"identity": KEY})
+    assert len(lister.calls) == 3
+    now[0] = 60.0
+    for i in range(5):
+        prober.probe(_provider(uid=f"u{i}"), {"identity": KEY})
+    assert len(lister.calls) == 4, "expired together, probed again once"

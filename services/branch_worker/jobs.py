@@ -1,0 +1,175 @@
+"""What a branch worker runs for one branch on a pool thread: start it, pass over it, retire
+it, flush it at shutdown. Each job hands a ``Result`` back to the scheduler (``worker.py``),
+which alone keeps the books of owned branches; a branch is never in two jobs at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from services.branch_worker.applying import ApplierDesk
+from services.branch_worker.branch import BranchLoop
+from services.branch_worker.heartbeat import HeldLeases
+from services.branch_worker.stores import Stores
+from shared.git.errors import GitError
+from shared.git.remote import ls_remote
+from shared.git.workspace import Workspace
+from shared.kube.errors import KubeError
+from shared.model.config import BranchConfig
+from shared.model.ids import BranchKey
+from shared.model.notices import PushNotice
+from shared.settings import Settings
+from shared.store.branch_state import FencedOff
+from shared.store.leases import Lease
+from shared.store.streams import StreamEntry
+
+log = logging.getLogger(__name__)
+
+#: Failures of one branch's work that give the branch back instead of stopping the process: the
+#: remote or its credentials, the work tree's disk, the cluster holding a Secret.
+BRANCH_FAILURES = (GitError, OSError, KubeError)
+
+CredentialSource = Callable[[BranchKey], dict[str, str]]
+#: Builds a branch's work tree: (folder, repository URL, branch, git's environment).
+WorkspaceFactory = Callable[[Path, str, str, dict[str, str]], Workspace]
+
+
+def git_workspace(directory: Path, url: str, branch: str, env: dict[str, str]) -> Workspace:
+    """The work tree every worker uses (tests hand in one whose push they hold up)."""
+    return Workspace(directory, url, branch, env=env)
+
+
+def no_credentials(bk: BranchKey) -> dict[str, str]:
+    """For remotes that need no credentials (the sandbox's git host without auth)."""
+    return {}
+
+
+class Outcome(Enum):
+    """How a job on one branch ended, for the scheduler to act on."""
+
+    STARTED = "started"  # the branch is synced and its loop ready
+    DONE = "done"  # a pass ran
+    LOST = "lost"  # the lease is gone (the heartbeat found it, or a fenced write failed)
+    FAILED = "failed"  # the remote, disk or cluster failed: give the branch back
+    RETIRED = "retired"  # no GitTarget writes to the branch any more: its keys are gone
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a job hands back to the scheduler."""
+
+    bk: BranchKey
+    outcome: Outcome
+    loop: BranchLoop | None = None
+
+
+class BranchJobs:
+    """The jobs of one worker's branches; every one runs on a pool thread."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        stores: Stores,
+        worker_id: str,
+        clock: Callable[[], float],
+        held: HeldLeases,
+        *,
+        credentials: CredentialSource,
+        workspaces: WorkspaceFactory,
+    ) -> None:
+        self.settings = settings
+        self.stores = stores
+        self.worker_id = worker_id
+        self._clock = clock
+        self._held = held
+        self._credentials = credentials
+        self._workspaces = workspaces
+
+    def pass_(
+        self, bk: BranchKey, loop: BranchLoop, batch: list[StreamEntry], notices: list[PushNotice]
+    ) -> Result:
+        """One pass over one branch, on a pool thread. Nothing is acknowledged unless pushed
+        (M8): a lost lease leaves the batch pending for the next owner to claim."""
+        if self._held.is_lost(bk):
+            return Result(bk, Outcome.LOST)
+        try:
+            loop.handle(batch)
+            loop.flush()
+            loop.on_notices(notices)
+            loop.tick()
+            loop.apply_requests()
+        except FencedOff:
+            return Result(bk, Outcome.LOST)
+        except BRANCH_FAILURES:
+            log.exception(
+                "branch %s failed; giving it back to start over", bk, extra={"branch": bk}
+            )
+            return Result(bk, Outcome.FAILED)
+        return Result(bk, Outcome.DONE)
+
+    def retire(self, bk: BranchKey, loop: BranchLoop) -> Result:
+        """Retire a branch no GitTarget has written to for the grace, on a pool thread, unless
+        something is open or unpushed here: events still in its stream belong to GitTargets
+        that are gone (a live GitTarget is always registered with its branch), so none is
+        lost."""
+        if self._held.is_lost(bk):
+            return Result(bk, Outcome.LOST)
+        if loop.busy() or not self.stores.registry.retire(loop.lease):
+            return Result(bk, Outcome.DONE)
+        shutil.rmtree(loop.ws.directory, ignore_errors=True)
+        return Result(bk, Outcome.RETIRED)
+
+    def start(self, bk: BranchKey, config: BranchConfig, lease: Lease) -> Result:
+        """Clone or sync a newly taken branch, on a pool thread."""
+        try:
+            loop = self._build(bk, config, lease)
+            self.stores.notices.start(bk)
+            loop.start()
+        except FencedOff:
+            return Result(bk, Outcome.LOST)
+        except BRANCH_FAILURES:
+            log.exception("cannot start branch %s; giving it back", bk, extra={"branch": bk})
+            return Result(bk, Outcome.FAILED)
+        return Result(bk, Outcome.STARTED, loop)
+
+    def _build(self, bk: BranchKey, config: BranchConfig, lease: Lease) -> BranchLoop:
+        env = self._credentials(bk)
+        workspace = self._workspaces(
+            Path(self.settings.work_dir) / self.worker_id / bk, config.url, config.branch, env
+        )
+        return BranchLoop(
+            lease,
+            config,
+            workspace,
+            events=self.stores.events,
+            states=self.stores.states,
+            configs=self.stores.configs,
+            clock=self._clock,
+            worker_id=self.worker_id,
+            read_tip=lambda: ls_remote(config.url, config.branch, env),
+            steady_tick=self.settings.steady_tick.total_seconds(),
+            max_window=self.settings.max_window.total_seconds(),
+            desk=ApplierDesk(
+                bk,
+                config,
+                configs=self.stores.configs,
+                appliers=self.stores.appliers,
+                attempts=self.stores.attempts,
+                states=self.stores.states,
+                clock=self._clock,
+                attempt_deadline_s=self.settings.attempt_deadline.total_seconds(),
+            ),
+        )
+
+    def final_flush(self, bk: BranchKey, loop: BranchLoop) -> None:
+        try:
+            loop.flush(force=True)
+        except FencedOff:
+            log.warning("branch %s was taken over during shutdown", bk, extra={"branch": bk})
+        except BRANCH_FAILURES:
+            log.exception("branch %s failed during shutdown", bk, extra={"branch": bk})

@@ -1,0 +1,46 @@
+"""The Redis adapters a branch worker uses, built once per process from its settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.settings import Settings
+from shared.store.appliers import ApplierStore
+from shared.store.attempts import Attempts
+from shared.store.branch_state import BranchStates
+from shared.store.config import ConfigStore
+from shared.store.connection import Client
+from shared.store.keys import Keys
+from shared.store.leases import Leases
+from shared.store.notice_reader import NoticeReader
+from shared.store.streams import EventStream
+from shared.store.workers import WorkerRegistry
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """The Redis adapters a worker uses."""
+
+    events: EventStream
+    states: BranchStates
+    configs: ConfigStore
+    leases: Leases
+    registry: WorkerRegistry
+    notices: NoticeReader
+    appliers: ApplierStore
+    attempts: Attempts
+
+    @classmethod
+    def build(cls, client: Client, settings: Settings) -> Stores:
+        keys = Keys(settings.key_prefix)
+        period_ms = int(settings.lease_period.total_seconds() * 1000)
+        return cls(
+            EventStream(client, keys),
+            BranchStates(client, keys),
+            ConfigStore(client, keys),
+            Leases(client, keys, period_ms),
+            WorkerRegistry(client, keys),
+            NoticeReader(client, keys),
+            ApplierStore(client, keys),
+            Attempts(client, keys, settings.apply_queue),
+        )
