@@ -19,7 +19,7 @@ from services.branch_worker import metrics
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.folder import Folder
 from services.branch_worker.writer import Applied, apply_event, key_of
-from shared.decide.tips import TipKind, classify_tip, on_notice, steady_tick_due
+from shared.decide.tips import TipKind, classify_tip, on_notices, steady_tick_due
 from shared.decide.window import Window, closes_at, is_due, open_window
 from shared.git.workspace import Committer, Workspace
 from shared.model.config import BranchConfig, TargetConfig
@@ -202,16 +202,19 @@ class BranchLoop:
             self.desk.on_recovery(target)
 
     def on_notices(self, notices: list[PushNotice]) -> None:
-        """Q5-Q6: each notice, read after any push in flight (pushes finish inside a wake)."""
-        for notice in notices:
-            decision = on_notice(notice.after, self.tip, self.busy())
-            metrics.NOTICES.labels(
-                "close" if decision.close_window else "read" if decision.read_tip else "ignored"
-            ).inc()
-            if decision.close_window:
-                self.flush(force=True)  # publish pending writes before a foreign commit applies
-            if decision.read_tip:
-                self.check_tip()
+        """Q5-Q6 for every notice of this wake at once, read after any push in flight (pushes
+        finish inside a wake): the window closes at most once and the tip is read at most once
+        (C4: a burst of deliveries costs one ls-remote)."""
+        if not notices:
+            return
+        decision = on_notices([n.after for n in notices], self.tip, self.busy())
+        metrics.NOTICES.labels(
+            "close" if decision.close_window else "read" if decision.read_tip else "ignored"
+        ).inc(len(notices))
+        if decision.close_window:
+            self.flush(force=True)  # publish pending writes before a foreign commit applies
+        if decision.read_tip:
+            self.check_tip()
 
     def tick(self) -> None:
         """Q7: an idle branch reads its tip every steady tick, webhook or not."""

@@ -8,7 +8,7 @@ webhook, an idle branch reads its tip on a steady tick (Q7).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -51,6 +51,17 @@ def on_notice(after: str, observed: str | None, busy: bool) -> NoticeDecision:
     if names_observed:
         return NoticeDecision(close_window=False, read_tip=False)
     return NoticeDecision(close_window=busy, read_tip=True)
+
+
+def on_notices(afters: Sequence[str], observed: str | None, busy: bool) -> NoticeDecision:
+    """C4: every notice a wake found, as one decision: the window closes once if any notice
+    would close it, and the tip is read once if any notice asks for a read. A burst of
+    deliveries costs one ``ls-remote``, not one each (the tip read answers for all of them)."""
+    decisions = [on_notice(after, observed, busy) for after in afters]
+    return NoticeDecision(
+        close_window=any(d.close_window for d in decisions),
+        read_tip=any(d.read_tip for d in decisions),
+    )
 
 
 def steady_tick_due(last_read_at: float, now: float, tick: float, busy: bool) -> bool:

@@ -16,6 +16,12 @@ import redis
 from shared.model.ids import BranchKey
 from shared.model.notices import PushNotice
 from shared.store.keys import Keys
+from shared.store.notices import MAX_NOTICES
+
+#: Most notices read per branch in one call: more than a capped stream holds (``MAXLEN ~``
+#: trims in whole nodes, so a stream may hold somewhat more than ``MAX_NOTICES``), so one read
+#: takes every notice waiting and the branch's pass reads its tip once for all of them (C4).
+READ_ALL = 2 * MAX_NOTICES
 
 
 class NoticeReader:
@@ -31,12 +37,12 @@ class NoticeReader:
         newest: Any = self._r.xrevrange(self._keys.branch_notices(bk), count=1)
         self._cursor[bk] = newest[0][0] if newest else "0-0"
 
-    def read(self, bk: BranchKey, count: int = 100) -> list[PushNotice]:
+    def read(self, bk: BranchKey, count: int = READ_ALL) -> list[PushNotice]:
         """Notices that arrived since the last read."""
         return self.read_many([bk], count).get(bk, [])
 
     def read_many(
-        self, bks: Sequence[BranchKey], count: int = 100
+        self, bks: Sequence[BranchKey], count: int = READ_ALL
     ) -> dict[BranchKey, list[PushNotice]]:
         """Notices of several branches that arrived since each one's last read, in one call;
         branches with none are left out."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,9 @@ class Rig:
     def bk(self) -> Any:
         return self.branch.ref.key
 
-    def loop(self, worker: str = "w1") -> BranchLoop:
+    def loop(
+        self, worker: str = "w1", read_tip: Callable[[], str | None] | None = None
+    ) -> BranchLoop:
         lease = Leases(self.client, self.keys, 60_000).acquire(self.bk, worker)
         assert lease is not None
         ws = Workspace(self.tmp / f"ws-{worker}-{lease.token}", self.branch.url, "main")
@@ -84,7 +86,7 @@ class Rig:
             configs=self.configs,
             clock=self.clock,
             worker_id=worker,
-            read_tip=lambda: ls_remote(str(self.bare), "main"),
+            read_tip=read_tip or (lambda: ls_remote(str(self.bare), "main")),
             steady_tick=self.settings.steady_tick.total_seconds(),
             max_window=self.settings.max_window.total_seconds(),
             desk=ApplierDesk(
@@ -147,6 +149,9 @@ class Rig:
         return PushNotice(
             "team/gp", str(self.bare), "refs/heads/main", after, "d-1", self.clock.now
         )
+
+    def head(self) -> str:
+        return git("rev-parse", "main", cwd=self.bare).strip()
 
     def commits(self) -> list[str]:
         return git("log", "--format=%s", "main", cwd=self.bare).splitlines()

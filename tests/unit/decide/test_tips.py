@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.decide.tips import TipKind, classify_tip, on_notice, steady_tick_due
+from shared.decide.tips import (
+    NoticeDecision,
+    TipKind,
+    classify_tip,
+    on_notice,
+    on_notices,
+    steady_tick_due,
+)
 
 
 def test_classify_tip() -> None:
@@ -46,3 +53,21 @@ def test_steady_tick() -> None:
     assert steady_tick_due(0.0, 60.0, 60.0, busy=False)
     assert not steady_tick_due(0.0, 59.9, 60.0, busy=False)
     assert not steady_tick_due(0.0, 120.0, 60.0, busy=True)
+
+
+def test_a_wake_s_notices_make_one_decision() -> None:
+    """C4: a burst is one decision: close once if any closes, read once if any reads."""
+    burst = on_notices(["ours", "x", "y", "ours"], "ours", busy=True)
+    assert burst == NoticeDecision(close_window=True, read_tip=True)
+    assert on_notices(["ours", "ours"], "ours", busy=True) == NoticeDecision(False, False)
+    assert on_notices([], "ours", busy=True) == NoticeDecision(False, False)
+
+
+@given(st.lists(st.text(max_size=2), max_size=6), st.one_of(st.none(), st.text(max_size=2)))
+def test_one_decision_is_the_union_of_each_notice_s(
+    afters: list[str], observed: str | None
+) -> None:
+    each = [on_notice(after, observed, True) for after in afters]
+    whole = on_notices(afters, observed, True)
+    assert whole.read_tip == any(d.read_tip for d in each)
+    assert whole.close_window == any(d.close_window for d in each)
