@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 
 from shared.model.ids import BranchKey
+from shared.store.errors import REDIS_DOWN
 from shared.store.leases import Lease, Leases
 from shared.store.workers import WorkerRegistry
 
@@ -105,6 +106,8 @@ class Heartbeat:
         self.beats = 0
         #: What stopped the thread, if it failed (the scheduler re-raises it).
         self.error: BaseException | None = None
+        #: When every held lease was last renewed (or the heartbeat started).
+        self._renewed_at = clock()
 
     def beat(self) -> None:
         """One renewal of the registry entry and of every held lease."""
@@ -116,14 +119,34 @@ class Heartbeat:
                     "lease of %s expired; dropping it", lease.branch, extra={"branch": lease.branch}
                 )
                 self._held.mark_lost(lease)
+        self._renewed_at = self._clock()
         self.beats += 1
 
+    def missed(self) -> None:
+        """A beat failed because Redis is away (C9): keep beating; once a lease period has
+        passed without a renewal, every held lease may have expired (or Redis came back
+        empty), so each branch is dropped before more work and taken again afresh."""
+        if self._clock() - self._renewed_at < self._lease_s:
+            return
+        for lease in self._held.all():
+            log.warning(
+                "lease of %s not renewed for a lease period (Redis away); dropping it",
+                lease.branch,
+                extra={"branch": lease.branch},
+            )
+            self._held.mark_lost(lease)
+
     def run(self, stop: threading.Event) -> None:
-        """Beat until ``stop`` is set. A failure (Redis unreachable) is kept in ``error`` for
-        the scheduler, which stops the process: a worker that cannot renew must not work."""
+        """Beat until ``stop`` is set. Redis away is ridden out (``missed``: a worker that
+        cannot renew drops its branches after a lease period); any other failure is kept in
+        ``error`` for the scheduler, which stops the process."""
         try:
             while not stop.wait(self.interval_s):
-                self.beat()
+                try:
+                    self.beat()
+                except REDIS_DOWN as err:
+                    log.warning("heartbeat: Redis unreachable (%s); trying again", err)
+                    self.missed()
         except Exception as err:  # re-raised by the scheduler's thread
             log.exception("heartbeat failed")
             self.error = err

@@ -25,14 +25,16 @@ from shared.model.ids import BranchKey
 from shared.model.notices import PushNotice
 from shared.settings import Settings
 from shared.store.branch_state import FencedOff
+from shared.store.errors import REDIS_DOWN
 from shared.store.leases import Lease
 from shared.store.streams import StreamEntry
 
 log = logging.getLogger(__name__)
 
 #: Failures of one branch's work that give the branch back instead of stopping the process: the
-#: remote or its credentials, the work tree's disk, the cluster holding a Secret.
-BRANCH_FAILURES = (GitError, OSError, KubeError)
+#: remote or its credentials, the work tree's disk, the cluster holding a Secret, Redis away
+#: (C9: nothing was acknowledged, the next owner claims the events again).
+BRANCH_FAILURES = (GitError, OSError, KubeError, *REDIS_DOWN)
 
 CredentialSource = Callable[[BranchKey], dict[str, str]]
 #: Builds a branch's work tree: (folder, repository URL, branch, git's environment).

@@ -47,6 +47,7 @@ from shared.decide.shares import excess, room_for
 from shared.model.ids import BranchKey
 from shared.model.notices import PushNotice
 from shared.settings import Settings
+from shared.store.errors import REDIS_DOWN
 
 __all__ = ["BranchWorker", "Stores"]  # Stores: where callers have always imported it from
 
@@ -68,6 +69,8 @@ ACQUIRE_EVERY_S = 1.0
 
 #: How long a worker leaves a branch whose work failed before it tries to take it again.
 RETAKE_PAUSE_S = 5.0
+#: Pause between scheduling rounds while Redis is away (C9): the process rides the outage out.
+OUTAGE_PAUSE_S = 1.0
 
 
 class BranchWorker:
@@ -113,6 +116,8 @@ class BranchWorker:
         self._acquired_at: float | None = None
         self._hints_at: float | None = None
         self.orphans = Orphans(stores.configs, clock)
+        #: Set whenever a scheduling round found Redis away (tests wait on it).
+        self.outage = threading.Event()
 
     def run(self, stop: threading.Event, burst: bool = False) -> None:
         """Work until ``stop`` is set; with ``burst``, until nothing is left to do."""
@@ -125,11 +130,23 @@ class BranchWorker:
             while not stop.is_set():
                 if self.heartbeat.error is not None:
                     raise RuntimeError("the lease heartbeat failed") from self.heartbeat.error
-                did_work = self.wake()
+                try:
+                    did_work = self.wake()
+                except REDIS_DOWN as err:
+                    self._ride_out(err, stop)
+                    continue
                 if burst and not did_work and self._settled():
                     return
         finally:
             self.shutdown()
+
+    def _ride_out(self, err: Exception, stop: threading.Event) -> None:
+        """Redis is away (C9): keep the process and what it holds; the heartbeat drops the
+        branches once their leases may have expired, and the next rounds take them again."""
+        if not self.outage.is_set():
+            log.warning("Redis unreachable (%s); waiting for it", err)
+        self.outage.set()
+        stop.wait(OUTAGE_PAUSE_S)
 
     def _settled(self) -> bool:
         return not self._inflight and not any(lp.busy() for lp in self.loops.values())
@@ -140,6 +157,10 @@ class BranchWorker:
         new or due. True if any events were read."""
         self._finished.clear()
         self._collect()
+        if self.outage.is_set():
+            self.stores.registry.heartbeat(self.worker_id, self._clock(), self._lease_s)
+            log.info("Redis is back")
+            self.outage.clear()
         self._drop_lost()
         self._acquire_if_due()
         self._retire_orphans()

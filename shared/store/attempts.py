@@ -8,17 +8,23 @@ digits, ``_`` and ``-`` (facts: webhooks-git-libs.md §3.1).
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any, NoReturn
 
 import redis
 from rq import Queue, SimpleWorker
+from rq.exceptions import StopRequested
 
 from shared.model.ids import BranchKey
 from shared.model.requests import ApplyRequest, AttemptOutcome
+from shared.store.errors import REDIS_DOWN
 from shared.store.keys import Keys
+
+log = logging.getLogger(__name__)
 
 #: The dispatcher's job entry point, named by path so the branch worker never imports it.
 JOB_FUNCTION = "services.dispatcher.jobs.attempt"
@@ -28,6 +34,8 @@ JOB_TIMEOUT_S = 360
 RESULT_TTL_S = 600
 FAILURE_TTL_S = 86_400
 _SAFE = re.compile(r"[^A-Za-z0-9_-]")
+#: Pause before a new rq worker after the last one left its loop with Redis away (C9).
+OUTAGE_PAUSE_S = 1.0
 #: How long a token's outcome guard lives: far past any attempt's deadline.
 OUTCOME_GUARD_TTL_S = 86_400
 
@@ -72,12 +80,25 @@ class Attempts:
 
         rq's worker owns SIGTERM/SIGINT while it runs: the first is its warm shutdown (the job in
         hand finishes); ``exit_now`` replaces its cold shutdown, so a second signal leaves the
-        way every process of the product does.
+        way every process of the product does. rq leaves its loop when Redis is away (a
+        timeout, or any failure outside its dequeue); the process rides that out (C9): it
+        waits ``OUTAGE_PAUSE_S`` and starts a new rq worker, until a signal asks it to stop.
         """
-        queue = self.queue()
-        worker = _InProcessWorker([queue], connection=queue.connection)
-        worker.exit_now = exit_now
-        worker.work(burst=burst, logging_level=log_level)
+        while True:
+            queue = self.queue()
+            worker = _InProcessWorker([queue], connection=queue.connection)
+            worker.exit_now = exit_now
+            try:
+                worker.work(burst=burst, logging_level=log_level)
+            except REDIS_DOWN as err:  # rq's teardown writes to Redis too
+                log.warning("rq worker ended: Redis unreachable (%s)", err)
+            if burst or worker._shutdown_requested_date is not None:
+                return
+            log.warning("rq worker left its loop; starting another in %.0f s", OUTAGE_PAUSE_S)
+            try:
+                threading.Event().wait(OUTAGE_PAUSE_S)
+            except StopRequested:  # rq's handler: a signal came between two rq workers
+                return
 
     def enqueue(self, request: ApplyRequest) -> None:
         """Send one attempt to the dispatchers."""

@@ -14,6 +14,12 @@ from contextlib import contextmanager
 import redis
 
 
+#: What Redis being away looks like to a caller of redis-py (refused, timed out, dropped, still
+#: loading its data after a restart): the exceptions a process catches to ride out an outage
+#: (C9) without importing redis itself.
+REDIS_DOWN: tuple[type[Exception], ...] = (redis.ConnectionError, redis.TimeoutError)
+
+
 class StoreUnavailable(Exception):
     """Redis did not answer (refused, timed out, or dropped the connection): try again later."""
 
@@ -23,5 +29,5 @@ def unavailable_as_error(what: str) -> Iterator[None]:
     """Run Redis calls, re-raising connection failures as StoreUnavailable (``what`` names them)."""
     try:
         yield
-    except (redis.ConnectionError, redis.TimeoutError) as err:
+    except REDIS_DOWN as err:
         raise StoreUnavailable(f"{what}: Redis unreachable: {type(err).__name__}") from err

@@ -81,7 +81,11 @@ class Site:
     def branch(self, name: str) -> BranchKey:
         bare = self.tmp / f"{name}.git"
         git("init", "-q", "--bare", "-b", "main", str(bare))
-        url = str(bare)
+        return self.publish(name)
+
+    def publish(self, name: str) -> BranchKey:
+        """Publish the branch and its GitTarget, as the watcher does (again after a wipe)."""
+        url = str(self.tmp / f"{name}.git")
         uid = GitTargetUid(f"gt-{name}")
         bk = self.stores.configs.publish_served(
             branch_config(url, "main", "team", f"gp-{name}", commit_window_s=0.0),

@@ -1,0 +1,41 @@
+"""C9: a branch worker rides out a Redis outage (and Redis coming back empty) without exiting,
+then takes its branches again and mirrors what arrives."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import wait_until
+from tests.integration.branch_worker.site import DEADLINE_S, Running, Site, settings_for
+from tests.integration.redis_server import RedisServer, redis_server
+
+pytestmark = pytest.mark.integration
+__all__ = ["redis_server"]  # the fixture, imported for pytest
+
+
+def test_the_worker_rides_out_an_outage_and_an_empty_restart(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Fails before C9: the first Redis error in a round ended ``run`` with a traceback."""
+    settings = settings_for(
+        tmp_path, "c9", redis_url=redis_server.url, lease_period=timedelta(seconds=3)
+    )
+    site = Site(tmp_path, redis_server.client(), "c9", settings)
+    site.branch("r")
+    site.edit("r", "before")
+    running = Running(site.worker("w1", time.time))
+    with running as worker:
+        wait_until(lambda: "CREATE ConfigMap team/before" in site.pushed("r"), DEADLINE_S, "push")
+        redis_server.stop()
+        assert worker.outage.wait(DEADLINE_S), "the worker saw Redis go"
+        assert running.thread is not None and running.thread.is_alive()
+        redis_server.start()  # back, and empty
+        site.publish("r")  # the watcher republishes what Redis lost (C8)
+        site.edit("r", "after")
+        wait_until(lambda: "CREATE ConfigMap team/after" in site.pushed("r"), DEADLINE_S, "push")
+        assert running.thread.is_alive()
+    assert site.pushed("r").count("CREATE ConfigMap team/before") == 1, "nothing pushed twice"

@@ -1,0 +1,94 @@
+"""A private redis-server a test can stop, restart empty and flush (C8, C9, D2).
+
+Like ``scripts/with-redis``: loopback, a free port, nothing kept on disk, so a restart comes
+back empty, as a Redis without persistence does after a crash.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from shared.store.connection import connect
+
+#: How long a started server may take to answer.
+START_S = 10.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisServer:
+    """One redis-server process on a fixed port, started and stopped by the test."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port = _free_port()
+        self.directory = directory
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def client(self) -> redis.Redis:
+        return connect(self.url, client_name="tests")
+
+    def start(self) -> None:
+        """Start it (empty) and wait until it answers."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._process = subprocess.Popen(
+            [
+                "redis-server",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.directory),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + START_S
+        probe = redis.Redis(port=self.port, socket_connect_timeout=0.2)
+        while True:
+            try:
+                probe.ping()
+                break
+            except redis.ConnectionError:
+                # waiting for a process we just started: redis has no readiness signal
+                assert time.monotonic() < deadline, "redis-server did not start"
+                assert self._process.poll() is None, "redis-server exited"
+                time.sleep(0.02)
+        probe.close()
+
+    def stop(self) -> None:
+        """Kill it (its data goes with it) and wait until it is gone."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    if shutil.which("redis-server") is None:
+        pytest.fail("these tests need redis-server: apt-get install -y redis-server")
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    yield server
+    server.stop()
