@@ -11,6 +11,8 @@ Between passes, ``publish_applier_status`` publishes ledger changes on their own
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -41,6 +43,8 @@ from shared.store.config import ConfigStore
 from shared.store.ledger import Ledger
 from shared.store.receivers import ReceiverDirectory
 from shared.store.watches import WatchState
+
+logger = logging.getLogger(__name__)
 
 #: The component name our Events and status writes carry.
 COMPONENT = "gitops-reverser-watcher"
@@ -101,6 +105,9 @@ class Reconciler:
             appliers.settings.min_source_interval.total_seconds(),
         )
         self._targets = TargetReconciler(config, state, self._status, self._checker)
+        self._state = state
+        #: The marker of Redis's data as the last pass read it (C8); None before the first.
+        self._epoch: str | None = None
         self._applier_status = ApplierStatus(writer, appliers.ledger)
 
     def read(self) -> Snapshot:
@@ -116,6 +123,7 @@ class Reconciler:
     def reconcile(self) -> Plan:
         """One pass: status written, configs published, watches decided."""
         snap = self.read()
+        self._check_epoch()
         states = reconcile_clusters(self._factory, snap.clusters, self._status)
         problems = reconcile_providers(snap.providers, self._reader, self._prober, self._status)
         if self._receivers is not None:
@@ -139,6 +147,15 @@ class Reconciler:
         clients = {name: s.cluster.client for name, s in states.items() if s.cluster is not None}
         desired = desired_watches(served, snap.rules, catalogs)
         return Plan(desired, clients, frozenset(t.meta.uid for t in snap.targets))
+
+    def _check_epoch(self) -> None:
+        """C8: Redis came back empty (or was flushed) since the last pass: forget what this
+        process remembers publishing, so the pass publishes every config again."""
+        epoch = self._state.epoch(uuid.uuid4().hex)
+        if self._epoch is not None and epoch != self._epoch:
+            logger.warning("Redis lost the published configs; publishing them again")
+            self._targets.forget_published()
+        self._epoch = epoch
 
     def forget_gone(self, live: frozenset[str], busy: set[GitTargetUid]) -> list[GitTargetUid]:
         """Forget GitTargets that are gone, once none of their watches runs any more."""

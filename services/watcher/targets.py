@@ -132,6 +132,11 @@ class TargetReconciler:
         self._published: dict[str, str] = {}  # Redis key -> JSON last published by us
         self._withdrawn: set[str] = set()  # uids withdrawn while invalid, not asked again
 
+    def forget_published(self) -> None:
+        """Redis lost what was published (C8): publish everything again on this pass."""
+        self._published.clear()
+        self._withdrawn.clear()
+
     def reconcile(self, targets: list[GitTargetView], world: World) -> list[ServedTarget]:
         """Write every GitTarget's status; publish and return the served ones."""
         served: list[tuple[GitTargetView, GitProviderView]] = []

@@ -28,6 +28,8 @@ each does or does not expire:
 - ``watch:{uid}:{group/resource}:{namespace}:known``: hash of the objects a watch has seen
   (name -> uid, kind, version), which a relist sweeps against (M9; deleted with the GitTarget,
   since ``watch_cursors`` matches it too).
+- ``watcher:epoch``: a random value the watcher sets once and reads every pass; finding it
+  gone or changed means Redis lost its data, so every config is published again (C8; no TTL).
 - ``watcher:targets``: set of GitTarget uids whose config the watcher published, so a
   GitTarget deleted while no watcher ran is still forgotten (no TTL: the live list).
 """
@@ -131,6 +133,11 @@ class Keys:
     def watch_known(self, uid: GitTargetUid, group_resource: str, namespace: str) -> str:
         """Objects one watch has seen, by name (M9 sweeps)."""
         return self._k("watch", uid, group_resource, namespace or "_cluster", "known")
+
+    @property
+    def watcher_epoch(self) -> str:
+        """A marker whose loss tells the watcher that Redis came back empty (C8)."""
+        return self._k("watcher", "epoch")
 
     @property
     def watcher_targets(self) -> str:

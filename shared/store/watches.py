@@ -111,6 +111,18 @@ class WatchState:
         pipe.set(self._cursor_key(at), resource_version)
         pipe.execute()
 
+    def epoch(self, fresh: str) -> str:
+        """The marker of this Redis's data (C8): set to ``fresh`` if missing, then returned.
+
+        A watcher that finds another value than last pass's knows Redis lost what it
+        published (a restart without persistence, a flush) and publishes everything again.
+        Every watcher reads the same value, so two of them never flap.
+        """
+        pipe = self._r.pipeline(transaction=True)
+        pipe.set(self._keys.watcher_epoch, fresh, nx=True)
+        pipe.get(self._keys.watcher_epoch)
+        return str(pipe.execute()[1])
+
     def published_targets(self) -> set[GitTargetUid]:
         """The GitTarget uids the watcher published config for and has not forgotten."""
         return {GitTargetUid(str(uid)) for uid in self._r.smembers(self._keys.watcher_targets)}

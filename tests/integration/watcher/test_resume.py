@@ -20,7 +20,7 @@ from sandbox.githost import GitHost
 from sandbox.githost.outside import git
 from services.branch_worker.worker import BranchWorker, Stores
 from shared.model.config import ApplierRef
-from shared.model.ids import Branch
+from shared.model.ids import Branch, GitTargetUid
 from shared.settings import Settings
 from tests.integration.watcher.harness import (
     Cluster,
@@ -212,3 +212,21 @@ def test_config_is_published_and_forgotten_with_its_gittarget(rig: Rig, repo_url
 
 def redis_client_keys(rig: Rig, pattern: str) -> list[str]:
     return list(rig.redis.scan_iter(f"{rig.prefix}:{pattern}"))
+
+
+def test_a_redis_that_came_back_empty_gets_every_config_again(rig: Rig, repo_url: str) -> None:
+    """C8: the same watcher (no restart) publishes the branch and GitTarget configs again once
+    its marker shows Redis lost them. Fails before C8: the pass compared against its memory."""
+    uid = mirror_setup(rig, repo_url)
+    bk = Branch(repo_url, "main").key
+    watcher = rig.watcher()
+    try:
+        watcher.reconcile_once()
+        assert rig.config.branch(bk) is not None
+        rig.redis.delete(*rig.redis.scan_iter(f"{rig.prefix}:*"))  # Redis came back empty
+        watcher.reconcile_once()
+        assert rig.config.branch(bk) is not None, "the branch's settings are back"
+        assert rig.config.target(GitTargetUid(uid)) is not None, "the GitTarget's config too"
+        assert rig.config.without_targets([bk]) == set(), "registered with its branch"
+    finally:
+        watcher.close()
