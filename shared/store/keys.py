@@ -20,7 +20,9 @@ each does or does not expire:
 - ``outcome:{token}``: guard that makes a token's outcome unique (TTL: a day, far past any
   attempt's deadline).
 - ``ledger:{uid}``: status.applier per GitTarget incarnation (deleted with the GitTarget).
-- ``receiver:delivery:{provider}:{id}``: replay guard (TTL: a day, longer than any host retries).
+- ``receiver:deliveries:{provider}``: a GitProvider's replay guards, a sorted set of delivery
+  ids by receipt time, bounded in age and number (``shared.store.notices``: U2; TTL: the age
+  limit, renewed by each delivery).
 - ``receiver:{digest}``: a GitProvider's webhook receiver as the watcher publishes it (no TTL:
   forgotten with the GitProvider or its ``spec.receiver``); ``receivers``: the set of published
   digests, so one left behind while no watcher ran is still forgotten.
@@ -113,9 +115,9 @@ class Keys:
         """status.applier of one GitTarget incarnation (S3)."""
         return self._k("ledger", uid)
 
-    def delivery(self, provider: str, delivery_id: str) -> str:
-        """A seen webhook delivery id (R4)."""
-        return self._k("receiver", "delivery", provider, delivery_id)
+    def deliveries(self, provider: str) -> str:
+        """The delivery ids a GitProvider's receiver has seen (R4, U2)."""
+        return self._k("receiver", "deliveries", provider)
 
     def receiver(self, digest: str) -> str:
         """A webhook receiver by its path digest (R1): which GitProvider, type, Secret, branches."""

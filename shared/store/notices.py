@@ -2,9 +2,15 @@
 
 A notice is a hint (R4, Q5), so each branch's stream is capped (``MAXLEN ~``): losing an old
 hint costs nothing, the branch reads its tip on the steady tick anyway (Q7). A delivery id is
-remembered for a day in the same Lua step that appends its notices, so a replayed delivery
-(the host retrying, or a user pressing "redeliver") stores nothing new, and a delivery is never
-half stored. A delivery without an id cannot be told from a new one and is always stored.
+remembered in the same Lua step that appends its notices, so a replayed delivery (the host
+retrying, or a user pressing "redeliver") stores nothing new, and a delivery is never half
+stored. A delivery without an id cannot be told from a new one and is always stored.
+
+The replay guards are bounded (U2): one sorted set per GitProvider (id -> when it was
+received), whose entries older than ``SEEN_FOR`` are dropped and which keeps at most
+``MAX_GUARDS`` ids (the oldest go first), so a flood of distinct deliveries costs one
+GitProvider's set and nothing more. An id pushed out early by a flood is, at worst, one more
+notice: one more tip read, never an apply.
 The branch worker reads the streams with ``shared.store.notice_reader``; both sides go through
 ``PushNotice``'s codec.
 """
@@ -13,7 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 import redis
@@ -26,22 +33,33 @@ from shared.store.keys import Keys
 #: ever wait; a bound keeps a flood of deliveries from growing Redis.
 MAX_NOTICES = 1000
 #: How long a delivery id is remembered: GitHub never redelivers on its own and other hosts
-#: retry within hours, so a day covers every retry and a user's manual redelivery that day.
-SEEN_FOR = timedelta(days=1)
+#: retry within minutes to hours; a replay after this is one more notice, a hint only (U2).
+SEEN_FOR = timedelta(hours=6)
+#: Most delivery ids remembered per GitProvider (U2): far more than a host retries at once.
+MAX_GUARDS = 10_000
 #: Longer ids (the host's choice) are hashed so a key stays short.
 MAX_ID_CHARS = 128
 
-#: KEYS[1]     the delivery's replay guard (Keys.delivery)
+#: KEYS[1]     the GitProvider's replay guards (Keys.deliveries): a sorted set id -> time
 #: KEYS[2..n]  one notice stream per notice (Keys.branch_notices)
-#: ARGV[1]     the guard's TTL in seconds
+#: ARGV[1]     the guards' age limit in seconds (also the set's TTL)
 #: ARGV[2]     the approximate MAXLEN of each stream
 #: ARGV[3]     the notices as one JSON array, in KEYS[2..] order, each a flat array of its
 #:             field/value items (one argument instead of a dozen: cheaper to send and parse)
+#: ARGV[4]     the delivery id, ARGV[5] now (seconds), ARGV[6] the most ids kept
 #: Returns the number of notices appended, or -1 when the delivery was seen before.
 _STORE_ONCE = """
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+local now = tonumber(ARGV[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]))
+if redis.call('ZSCORE', KEYS[1], ARGV[4]) then
   return -1
 end
+redis.call('ZADD', KEYS[1], now, ARGV[4])
+local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[6])
+if over > 0 then
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, over - 1)
+end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
 local notices = cjson.decode(ARGV[3])
 for i = 2, #KEYS do
   redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[2], '*', unpack(notices[i - 1]))
@@ -59,8 +77,18 @@ def _flat(notice: PushNotice) -> list[str]:
 class NoticeWriter:
     """Appends notices to branch streams, at most once per (GitProvider, delivery id)."""
 
-    def __init__(self, client: redis.Redis, keys: Keys, max_len: int = MAX_NOTICES) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: Keys,
+        max_len: int = MAX_NOTICES,
+        *,
+        max_guards: int = MAX_GUARDS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._r = client
+        self._max_guards = max_guards
+        self._clock = clock
         self._keys = keys
         self._max_len = max_len
         self._store_once = client.register_script(_STORE_ONCE)
@@ -77,11 +105,16 @@ class NoticeWriter:
             self._streams[(notice.url, notice.ref)] = known
         return known
 
-    def guard_key(self, provider: str, delivery: str) -> str:
-        """The replay guard of one delivery to one GitProvider's receiver."""
+    def guard_key(self, provider: str) -> str:
+        """The replay guards of one GitProvider's receiver."""
+        return self._keys.deliveries(provider)
+
+    @staticmethod
+    def guard_id(delivery: str) -> str:
+        """How a delivery id is remembered: as sent, or hashed when long."""
         if len(delivery) > MAX_ID_CHARS:
-            delivery = hashlib.sha256(delivery.encode()).hexdigest()
-        return self._keys.delivery(provider, delivery)
+            return hashlib.sha256(delivery.encode()).hexdigest()
+        return delivery
 
     def store(self, provider: str, delivery: str, notices: Sequence[PushNotice]) -> bool:
         """Append ``notices``; False (and nothing stored) when ``delivery`` was seen before.
@@ -97,8 +130,15 @@ class NoticeWriter:
             items = json.dumps(
                 [_flat(n) for n in notices], ensure_ascii=False, separators=(",", ":")
             )
-            args: list[str | int] = [self._ttl, self._max_len, items]
-            added = self._store_once(keys=[self.guard_key(provider, delivery), *streams], args=args)
+            args: list[str | int | float] = [
+                self._ttl,
+                self._max_len,
+                items,
+                self.guard_id(delivery),
+                self._clock(),
+                self._max_guards,
+            ]
+            added = self._store_once(keys=[self.guard_key(provider), *streams], args=args)
         return int(added) >= 0
 
     def _store_always(self, notices: Sequence[PushNotice]) -> bool:

@@ -64,12 +64,36 @@ def test_a_delivery_is_stored_once(store: StoreUnderTest) -> None:
     assert [(n.delivery, n.after) for n in notices] == [("d-1", "a" * 40)]
 
 
-def test_the_guard_expires_after_a_day(store: StoreUnderTest) -> None:
-    """R4 (keys.py): the replay guard has a TTL of a day, so it never accumulates."""
+def test_the_guards_expire_with_their_age_limit(store: StoreUnderTest) -> None:
+    """R4, U2 (keys.py): the replay guards expire, so they never accumulate."""
     writer = NoticeWriter(store.client, store.keys)
     writer.store("team/gp", "d-1", [_notice()])
-    ttl = store.client.ttl(writer.guard_key("team/gp", "d-1"))
+    ttl = store.client.ttl(writer.guard_key("team/gp"))
     assert SEEN_FOR.total_seconds() - 5 <= int(ttl) <= SEEN_FOR.total_seconds()  # type: ignore[arg-type]
+
+
+def test_a_flood_of_distinct_deliveries_keeps_a_bounded_number_of_guards(
+    store: StoreUnderTest,
+) -> None:
+    """U2: fails before it: one key per distinct delivery, a day each, no cap."""
+    writer = NoticeWriter(store.client, store.keys, max_guards=50)
+    for i in range(300):
+        assert writer.store("team/gp", f"d-{i}", [_notice(delivery=f"d-{i}")])
+    assert int(store.client.zcard(writer.guard_key("team/gp"))) == 50  # type: ignore[arg-type]
+    guards = list(store.client.scan_iter(f"{store.keys.prefix}:receiver:*"))
+    assert guards == [writer.guard_key("team/gp")], "one key for the GitProvider, not one each"
+    assert not writer.store("team/gp", "d-299", [_notice()]), "the newest ids are kept"
+
+
+def test_a_guard_older_than_the_age_limit_is_forgotten(store: StoreUnderTest) -> None:
+    """U2: the age limit holds per id, by the injected clock, not only for the whole set."""
+    clock = [1_000.0]
+    writer = NoticeWriter(store.client, store.keys, clock=lambda: clock[0])
+    assert writer.store("team/gp", "d-1", [_notice()])
+    clock[0] += SEEN_FOR.total_seconds() - 1
+    assert not writer.store("team/gp", "d-1", [_notice()]), "still a replay within the limit"
+    clock[0] += 2
+    assert writer.store("team/gp", "d-1", [_notice()]), "past the limit: a new delivery"
 
 
 def test_the_same_id_at_two_providers_is_two_deliveries(store: StoreUnderTest) -> None:
@@ -123,7 +147,7 @@ def test_long_delivery_ids_are_hashed_into_short_keys(store: StoreUnderTest) -> 
     """Delivery ids are the sender's choice; keys stay short, replays still match."""
     writer = NoticeWriter(store.client, store.keys)
     long_id = "x" * 5000
-    assert writer.guard_key("team/gp", long_id) != writer.guard_key("team/gp", "x" * 4999)
-    assert len(writer.guard_key("team/gp", long_id)) < 200
+    assert writer.guard_id(long_id) != writer.guard_id("x" * 4999)
+    assert len(writer.guard_id(long_id)) < 200
     assert writer.store("team/gp", long_id, [_notice()]) is True
     assert writer.store("team/gp", long_id, [_notice()]) is False

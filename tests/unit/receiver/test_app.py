@@ -266,7 +266,12 @@ def test_no_secret_reaches_logs_or_redis(rig: Rig, caplog: pytest.LogCaptureFixt
     secret = SECRET.decode()
     logged = "\n".join(r.getMessage() + json.dumps(r.__dict__, default=str) for r in caplog.records)
     assert logged and secret not in logged
-    readers = {"set": rig.redis.smembers, "string": rig.redis.get, "stream": rig.redis.xrange}
+    readers = {
+        "set": rig.redis.smembers,
+        "string": rig.redis.get,
+        "stream": rig.redis.xrange,
+        "zset": lambda key: rig.redis.zrange(key, 0, -1),
+    }
     for key in rig.redis.scan_iter("*"):
         dumped = json.dumps(readers[rig.redis.type(key)](key), default=sorted)
         assert secret not in key and secret not in dumped
