@@ -37,12 +37,18 @@ _PENDING = "pending:"
 
 # KEYS[1] state hash, KEYS[2] fence counter; ARGV[1] fencing token, then field/value pairs.
 # Writes the fields only while the token is the newest issued; returns 1, or 0 when fenced off.
+# A ``pending:{worker}`` field whose value is 0 is deleted, not kept (U3: worker ids change on
+# every rollout, and a zero counts for nothing).
 _FENCED_HSET = """
 if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[1]) then
   return 0
 end
 for i = 2, #ARGV, 2 do
-  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  if string.sub(ARGV[i], 1, 8) == 'pending:' and tonumber(ARGV[i + 1]) == 0 then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+  else
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
 end
 return 1
 """
@@ -125,8 +131,8 @@ class BranchStates:
 
     def publish_takeover(self, lease: Lease, tip: str | None, released: Iterable[str]) -> None:
         """A new owner starts at ``tip`` with nothing open or in flight. The pending writes of
-        the ``released`` workers are zeroed: their events are the new owner's now, counted
-        again as it claims them (Q1, Q3)."""
+        the ``released`` workers are dropped (their fields deleted, U3): their events are the
+        new owner's now, counted again as it claims them (Q1, Q3)."""
         fields: Fields = {_PENDING + worker: 0 for worker in released}
         fields.update({_TIP: tip or "", _WINDOWS_OPEN: 0, _PUSH_IN_FLIGHT: 0})
         self._write(lease, fields)
