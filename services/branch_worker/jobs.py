@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 #: Failures of one branch's work that give the branch back instead of stopping the process: the
 #: remote or its credentials, the work tree's disk, the cluster holding a Secret, Redis away
 #: (C9: nothing was acknowledged, the next owner claims the events again).
-BRANCH_FAILURES = (GitError, OSError, KubeError, *REDIS_DOWN)
+BRANCH_FAILURES: tuple[type[Exception], ...] = (GitError, OSError, KubeError, *REDIS_DOWN)
 
 CredentialSource = Callable[[BranchKey], dict[str, str]]
 #: Builds a branch's work tree: (folder, repository URL, branch, git's environment).

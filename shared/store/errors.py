@@ -13,7 +13,6 @@ from contextlib import contextmanager
 
 import redis
 
-
 #: What Redis being away looks like to a caller of redis-py (refused, timed out, dropped, still
 #: loading its data after a restart): the exceptions a process catches to ride out an outage
 #: (C9) without importing redis itself.
