@@ -14,11 +14,14 @@ Run under gunicorn: ``gunicorn -c services/receiver/gunicorn.conf.py
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import Any
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, request
 from prometheus_client import REGISTRY, CollectorRegistry
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response as BaseResponse
@@ -35,10 +38,39 @@ LOG = logging.getLogger(__name__)
 _HTTP_STATUS = {400: "malformed", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 
 
+#: What werkzeug leaves out of the ``HTTP_*`` headers: the CGI variables stand for them.
+_CONTENT_HEADERS = frozenset({"HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"})
+#: Encoded answers remembered: the answers to deliveries are a few fixed texts (a reason may
+#: echo an event name, so the set is bounded rather than assumed small).
+_ANSWERS_KEPT = 256
+
+
+@lru_cache(maxsize=_ANSWERS_KEPT)
+def _encoded(answer: Answer) -> bytes:
+    """The answer's JSON body, encoded once (as Flask's ``jsonify`` would, keys sorted)."""
+    return (json.dumps(answer.body(), sort_keys=True, separators=(",", ":")) + "\n").encode()
+
+
 def _json(answer: Answer) -> Response:
-    response = jsonify(answer.body())
-    response.status_code = answer.code
-    return response
+    return Response(_encoded(answer), status=answer.code, mimetype="application/json")
+
+
+def wsgi_headers(environ: Mapping[str, Any]) -> dict[str, str]:
+    """The request headers by lower-case name, straight from the WSGI environ.
+
+    What werkzeug's ``EnvironHeaders`` yields (``HTTP_*`` and the content type and length),
+    without title-casing every name on the way: the verifiers look names up lower-cased.
+    """
+    headers = {
+        key[5:].replace("_", "-").lower(): value
+        for key, value in environ.items()
+        if key.startswith("HTTP_") and key not in _CONTENT_HEADERS
+    }
+    for key, name in (("CONTENT_TYPE", "content-type"), ("CONTENT_LENGTH", "content-length")):
+        value = environ.get(key)
+        if value:
+            headers[name] = value
+    return headers
 
 
 def _http_error(err: HTTPException) -> BaseResponse:
@@ -69,7 +101,7 @@ def _register_views(
     def hook(digest: str) -> Response:
         started = time.perf_counter()
         incoming = Incoming(
-            headers={name.lower(): value for name, value in request.headers.items()},
+            headers=wsgi_headers(request.environ),
             content_type=request.content_type or "",
             read_body=lambda: request_body(request, limit),
         )

@@ -142,7 +142,7 @@ class Receiver:
             if record is not None:  # unknown paths are not logged: scanners would flood logs
                 _log(record, answer)
         kind = record.type if record is not None else "unknown"
-        self._metrics.deliveries.labels(type=kind, result=answer.status).inc()
+        self._metrics.delivered(kind, answer.status)
         return answer
 
     def _record(self, digest: str) -> ReceiverRecord:
@@ -213,5 +213,5 @@ class Receiver:
             raise _Stop(Answer(503, "unavailable", "the notice store is unreachable")) from err
         if not fresh:
             return Answer(202, "duplicate", "this delivery was seen before; nothing stored")
-        self._metrics.notices.labels(type=record.type).inc(len(routed.notices))
+        self._metrics.noticed(record.type, len(routed.notices))
         return Answer(202, "stored", routed.reason)
