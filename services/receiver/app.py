@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -30,6 +30,7 @@ from services.receiver.body import request_body
 from services.receiver.intake import Answer, Incoming, Receiver, Stores
 from services.receiver.metrics import ReceiverMetrics
 from services.receiver.secrets import CachedSecrets, KubeSecrets, SecretSource
+from services.receiver.verify import CaseFolded
 from shared.metrics import CONTENT_TYPE, exposition
 from shared.settings import Settings
 
@@ -40,6 +41,7 @@ _HTTP_STATUS = {400: "malformed", 404: "not_found", 405: "method_not_allowed", 4
 
 #: What werkzeug leaves out of the ``HTTP_*`` headers: the CGI variables stand for them.
 _CONTENT_HEADERS = frozenset({"HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"})
+_CGI_NAMES = {"content-type": "CONTENT_TYPE", "content-length": "CONTENT_LENGTH"}
 #: Encoded answers remembered: the answers to deliveries are a few fixed texts (a reason may
 #: echo an event name, so the set is bounded rather than assumed small).
 _ANSWERS_KEPT = 256
@@ -55,22 +57,34 @@ def _json(answer: Answer) -> Response:
     return Response(_encoded(answer), status=answer.code, mimetype="application/json")
 
 
-def wsgi_headers(environ: Mapping[str, Any]) -> dict[str, str]:
-    """The request headers by lower-case name, straight from the WSGI environ.
+class WsgiHeaders(CaseFolded):
+    """The request headers, by lower-case name, read from the WSGI environ when asked for.
 
-    What werkzeug's ``EnvironHeaders`` yields (``HTTP_*`` and the content type and length),
-    without title-casing every name on the way: the verifiers look names up lower-cased.
+    The names werkzeug's ``EnvironHeaders`` has (``HTTP_*`` and a non-empty content type and
+    length), lower-cased, without building a dict of every header for a delivery whose
+    verifier and parser ask for three of them.
     """
-    headers = {
-        key[5:].replace("_", "-").lower(): value
-        for key, value in environ.items()
-        if key.startswith("HTTP_") and key not in _CONTENT_HEADERS
-    }
-    for key, name in (("CONTENT_TYPE", "content-type"), ("CONTENT_LENGTH", "content-length")):
-        value = environ.get(key)
-        if value:
-            headers[name] = value
-    return headers
+
+    __slots__ = ("_environ",)
+
+    def __init__(self, environ: Mapping[str, Any]) -> None:
+        self._environ = environ
+
+    def __getitem__(self, name: str) -> str:
+        cgi = _CGI_NAMES.get(name)
+        value = self._environ.get(cgi or "HTTP_" + name.upper().replace("-", "_"))
+        if not isinstance(value, str) or (cgi and not value):
+            raise KeyError(name)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        for key in self._environ:
+            if key.startswith("HTTP_") and key not in _CONTENT_HEADERS:
+                yield key[5:].replace("_", "-").lower()
+        yield from (name for name, cgi in _CGI_NAMES.items() if self._environ.get(cgi))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _http_error(err: HTTPException) -> BaseResponse:
@@ -101,7 +115,7 @@ def _register_views(
     def hook(digest: str) -> Response:
         started = time.perf_counter()
         incoming = Incoming(
-            headers=wsgi_headers(request.environ),
+            headers=WsgiHeaders(request.environ),
             content_type=request.content_type or "",
             read_body=lambda: request_body(request, limit),
         )

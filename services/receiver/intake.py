@@ -100,9 +100,23 @@ def _echo(text: str) -> str:
     return text[:ECHO_CHARS]
 
 
+#: Answers that are the routine flow of deliveries: logged at DEBUG (they are counted by
+#: result in ``gitops_reverser_receiver_deliveries_total`` at any level). A JSON log line
+#: costs about a tenth of a stored delivery's CPU, and a busy organisation pushes all day.
+ROUTINE = frozenset({"stored", "duplicate", "dropped", "ignored"})
+
+
 def _log(record: ReceiverRecord, answer: Answer, delivery: str = "") -> None:
-    """One line per delivery to a known receiver: who, which delivery, what was answered."""
-    LOG.info(
+    """One line per delivery to a known receiver: who, which delivery, what was answered.
+
+    At INFO for what an operator may have to act on or is setting up (a refusal, a failure,
+    a ping); at DEBUG for the routine answers (``ROUTINE``).
+    """
+    level = logging.DEBUG if answer.status in ROUTINE else logging.INFO
+    if not LOG.isEnabledFor(level):
+        return
+    LOG.log(
+        level,
         "delivery %s",
         answer.status,
         extra={

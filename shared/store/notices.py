@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 import redis
+from redis.exceptions import NoScriptError
 
 from shared.model.notices import PushNotice
 from shared.store.errors import unavailable_as_error
@@ -33,21 +34,24 @@ MAX_ID_CHARS = 128
 
 #: KEYS[1]     the delivery's replay guard (Keys.delivery)
 #: KEYS[2..n]  one notice stream per notice (Keys.branch_notices)
-#: ARGV[1]     the guard's TTL in seconds
-#: ARGV[2]     the approximate MAXLEN of each stream
-#: ARGV[3]     the notices as one JSON array, in KEYS[2..] order, each a flat array of its
+#: ARGV[1]     the notices as one JSON array, in KEYS[2..] order, each a flat array of its
 #:             field/value items (one argument instead of a dozen: cheaper to send and parse)
+#: The guard's TTL (seconds) and the streams' approximate MAXLEN are constants of a writer,
+#: written into its script's text (two arguments fewer to pack and send per delivery).
 #: Returns the number of notices appended, or -1 when the delivery was seen before.
 _STORE_ONCE = """
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', {ttl:d}) then
   return -1
 end
-local notices = cjson.decode(ARGV[3])
+local notices = cjson.decode(ARGV[1])
 for i = 2, #KEYS do
-  redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[2], '*', unpack(notices[i - 1]))
+  redis.call('XADD', KEYS[i], 'MAXLEN', '~', {max_len:d}, '*', unpack(notices[i - 1]))
 end
 return #KEYS - 1
 """
+#: The notices' JSON: compact, non-ASCII as is (one encoder: ``json.dumps`` with options
+#: builds a new one on every call).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 #: Stream keys remembered per (URL, ref): building one normalises the URL and hashes it.
 _STREAM_KEYS_KEPT = 1024
 
@@ -63,8 +67,9 @@ class NoticeWriter:
         self._r = client
         self._keys = keys
         self._max_len = max_len
-        self._store_once = client.register_script(_STORE_ONCE)
         self._ttl = int(SEEN_FOR.total_seconds())
+        script = _STORE_ONCE.format(ttl=self._ttl, max_len=int(max_len))
+        self._store_once = client.register_script(script)
         self._streams: dict[tuple[str, str], str] = {}
 
     def _stream(self, notice: PushNotice) -> str:
@@ -94,12 +99,19 @@ class NoticeWriter:
             if not delivery:
                 return self._store_always(notices)
             streams = [self._stream(n) for n in notices]
-            items = json.dumps(
-                [_flat(n) for n in notices], ensure_ascii=False, separators=(",", ":")
-            )
-            args: list[str | int] = [self._ttl, self._max_len, items]
-            added = self._store_once(keys=[self.guard_key(provider, delivery), *streams], args=args)
+            items = _ENCODE([_flat(n) for n in notices])
+            added = self._run_store_once([self.guard_key(provider, delivery), *streams], [items])
         return int(added) >= 0
+
+    def _run_store_once(self, keys: list[str], args: list[str | int]) -> int:
+        """EVALSHA straight through ``execute_command`` (redis-py's ``Script`` wrapper costs as
+        much Python as the call itself); a server that does not know the script yet (a restart,
+        a flushed cache) gets it loaded by the wrapper."""
+        try:
+            sha = self._store_once.sha
+            return int(self._r.execute_command("EVALSHA", sha, len(keys), *keys, *args))  # type: ignore[no-untyped-call]
+        except NoScriptError:
+            return int(self._store_once(keys=keys, args=args))
 
     def _store_always(self, notices: Sequence[PushNotice]) -> bool:
         pipe = self._r.pipeline(transaction=True)
