@@ -14,11 +14,14 @@ Run under gunicorn: ``gunicorn -c services/receiver/gunicorn.conf.py
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from functools import lru_cache
+from typing import Any
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, request
 from prometheus_client import REGISTRY, CollectorRegistry
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response as BaseResponse
@@ -27,6 +30,7 @@ from services.receiver.body import request_body
 from services.receiver.intake import Answer, Incoming, Receiver, Stores
 from services.receiver.metrics import ReceiverMetrics
 from services.receiver.secrets import CachedSecrets, KubeSecrets, SecretSource
+from services.receiver.verify import CaseFolded
 from shared.metrics import CONTENT_TYPE, exposition
 from shared.settings import Settings
 
@@ -35,10 +39,52 @@ LOG = logging.getLogger(__name__)
 _HTTP_STATUS = {400: "malformed", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 
 
+#: What werkzeug leaves out of the ``HTTP_*`` headers: the CGI variables stand for them.
+_CONTENT_HEADERS = frozenset({"HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"})
+_CGI_NAMES = {"content-type": "CONTENT_TYPE", "content-length": "CONTENT_LENGTH"}
+#: Encoded answers remembered: the answers to deliveries are a few fixed texts (a reason may
+#: echo an event name, so the set is bounded rather than assumed small).
+_ANSWERS_KEPT = 256
+
+
+@lru_cache(maxsize=_ANSWERS_KEPT)
+def _encoded(answer: Answer) -> bytes:
+    """The answer's JSON body, encoded once (as Flask's ``jsonify`` would, keys sorted)."""
+    return (json.dumps(answer.body(), sort_keys=True, separators=(",", ":")) + "\n").encode()
+
+
 def _json(answer: Answer) -> Response:
-    response = jsonify(answer.body())
-    response.status_code = answer.code
-    return response
+    return Response(_encoded(answer), status=answer.code, mimetype="application/json")
+
+
+class WsgiHeaders(CaseFolded):
+    """The request headers, by lower-case name, read from the WSGI environ when asked for.
+
+    The names werkzeug's ``EnvironHeaders`` has (``HTTP_*`` and a non-empty content type and
+    length), lower-cased, without building a dict of every header for a delivery whose
+    verifier and parser ask for three of them.
+    """
+
+    __slots__ = ("_environ",)
+
+    def __init__(self, environ: Mapping[str, Any]) -> None:
+        self._environ = environ
+
+    def __getitem__(self, name: str) -> str:
+        cgi = _CGI_NAMES.get(name)
+        value = self._environ.get(cgi or "HTTP_" + name.upper().replace("-", "_"))
+        if not isinstance(value, str) or (cgi and not value):
+            raise KeyError(name)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        for key in self._environ:
+            if key.startswith("HTTP_") and key not in _CONTENT_HEADERS:
+                yield key[5:].replace("_", "-").lower()
+        yield from (name for name, cgi in _CGI_NAMES.items() if self._environ.get(cgi))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _http_error(err: HTTPException) -> BaseResponse:
@@ -69,7 +115,7 @@ def _register_views(
     def hook(digest: str) -> Response:
         started = time.perf_counter()
         incoming = Incoming(
-            headers={name.lower(): value for name, value in request.headers.items()},
+            headers=WsgiHeaders(request.environ),
             content_type=request.content_type or "",
             read_body=lambda: request_body(request, limit),
         )

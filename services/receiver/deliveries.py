@@ -110,6 +110,15 @@ def _urls(body: Json, *paths: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(u for u in (_text(body, *p) for p in paths) if u)
 
 
+def _repository_urls(body: Json, fields: tuple[str, ...]) -> tuple[str, ...]:
+    """The non-empty strings among ``repository.<field>`` (``_urls`` for one object, in one
+    pass: GitHub and Gitea name their repository there, on every delivery)."""
+    repository = body.get("repository")
+    if not isinstance(repository, dict):
+        return ()
+    return tuple(u for u in map(repository.get, fields) if isinstance(u, str) and u)
+
+
 def _full_ref(ref: str, ref_type: str) -> str:
     if ref.startswith("refs/"):
         return ref
@@ -125,12 +134,7 @@ def _single_push(event: str, delivery: str, body: Json, repos: tuple[str, ...]) 
 
 # GitHub -----------------------------------------------------------------------------------
 
-_GITHUB_REPO = (
-    ("repository", "clone_url"),
-    ("repository", "html_url"),
-    ("repository", "ssh_url"),
-    ("repository", "git_url"),
-)
+_GITHUB_REPO = ("clone_url", "html_url", "ssh_url", "git_url")  # of ``repository``
 
 
 def parse_github(headers: Mapping[str, str], body: Json) -> Parsed:
@@ -141,20 +145,20 @@ def parse_github(headers: Mapping[str, str], body: Json) -> Parsed:
         return Ping(event, delivery)
     if event != "push":
         return Ignored(event, delivery)
-    return _single_push(event, delivery, body, _urls(body, *_GITHUB_REPO))
+    return _single_push(event, delivery, body, _repository_urls(body, _GITHUB_REPO))
 
 
 # Gitea and Forgejo ---------------------------------------------------------------------------
 
 _GITEA_VENDORS = ("Forgejo", "Gitea", "Gogs", "GitHub")
-_GITEA_REPO = (("repository", "clone_url"), ("repository", "html_url"), ("repository", "ssh_url"))
+_GITEA_REPO = ("clone_url", "html_url", "ssh_url")  # of ``repository``
 
 
 def parse_gitea(headers: Mapping[str, str], body: Json) -> Parsed:
     """Gitea/Forgejo: ``push``, and ``create``/``delete`` of a ref (short name), ``ping``."""
     event = _first(headers, (f"X-{v}-Event" for v in _GITEA_VENDORS))
     delivery = _first(headers, (f"X-{v}-Delivery" for v in _GITEA_VENDORS))
-    repos = _urls(body, *_GITEA_REPO)
+    repos = _repository_urls(body, _GITEA_REPO)
     if event == "ping":
         return Ping(event, delivery)
     if event == "push":
@@ -251,13 +255,15 @@ def parse_generic(headers: Mapping[str, str], body: Json) -> Parsed:
     return _single_push("push", delivery, body, ())
 
 
+_PARSERS: dict[ReceiverType, Callable[[Mapping[str, str], Json], Parsed]] = {
+    "github": parse_github,
+    "gitea": parse_gitea,
+    "gitlab": parse_gitlab,
+    "bitbucket": parse_bitbucket,
+    "generic-hmac": parse_generic,
+}
+
+
 def parse(kind: ReceiverType, headers: Mapping[str, str], document: bytes) -> Parsed:
     """What a verified delivery of a receiver of type ``kind`` says; Malformed when unreadable."""
-    parsers: dict[ReceiverType, Callable[[Mapping[str, str], Json], Parsed]] = {
-        "github": parse_github,
-        "gitea": parse_gitea,
-        "gitlab": parse_gitlab,
-        "bitbucket": parse_bitbucket,
-        "generic-hmac": parse_generic,
-    }
-    return parsers[kind](headers, load_object(document))
+    return _PARSERS[kind](headers, load_object(document))

@@ -100,9 +100,23 @@ def _echo(text: str) -> str:
     return text[:ECHO_CHARS]
 
 
+#: Answers that are the routine flow of deliveries: logged at DEBUG (they are counted by
+#: result in ``gitops_reverser_receiver_deliveries_total`` at any level). A JSON log line
+#: costs about a tenth of a stored delivery's CPU, and a busy organisation pushes all day.
+ROUTINE = frozenset({"stored", "duplicate", "dropped", "ignored"})
+
+
 def _log(record: ReceiverRecord, answer: Answer, delivery: str = "") -> None:
-    """One line per delivery to a known receiver: who, which delivery, what was answered."""
-    LOG.info(
+    """One line per delivery to a known receiver: who, which delivery, what was answered.
+
+    At INFO for what an operator may have to act on or is setting up (a refusal, a failure,
+    a ping); at DEBUG for the routine answers (``ROUTINE``).
+    """
+    level = logging.DEBUG if answer.status in ROUTINE else logging.INFO
+    if not LOG.isEnabledFor(level):
+        return
+    LOG.log(
+        level,
         "delivery %s",
         answer.status,
         extra={
@@ -142,7 +156,7 @@ class Receiver:
             if record is not None:  # unknown paths are not logged: scanners would flood logs
                 _log(record, answer)
         kind = record.type if record is not None else "unknown"
-        self._metrics.deliveries.labels(type=kind, result=answer.status).inc()
+        self._metrics.delivered(kind, answer.status)
         return answer
 
     def _record(self, digest: str) -> ReceiverRecord:
@@ -213,5 +227,5 @@ class Receiver:
             raise _Stop(Answer(503, "unavailable", "the notice store is unreachable")) from err
         if not fresh:
             return Answer(202, "duplicate", "this delivery was seen before; nothing stored")
-        self._metrics.notices.labels(type=record.type).inc(len(routed.notices))
+        self._metrics.noticed(record.type, len(routed.notices))
         return Answer(202, "stored", routed.reason)

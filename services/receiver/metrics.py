@@ -29,9 +29,29 @@ class ReceiverMetrics:
             ["type"],
             registry=registry,
         )
+        self._delivered: dict[tuple[str, str], Counter] = {}
+        self._noticed: dict[str, Counter] = {}
         self.latency = Histogram(
             "gitops_reverser_receiver_delivery_seconds",
             "Time from the start of a hook request to its answer.",
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
+
+    def delivered(self, kind: str, result: str) -> None:
+        """One delivery to a receiver of type ``kind`` (or ``unknown``), answered ``result``.
+
+        The labelled child is looked up once per label set (types x results, a few dozen):
+        ``labels()`` takes a lock and builds its key on every call.
+        """
+        child = self._delivered.get((kind, result))
+        if child is None:
+            child = self._delivered[(kind, result)] = self.deliveries.labels(kind, result)
+        child.inc()
+
+    def noticed(self, kind: str, count: int) -> None:
+        """``count`` notices stored for a delivery to a receiver of type ``kind``."""
+        child = self._noticed.get(kind)
+        if child is None:
+            child = self._noticed[kind] = self.notices.labels(kind)
+        child.inc(count)

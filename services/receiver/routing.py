@@ -45,6 +45,7 @@ def repository_path(url: str) -> tuple[str, ...]:
     return tuple(s for s in segments if s)
 
 
+@lru_cache(maxsize=_PATHS_KEPT)
 def same_repository(a: str, b: str) -> bool:
     """True when one URL's path ends with the other's (and neither is empty)."""
     short, long = sorted((repository_path(a), repository_path(b)), key=len)

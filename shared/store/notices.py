@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 import redis
+from redis.exceptions import NoScriptError
 
 from shared.model.notices import PushNotice
 from shared.store.errors import unavailable_as_error
@@ -42,30 +43,34 @@ MAX_ID_CHARS = 128
 
 #: KEYS[1]     the GitProvider's replay guards (Keys.deliveries): a sorted set id -> time
 #: KEYS[2..n]  one notice stream per notice (Keys.branch_notices)
-#: ARGV[1]     the guards' age limit in seconds (also the set's TTL)
-#: ARGV[2]     the approximate MAXLEN of each stream
-#: ARGV[3]     the notices as one JSON array, in KEYS[2..] order, each a flat array of its
+#: ARGV[1]     the notices as one JSON array, in KEYS[2..] order, each a flat array of its
 #:             field/value items (one argument instead of a dozen: cheaper to send and parse)
-#: ARGV[4]     the delivery id, ARGV[5] now (seconds), ARGV[6] the most ids kept
+#: ARGV[2]     the delivery id, ARGV[3] now (seconds)
+#: The guards' age limit (seconds, also the set's TTL), the most ids kept and the streams'
+#: approximate MAXLEN are constants of a writer, written into its script's text (fewer
+#: arguments to pack and send per delivery).
 #: Returns the number of notices appended, or -1 when the delivery was seen before.
 _STORE_ONCE = """
-local now = tonumber(ARGV[5])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]))
-if redis.call('ZSCORE', KEYS[1], ARGV[4]) then
+local now = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - {ttl:d})
+if redis.call('ZSCORE', KEYS[1], ARGV[2]) then
   return -1
 end
-redis.call('ZADD', KEYS[1], now, ARGV[4])
-local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[6])
+redis.call('ZADD', KEYS[1], now, ARGV[2])
+local over = redis.call('ZCARD', KEYS[1]) - {max_guards:d}
 if over > 0 then
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, over - 1)
 end
-redis.call('EXPIRE', KEYS[1], ARGV[1])
-local notices = cjson.decode(ARGV[3])
+redis.call('EXPIRE', KEYS[1], {ttl:d})
+local notices = cjson.decode(ARGV[1])
 for i = 2, #KEYS do
-  redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[2], '*', unpack(notices[i - 1]))
+  redis.call('XADD', KEYS[i], 'MAXLEN', '~', {max_len:d}, '*', unpack(notices[i - 1]))
 end
 return #KEYS - 1
 """
+#: The notices' JSON: compact, non-ASCII as is (one encoder: ``json.dumps`` with options
+#: builds a new one on every call).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 #: Stream keys remembered per (URL, ref): building one normalises the URL and hashes it.
 _STREAM_KEYS_KEPT = 1024
 
@@ -91,8 +96,11 @@ class NoticeWriter:
         self._clock = clock
         self._keys = keys
         self._max_len = max_len
-        self._store_once = client.register_script(_STORE_ONCE)
         self._ttl = int(SEEN_FOR.total_seconds())
+        script = _STORE_ONCE.format(
+            ttl=self._ttl, max_len=int(max_len), max_guards=int(max_guards)
+        )
+        self._store_once = client.register_script(script)
         self._streams: dict[tuple[str, str], str] = {}
 
     def _stream(self, notice: PushNotice) -> str:
@@ -127,19 +135,22 @@ class NoticeWriter:
             if not delivery:
                 return self._store_always(notices)
             streams = [self._stream(n) for n in notices]
-            items = json.dumps(
-                [_flat(n) for n in notices], ensure_ascii=False, separators=(",", ":")
+            items = _ENCODE([_flat(n) for n in notices])
+            added = self._run_store_once(
+                [self.guard_key(provider), *streams],
+                [items, self.guard_id(delivery), self._clock()],
             )
-            args: list[str | int | float] = [
-                self._ttl,
-                self._max_len,
-                items,
-                self.guard_id(delivery),
-                self._clock(),
-                self._max_guards,
-            ]
-            added = self._store_once(keys=[self.guard_key(provider), *streams], args=args)
         return int(added) >= 0
+
+    def _run_store_once(self, keys: list[str], args: list[str | float]) -> int:
+        """EVALSHA straight through ``execute_command`` (redis-py's ``Script`` wrapper costs as
+        much Python as the call itself); a server that does not know the script yet (a restart,
+        a flushed cache) gets it loaded by the wrapper."""
+        try:
+            sha = self._store_once.sha
+            return int(self._r.execute_command("EVALSHA", sha, len(keys), *keys, *args))  # type: ignore[no-untyped-call]
+        except NoScriptError:
+            return int(self._store_once(keys=keys, args=args))
 
     def _store_always(self, notices: Sequence[PushNotice]) -> bool:
         pipe = self._r.pipeline(transaction=True)

@@ -151,3 +151,14 @@ def test_long_delivery_ids_are_hashed_into_short_keys(store: StoreUnderTest) -> 
     assert len(writer.guard_id(long_id)) < 200
     assert writer.store("team/gp", long_id, [_notice()]) is True
     assert writer.store("team/gp", long_id, [_notice()]) is False
+
+
+def test_a_script_cache_flushed_under_the_writer_is_filled_again(store: StoreUnderTest) -> None:
+    """Redis forgets its scripts on a restart or SCRIPT FLUSH; the writer sends the script
+    again and stores, and the replay guard written before the flush still holds (R4)."""
+    writer = NoticeWriter(store.client, store.keys)
+    assert writer.store("team/gp", "d-1", [_notice()])
+    store.client.script_flush()
+    assert writer.store("team/gp", "d-2", [_notice(delivery="d-2")])
+    assert not writer.store("team/gp", "d-1", [_notice()])
+    assert [n.delivery for n in _stream(store)] == ["d-1", "d-2"]

@@ -236,6 +236,35 @@ def test_an_unexpected_failure_is_a_logged_503_not_a_500(
     assert any(r.exc_info for r in caplog.records)
 
 
+def test_routine_answers_log_at_debug_and_the_rest_at_info(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    """O2: every answer to a known receiver is one line with provider, delivery and outcome;
+    a refusal or a ping at INFO, the routine flow (stored, duplicate, ...) at DEBUG."""
+    path = rig.add("github")
+    stored = samples.github(samples.github_push(), delivery="d-1")
+    with caplog.at_level(logging.DEBUG):
+        rig.post(path, stored)
+        rig.post(path, stored)
+        rig.post(path, stored.with_header("X-Hub-Signature-256", "sha256=" + "0" * 64))
+        rig.post(path, samples.github_ping())
+    lines = [
+        (r.levelname, getattr(r, "outcome", None), getattr(r, "provider", None))
+        for r in caplog.records
+    ]
+    assert lines == [
+        ("DEBUG", "stored", "team/gp"),
+        ("DEBUG", "duplicate", "team/gp"),
+        ("INFO", "unauthorized", "team/gp"),
+        ("INFO", "pong", "team/gp"),
+    ]
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        rig.post(path, samples.github(samples.github_push(), delivery="d-2"))
+    assert caplog.records == [], "a stored delivery writes no line at INFO"
+    assert rig.count("github", "stored") == 2, "but it is counted"
+
+
 # -- R5: secrets -----------------------------------------------------------------------------
 
 
