@@ -13,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 
 from services.branch_worker.applying import ApplierDesk
-from services.branch_worker.branch import BranchLoop
+from services.branch_worker.branch import BranchLoop, ProviderChanged
 from services.branch_worker.heartbeat import HeldLeases
 from services.branch_worker.stores import Stores
 from shared.git.errors import GitError
@@ -31,8 +31,9 @@ from shared.store.streams import StreamEntry
 log = logging.getLogger(__name__)
 
 #: Failures of one branch's work that give the branch back instead of stopping the process: the
-#: remote or its credentials, the work tree's disk, the cluster holding a Secret.
-BRANCH_FAILURES = (GitError, OSError, KubeError)
+#: remote or its credentials, the work tree's disk, the cluster holding a Secret, a GitProvider
+#: handover (T1).
+BRANCH_FAILURES = (GitError, OSError, KubeError, ProviderChanged)
 
 CredentialSource = Callable[[BranchKey], dict[str, str]]
 #: Builds a branch's work tree: (folder, repository URL, branch, git's environment).
