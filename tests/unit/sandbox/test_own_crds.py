@@ -76,6 +76,7 @@ GIT_TARGET: dict[str, Any] = {
         "clusterProviderRef": {"name": "hub"},
         "prune": {"mode": "Always"},
         "onRefusal": "Reapply",
+        "sensitive": [{"group": "example.com", "kind": "Widget"}, {"group": "", "kind": "*"}],
         "applier": {
             "kustomizationRef": {"name": "apps", "namespace": "flux-system"},
             "clusterProviderRef": {"name": "hub"},
