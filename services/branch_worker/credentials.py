@@ -7,7 +7,7 @@ hands git an environment that keeps it out of URLs, ``.git/config`` and logs. Th
 stay in one private folder per branch, because the branch's working copy fetches and pushes
 with them for as long as the branch is owned. A branch whose Secret is gone, or holds no
 identity any more, has its folder removed when its credentials are read again; the folder of
-all branches is one per process and is removed when the process ends (T3; probe S5).
+all branches is one per process and is removed when the process ends (T3).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Credentials are never part of a GitProvider's URL (T3; reliability probe S3).
+"""Credentials are never part of a GitProvider's URL (T3; the reliability probe of 2026-12).
 
 The CRD refuses them with a CEL rule; this is the same rule for objects stored before it
 existed (or written past it): such a GitProvider is stalled with ``CredentialsInURL`` and its

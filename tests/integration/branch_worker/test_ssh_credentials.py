@@ -92,7 +92,8 @@ def test_a_missing_secret_leaves_the_branch_without_credentials(
 def test_the_key_goes_with_its_secret_and_the_process_folder_at_exit(
     rig: Rig, tmp_path: Path, redis_client: redis.Redis, key_prefix: str
 ) -> None:
-    """T3 (probe S5): no SSH key outlives its Secret, and none outlives the process."""
+    """T3 (the reliability probe's SSH finding): no SSH key outlives its Secret, and none
+    outlives the process."""
     store_secret(rig.core, "default", "deploy-key", rig.remote.secret)
     bk = rig.branch("deploy-key")
     rig.credentials(bk)

@@ -1,5 +1,5 @@
 """T1 in the branch loop: a GitTarget's writes are never made with another GitProvider's
-settings, even when a record of it sits on the branch (reliability probe S1)."""
+settings, even when a record of it sits on the branch (the reliability probe's branch hijack)."""
 
 from __future__ import annotations
 

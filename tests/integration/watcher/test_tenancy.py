@@ -1,6 +1,6 @@
 """T1 in the watcher: one GitProvider holds a branch; another namespace's GitProvider naming the
 same repository and branch never gets its GitTargets served with the holder's Secret, and never
-sets the branch's committer or templates (reliability probe S1, both orders)."""
+sets the branch's committer or templates (the reliability probe's branch hijack, both orders)."""
 
 from __future__ import annotations
 

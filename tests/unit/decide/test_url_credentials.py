@@ -1,4 +1,5 @@
-"""T3 (reliability probe S3): credentials in a GitProvider's ``spec.url`` are refused, by the
+"""T3 (the reliability probe's URL finding): credentials in a GitProvider's ``spec.url``
+are refused, by the
 CRD's CEL rule and by the product's own check, which stalls the GitProvider and keeps its
 GitTargets from being served; the messages never repeat the URL."""
 

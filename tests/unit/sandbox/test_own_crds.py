@@ -466,7 +466,7 @@ def test_a_watch_rule_names_no_subresource(schemas: dict[str, dict[str, Any]]) -
 def test_credentials_in_a_git_provider_url_are_refused(
     schemas: dict[str, dict[str, Any]], url: str
 ) -> None:
-    """T3 (probe S3): credentials belong in the Secret, never in ``spec.url``."""
+    """T3: credentials belong in the Secret, never in ``spec.url``."""
     provider = _example("GitProvider")
     provider["spec"]["url"] = url
     _refused_with(

@@ -1,4 +1,5 @@
-"""M10 beyond core Secrets (reliability probe S4): anything of kind ``Secret`` in any group, and
+"""M10 beyond core Secrets (the reliability probe's Secret-shaped CR): anything of kind
+``Secret`` in any group, and
 the kinds a GitTarget's ``spec.sensitive`` names, reach the branch as identity only and are
 refused there like core Secrets."""
 
