@@ -52,6 +52,7 @@ def target_config(
     on_refusal: OnRefusal = defaults.ON_REFUSAL,
     applier: ApplierRef | None = None,
     quiet_period_s: float = defaults.QUIET_PERIOD_S,
+    writer: str = "",
 ) -> TargetConfig:
     """A GitTarget incarnation with only its folder (and maybe its applier) set."""
     return TargetConfig(
@@ -65,4 +66,5 @@ def target_config(
         on_refusal=on_refusal,
         applier=applier,
         quiet_period_s=quiet_period_s,
+        writer=writer,
     )

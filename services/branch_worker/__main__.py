@@ -51,7 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     worker = BranchWorker(settings, stores, args.id, time.time, credentials=credentials)
     stop = threading.Event()
     process.Shutdown(stop.set).install()
-    worker.run(stop, burst=args.burst)
+    try:
+        worker.run(stop, burst=args.burst)
+    finally:
+        credentials.close()  # no SSH key outlives the process (T3)
     return process.EXIT_OK
 
 

@@ -44,6 +44,11 @@ MAX_PUSH_ATTEMPTS = 5
 SLICE = 500
 
 
+class ProviderChanged(Exception):
+    """The branch's GitProvider changed since this owner took it (T1): give the branch back,
+    so the next owner writes with the new GitProvider's credentials and committer."""
+
+
 @dataclass(slots=True)
 class OpenWindow:
     """Writes of one GitTarget not yet committed."""
@@ -152,6 +157,8 @@ class BranchLoop:
         target = targets.get(event.target.uid) if event else None
         if event is None or target is None:
             return False  # malformed, or its GitTarget incarnation is gone
+        if not self.config.writes_for(target):
+            return self._not_ours(target)
         applied = apply_event(self.ws, target, event, self._folder(target))
         self._record_refusal(target, event, applied)
         if applied.kind != "write":
@@ -166,6 +173,20 @@ class BranchLoop:
         if self.config.commit_window_s <= 0:
             self._commit(self._open.pop(target.uid))  # commitWindow 0s: a commit per write
         return True
+
+    def _not_ours(self, target: TargetConfig) -> bool:
+        """T1: a GitTarget of another GitProvider never writes with this branch's Secret. The
+        watcher serves only the holder's GitTargets, so this is a handover (published config
+        changed: start over with it) or a record it withdraws (dropped unwritten)."""
+        if self._configs.branch(self.lease.branch) != self.config:
+            raise ProviderChanged(f"branch {self.bk}: its GitProvider changed")
+        log.warning(
+            "dropped an event of GitTarget %s/%s: the branch is written by another GitProvider",
+            target.namespace,
+            target.name,
+            extra={"branch": self.bk},
+        )
+        return False
 
     def _folder(self, target: TargetConfig) -> Folder:
         folder = self._folders.get(target.uid)

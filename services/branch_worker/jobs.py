@@ -13,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 
 from services.branch_worker.applying import ApplierDesk
-from services.branch_worker.branch import BranchLoop
+from services.branch_worker.branch import BranchLoop, ProviderChanged
 from services.branch_worker.heartbeat import HeldLeases
 from services.branch_worker.stores import Stores
 from shared.git.errors import GitError
@@ -32,9 +32,16 @@ from shared.store.streams import StreamEntry
 log = logging.getLogger(__name__)
 
 #: Failures of one branch's work that give the branch back instead of stopping the process: the
-#: remote or its credentials, the work tree's disk, the cluster holding a Secret, Redis away
-#: (C9: nothing was acknowledged, the next owner claims the events again).
-BRANCH_FAILURES: tuple[type[Exception], ...] = (GitError, OSError, KubeError, *REDIS_DOWN)
+#: remote or its credentials, the work tree's disk, the cluster holding a Secret, a GitProvider
+#: handover (T1), Redis away (C9: nothing was acknowledged, the next owner claims the events
+#: again).
+BRANCH_FAILURES: tuple[type[Exception], ...] = (
+    GitError,
+    OSError,
+    KubeError,
+    ProviderChanged,
+    *REDIS_DOWN,
+)
 
 CredentialSource = Callable[[BranchKey], dict[str, str]]
 #: Builds a branch's work tree: (folder, repository URL, branch, git's environment).

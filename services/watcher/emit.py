@@ -63,7 +63,7 @@ def known_object(spec: WatchSpec, obj: Obj) -> KnownObject:
 
 
 def _body(spec: WatchSpec, obj: Obj) -> Obj:
-    if is_sensitive(spec.resource):
+    if spec.sensitive or is_sensitive(spec.resource):
         meta = _meta(obj)
         identity = {"name": meta.get("name"), "namespace": meta.get("namespace")}
         return {
@@ -90,7 +90,7 @@ def object_event(spec: WatchSpec, operation: Operation, obj: Obj, now: float) ->
         body=None if operation == "DELETE" else _body(spec, obj),
         managers=latest_managers(managed if isinstance(managed, list) else None),
         observed_at=now,
-        sensitive=is_sensitive(res),
+        sensitive=spec.sensitive or is_sensitive(res),
     )
 
 
@@ -110,5 +110,5 @@ def swept_event(
         body=None,
         managers=(),
         observed_at=now,
-        sensitive=is_sensitive(res),
+        sensitive=spec.sensitive or is_sensitive(res),
     )

@@ -1,7 +1,8 @@
 """GitProviders: their credentials Secret and an ls-remote probe, reported in status.
 
-A GitProvider whose ``spec.secretRef`` names a Secret that does not exist is stalled with
-``SecretNotFound`` (no probe is made without the credentials it names); otherwise the
+A GitProvider whose URL carries credentials is stalled with ``CredentialsInURL`` and never
+probed (T3). A GitProvider whose ``spec.secretRef`` names a Secret that does not exist is
+stalled with ``SecretNotFound`` (no probe is made without the credentials it names); otherwise the
 repository is probed (``ConnectionFailed`` when it does not answer, stalled when git refused
 the credentials or the repository, reconciling when the remote may come back).
 """
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 from services.watcher.probe import Prober
 from services.watcher.status import StatusPublisher
 from shared.decide.conditions import Problem, trio
+from shared.decide.urls import CREDENTIALS_IN_URL, MESSAGE, has_credentials
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
 from shared.kube.kinds import GIT_PROVIDERS
@@ -28,6 +30,8 @@ def provider_problems(
     provider: GitProviderView, reader: CrdReader, prober: Prober
 ) -> list[Problem]:
     """Why a GitProvider is not Ready (empty when it is)."""
+    if has_credentials(provider.url):
+        return [Problem(CREDENTIALS_IN_URL, MESSAGE)]  # never probed: git would see them (T3)
     ns = provider.meta.namespace
     secret: Mapping[str, bytes] | None = None
     if provider.secret_name:

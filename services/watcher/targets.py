@@ -10,9 +10,11 @@ published together, in one transaction, before any of its watches start, so a br
 never finds a branch without the GitTargets that write to it (it retires a branch that has
 none). A GitTarget that stops being valid is withdrawn (``ConfigStore.withdraw_target``): its
 watches stop, its settings go, and the branch worker drops its events unwritten.
-When several GitProviders point at one branch (the same repository URL), the branch's config
-comes from the first by namespace and name, so the published config does not flap between
-them.
+When several GitProviders point at one branch (the same repository URL and branch), one of
+them holds it and sets its writer (``shared.decide.claims``, T1): the branch is published with
+that GitProvider's settings, and only GitTargets whose GitProvider has the same writer are
+served; the others are refused with ``Validated=False`` (``BranchHeldByAnotherProvider``), so
+nobody pushes with another's Secret or commits as another's committer.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from services.watcher.appliers import ApplierChecker, ApplierWorld, CheckJob, pl
 from services.watcher.clusters import ClusterState
 from services.watcher.providers import ProviderKey
 from services.watcher.status import StatusPublisher
+from shared.decide.claims import BRANCH_HELD, Candidate, held_message, writers
 from shared.decide.conditions import Problem, Wanted
 from shared.decide.targets import (
     APPLIER_CONFIGURED,
@@ -88,6 +91,7 @@ def target_config(target: GitTargetView, provider: GitProviderView) -> TargetCon
         name=target.meta.name,
         url=provider.url,
         branch=target.branch,
+        writer=branch_config(provider, target.branch).writer,
         path=target.path,
         prune=target.prune,
         on_refusal=target.on_refusal,
@@ -100,13 +104,21 @@ def target_config(target: GitTargetView, provider: GitProviderView) -> TargetCon
 def branch_configs(
     served: Iterable[tuple[GitTargetView, GitProviderView]],
 ) -> dict[BranchKey, BranchConfig]:
-    """One config per branch, from its first GitProvider by (namespace, name)."""
+    """One config per branch, from the GitProviders of its served GitTargets (those of one
+    branch all have its writer, ``_hold_branches``), the first by namespace and name."""
     chosen: dict[BranchKey, BranchConfig] = {}
-    ordered = sorted(served, key=lambda p: (p[1].meta.namespace, p[1].meta.name))
-    for target, provider in ordered:
+    for target, provider in sorted(served, key=lambda p: (p[1].meta.namespace, p[1].meta.name)):
         config = branch_config(provider, target.branch)
         chosen.setdefault(config.ref.key, config)
     return chosen
+
+
+def _contested(candidates: list[Candidate]) -> set[BranchKey]:
+    """Branches with GitTargets of more than one writer."""
+    named: dict[BranchKey, set[str]] = {}
+    for c in candidates:
+        named.setdefault(c.branch, set()).add(c.writer)
+    return {bk for bk, found in named.items() if len(found) > 1}
 
 
 def _as_condition(wanted: Wanted | None) -> Condition | None:
@@ -141,6 +153,7 @@ class TargetReconciler:
         """Write every GitTarget's status; publish and return the served ones."""
         served: list[tuple[GitTargetView, GitProviderView]] = []
         verdicts = {t.meta.uid: verdict_of(t, world) for t in targets}
+        verdicts.update(self._hold_branches(targets, verdicts, world))
         appliers = self._check_appliers(targets, verdicts, world)
         refusals = self._config.first_refusals([t.uid for t in targets])
         for target in targets:
@@ -156,6 +169,34 @@ class TargetReconciler:
             ServedTarget(target, Branch(provider.url, target.branch).key)
             for target, provider in served
         ]
+
+    def _hold_branches(
+        self, targets: list[GitTargetView], verdicts: Mapping[str, Verdict], world: World
+    ) -> dict[str, Verdict]:
+        """T1: the refusals of valid GitTargets whose branch another GitProvider holds."""
+        found: dict[str, tuple[BranchKey, str, str]] = {}
+        candidates: list[Candidate] = []
+        for target in targets:
+            key = (target.meta.namespace, target.provider)
+            provider = world.providers.get(key)
+            if provider is None or not verdicts[target.meta.uid].valid:
+                continue
+            config = branch_config(provider, target.branch)
+            found[target.meta.uid] = (config.ref.key, config.writer, provider.url)
+            access = not any(p.permanent for p in world.provider_problems.get(key, ()))
+            candidates.append(Candidate(config.ref.key, key, config.writer, access))
+        current: dict[BranchKey, ProviderKey] = {}
+        for bk in _contested(candidates):  # only those need to know who holds them now
+            published = self._config.branch(bk)
+            if published is not None:
+                current[bk] = (published.provider_namespace, published.provider_name)
+        held = writers(candidates, current)
+        by_uid = {t.meta.uid: t for t in targets}
+        return {
+            uid: Verdict(BRANCH_HELD, held_message(by_uid[uid].branch, url))
+            for uid, (bk, writer, url) in found.items()
+            if held[bk] != writer
+        }
 
     def _check_appliers(
         self, targets: list[GitTargetView], verdicts: Mapping[str, Verdict], world: World

@@ -2,9 +2,10 @@
 
 A GitTarget is served (its watches run, its config is published) only when every check
 passes; the first failing check names the reason, so a person fixes one thing at a time in the
-order the checks run: the GitProvider exists, the branch matches its ``allowedBranches``, the
-path stays inside the repository, ``spec.applier`` names exactly one applier (the CRD's CEL
-rule, checked again), the ClusterProvider exists and admits the namespace.
+order the checks run: the GitProvider exists and has no credentials in its URL (T3), the
+branch matches its ``allowedBranches``, the path stays inside the repository, ``spec.applier``
+names exactly one applier (the CRD's CEL rule, checked again), the ClusterProvider
+exists and admits the namespace.
 
 Its conditions follow from that verdict and from what others report: a standing refusal
 (``GitPathAccepted=False``, M10) stalls it, as does an ``ApplierConfigured=False``; a
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from shared.decide.conditions import SUCCEEDED, Problem, Wanted, trio
 from shared.decide.globs import branch_allowed
 from shared.decide.selectors import admits
+from shared.decide.urls import CREDENTIALS_IN_URL, has_credentials
 from shared.model.crds import ClusterProviderView, Condition, GitProviderView, GitTargetView
 
 PROVIDER_NOT_FOUND = "ProviderNotFound"
@@ -72,6 +74,11 @@ def validate(target: GitTargetView, around: Surroundings) -> Verdict:
     ns, spec_name = target.meta.namespace, target.provider
     if around.provider is None:
         return Verdict(PROVIDER_NOT_FOUND, f"GitProvider {ns}/{spec_name} not found")
+    if has_credentials(around.provider.url):
+        return Verdict(
+            CREDENTIALS_IN_URL,
+            f"GitProvider {ns}/{spec_name} has credentials in spec.url; they belong in its Secret",
+        )
     if not branch_allowed(target.branch, around.provider.allowed_branches):
         allowed = ", ".join(around.provider.allowed_branches)
         return Verdict(

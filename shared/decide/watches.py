@@ -18,7 +18,7 @@ from shared.model.config import PruneMode
 from shared.model.crds import GitTargetView, WatchRuleView
 from shared.model.events import GitTargetRef, Operation
 from shared.model.ids import BranchKey, GitTargetUid
-from shared.model.resources import ApiResource, Catalog
+from shared.model.resources import ApiResource, Catalog, sensitive_kind
 
 GIT_TARGET_NOT_FOUND = "GitTargetNotFound"
 UNRESOLVED_RESOURCES = "UnresolvedResources"
@@ -51,6 +51,7 @@ class WatchSpec:
     branch: BranchKey
     operations: frozenset[Operation]
     prune: PruneMode
+    sensitive: bool = False  # M10: only the object's identity is published, and it is refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +62,17 @@ class ServedTarget:
     branch: BranchKey
 
 
-def _spec(served: ServedTarget, resource: ApiResource, ops: frozenset[Operation]) -> WatchSpec:
+def watch_spec(served: ServedTarget, resource: ApiResource, ops: frozenset[Operation]) -> WatchSpec:
+    """The watch of one resource type for one served GitTarget."""
     target = served.target
     key = WatchKey(target.uid, resource.group, resource.resource, target.meta.namespace)
     ref = GitTargetRef(target.uid, target.meta.namespace, target.meta.name)
-    return WatchSpec(key, resource, target.cluster_provider, ref, served.branch, ops, target.prune)
+    sensitive = (resource.group == "" and resource.resource == "secrets") or sensitive_kind(
+        resource.group, resource.kind, target.sensitive
+    )
+    return WatchSpec(
+        key, resource, target.cluster_provider, ref, served.branch, ops, target.prune, sensitive
+    )
 
 
 def desired_watches(
@@ -83,7 +90,7 @@ def desired_watches(
             continue
         for entry in rule.rules:
             for resource in resolve_rule(entry, catalog).resources:
-                spec = _spec(served, resource, entry.operations)
+                spec = watch_spec(served, resource, entry.operations)
                 known = wanted.get(spec.key)
                 if known is not None:
                     spec = replace(known, operations=known.operations | entry.operations)

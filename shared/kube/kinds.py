@@ -9,7 +9,7 @@ contrast, always come from discovery.
 
 from __future__ import annotations
 
-from shared.model.resources import ApiResource
+from shared.model.resources import ApiResource, SensitiveKind, sensitive_kind
 
 GROUP = "gitopsreverser.io"
 VERSION = "v1alpha1"
@@ -42,6 +42,9 @@ APPLICATIONS = ApiResource(
 )
 
 
-def is_sensitive(resource: ApiResource) -> bool:
-    """Objects whose payload must never leave the cluster in plain text (M10)."""
-    return resource.group == "" and resource.resource == "secrets"
+def is_sensitive(resource: ApiResource, extra: tuple[SensitiveKind, ...] = ()) -> bool:
+    """Objects whose payload must never leave the cluster in plain text (M10): core Secrets,
+    any kind named ``Secret``, and the GitTarget's ``spec.sensitive`` kinds (``extra``)."""
+    if resource.group == "" and resource.resource == "secrets":
+        return True
+    return sensitive_kind(resource.group, resource.kind, extra)

@@ -43,6 +43,24 @@ class BranchConfig:
         """The branch this config is for."""
         return Branch(self.url, self.branch)
 
+    @property
+    def writer(self) -> str:
+        """Who the branch's commits are made and pushed as (T1): the Secret (by namespace and
+        name; none for a GitProvider without one), the committer, the templates and the window.
+        GitProviders with equal writers may write one branch: none uses a Secret, committer or
+        template that is not also its own."""
+        secret = f"{self.provider_namespace}/{self.secret_name}" if self.secret_name else ""
+        fields = [secret, self.committer_name, self.committer_email, self.message_one]
+        return json.dumps([*fields, self.message_many, self.commit_window_s])
+
+    def writes_for(self, target: TargetConfig) -> bool:
+        """T1: whether this branch's settings may carry the GitTarget's writes (its GitProvider
+        has this writer). A record written before GitTargets carried their writer is matched
+        by namespace."""
+        if not target.writer:
+            return target.namespace == self.provider_namespace
+        return target.writer == self.writer
+
     def to_json(self) -> str:
         """Stable JSON for Redis."""
         return json.dumps(asdict(self), sort_keys=True)
@@ -106,6 +124,7 @@ class TargetConfig:
     quiet_period_s: float  # spec.applier.quietPeriod, the CRD default applied (A3)
     extra: dict[str, str] = field(default_factory=dict)
     webhook: WebhookEndpoint | None = None  # spec.applier.webhook, when the applier is one (D7)
+    writer: str = ""  # ``BranchConfig.writer`` of its GitProvider (T1)
 
     @property
     def ref(self) -> Branch:

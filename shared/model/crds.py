@@ -131,6 +131,8 @@ class GitTargetView:
     #: ``status.applier`` as stored (S3), to write it only when it changes.
     applier_status: Raw | None = field(default=None, compare=False)
     webhook: WebhookEndpoint | None = None  # spec.applier.webhook, when the applier is one
+    #: spec.sensitive: (group, kind) refused like Secrets (M10); kind ``*``: the whole group.
+    sensitive: tuple[tuple[str, str], ...] = ()
 
     @property
     def uid(self) -> GitTargetUid:
@@ -348,6 +350,11 @@ def parse_git_target(raw: Raw) -> GitTargetView:
         applier_problem=applier_problem,
         applier_status=_stored_applier(raw),
         webhook=webhook,
+        sensitive=tuple(
+            (str(s.get("group") or ""), str(s.get("kind") or ""))
+            for s in spec.get("sensitive") or []
+            if isinstance(s, Mapping) and s.get("kind")
+        ),
     )
 
 

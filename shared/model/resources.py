@@ -9,6 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: (API group, kind) a GitTarget names sensitive; kind ``*``: every kind of that group.
+SensitiveKind = tuple[str, str]
+
+
+def sensitive_kind(group: str, kind: str, extra: tuple[SensitiveKind, ...] = ()) -> bool:
+    """M10: objects whose payload never leaves the cluster in plain text: anything of kind
+    ``Secret`` in any group (a CRD may borrow the name and the meaning), and whatever the
+    GitTarget's ``spec.sensitive`` names."""
+    return kind == "Secret" or any(g == group and k in (kind, "*") for g, k in extra)
+
 
 @dataclass(frozen=True, slots=True)
 class ApiResource:

@@ -87,3 +87,25 @@ def test_a_missing_secret_leaves_the_branch_without_credentials(
     with caplog.at_level(logging.WARNING):
         assert rig.credentials(bk) == {}
     assert "Secret default/not-there not found" in caplog.text
+
+
+def test_the_key_goes_with_its_secret_and_the_process_folder_at_exit(
+    rig: Rig, tmp_path: Path, redis_client: redis.Redis, key_prefix: str
+) -> None:
+    """T3 (the reliability probe's SSH finding): no SSH key outlives its Secret, and none
+    outlives the process."""
+    store_secret(rig.core, "default", "deploy-key", rig.remote.secret)
+    bk = rig.branch("deploy-key")
+    rig.credentials(bk)
+    assert (tmp_path / "ssh" / bk / "identity").exists()
+    rig.core.delete_namespaced_secret("deploy-key", "default")
+    assert rig.credentials(bk) == {}
+    assert not (tmp_path / "ssh" / bk).exists(), "the key went with its Secret"
+
+    own = SecretCredentials(rig.credentials._reader, ConfigStore(redis_client, Keys(key_prefix)))
+    store_secret(rig.core, "default", "deploy-key", rig.remote.secret)
+    assert own(bk)
+    folder = own._ssh_dir
+    assert folder.name.startswith("gitops-reverser-ssh-") and (folder / bk / "identity").exists()
+    own.close()
+    assert not folder.exists(), "the process's folder is removed at exit"

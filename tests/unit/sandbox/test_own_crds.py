@@ -76,6 +76,7 @@ GIT_TARGET: dict[str, Any] = {
         "clusterProviderRef": {"name": "hub"},
         "prune": {"mode": "Always"},
         "onRefusal": "Reapply",
+        "sensitive": [{"group": "example.com", "kind": "Widget"}, {"group": "", "kind": "*"}],
         "applier": {
             "kustomizationRef": {"name": "apps", "namespace": "flux-system"},
             "clusterProviderRef": {"name": "hub"},
@@ -452,3 +453,37 @@ def test_a_watch_rule_names_no_subresource(schemas: dict[str, dict[str, Any]]) -
     rule["spec"]["rules"][0]["resources"] = ["deployments/scale"]
     checked = _check(schemas, rule)
     assert _fields(checked) == ["spec.rules[0].resources[0]"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://alice:s3cretPW-alice@127.0.0.1:18103/sandbox/priv2.git",
+        "https://ghp_token@github.com/o/r.git",
+        "ssh://git:hunter2@host/r.git",
+    ],
+)
+def test_credentials_in_a_git_provider_url_are_refused(
+    schemas: dict[str, dict[str, Any]], url: str
+) -> None:
+    """T3: credentials belong in the Secret, never in ``spec.url``."""
+    provider = _example("GitProvider")
+    provider["spec"]["url"] = url
+    _refused_with(
+        schemas,
+        provider,
+        "spec.url",
+        "spec.url must not carry credentials (user:password@ or a token before the host); "
+        "put them in the Secret named by spec.secretRef",
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["ssh://git@host:22/r.git", "git@github.com:o/r.git", "https://h/p/a@b"]
+)
+def test_an_ssh_user_name_in_a_git_provider_url_passes(
+    schemas: dict[str, dict[str, Any]], url: str
+) -> None:
+    provider = _example("GitProvider")
+    provider["spec"]["url"] = url
+    assert _check(schemas, provider).errors == []

@@ -1,0 +1,131 @@
+"""T1 in the watcher: one GitProvider holds a branch; another namespace's GitProvider naming the
+same repository and branch never gets its GitTargets served with the holder's Secret, and never
+sets the branch's committer or templates (the reliability probe's branch hijack, both orders)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sandbox.githost import GitHost
+from shared.decide.claims import BRANCH_HELD
+from shared.model.ids import Branch, GitTargetUid
+from tests.integration.watcher.harness import (
+    CONFIGMAPS,
+    Rig,
+    cluster_provider,
+    git_provider,
+    git_target,
+    watch_rule,
+)
+
+pytestmark = pytest.mark.integration
+
+PASSWORD = "s3cretPW-alice"
+
+
+@pytest.fixture
+def private_url(tmp_path: Path) -> Iterator[str]:
+    """A private repository: the host answers only alice's credentials."""
+    host = GitHost(tmp_path / "private", auth=("alice", PASSWORD))
+    host.start()
+    host.create_repo("sandbox/priv", files={"README.md": b"x\n"})
+    yield host.repo_url("sandbox/priv")
+    host.stop()
+
+
+def _secret(ns: str) -> dict[str, object]:
+    data = {"username": b"alice", "password": PASSWORD.encode()}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "git-creds", "namespace": ns},
+        "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
+    }
+
+
+def _tenant(rig: Rig, ns: str, url: str, secret: bool, **provider: object) -> str:
+    c = rig.cluster
+    c.namespace(ns)
+    if secret:
+        c.create(_secret(ns))
+        provider["secretRef"] = {"name": "git-creds"}
+    c.create(git_provider(ns, url, **provider))
+    target = c.create(git_target(ns))
+    c.create(watch_rule(ns, CONFIGMAPS))
+    return str(target["metadata"]["uid"])
+
+
+def test_a_namespace_without_access_sorting_first_takes_nothing(rig: Rig, private_url: str) -> None:
+    rig.cluster.create(cluster_provider(accessFrom={"selector": {}}))
+    victim = _tenant(rig, "victim", private_url, secret=True)
+    attacker = _tenant(
+        rig,
+        "aattacker",
+        private_url,
+        secret=False,
+        commit={"committer": {"name": "Victim Admin", "email": "admin@victim.example"}},
+    )
+    rig.burst()
+
+    branch = rig.config.branch(Branch(private_url, "main").key)
+    assert branch is not None
+    assert (branch.provider_namespace, branch.secret_name) == ("victim", "git-creds")
+    assert branch.committer_name != "Victim Admin"
+    assert rig.config.target(GitTargetUid(victim)) is not None
+    assert rig.config.target(GitTargetUid(attacker)) is None, "never served on that branch"
+    validated = rig.cluster.conditions("GitTarget", "target", "aattacker")["Validated"]
+    assert (validated["status"], validated["reason"]) == ("False", BRANCH_HELD)
+    assert "victim" not in validated["message"], "names no other tenant's objects"
+
+
+def test_a_newcomer_with_access_never_takes_a_held_branch(rig: Rig, repo_url: str) -> None:
+    rig.cluster.create(cluster_provider(accessFrom={"selector": {}}))
+    victim = _tenant(rig, "victim", repo_url, secret=False)
+    rig.burst()
+    attacker = _tenant(rig, "aattacker", repo_url, secret=True)
+    rig.burst()
+    rig.burst()  # a restarted watcher decides the same
+
+    bk = Branch(repo_url, "main").key
+    branch = rig.config.branch(bk)
+    assert branch is not None and branch.provider_namespace == "victim"
+    assert rig.config.target(GitTargetUid(attacker)) is None
+    assert rig.config.target(GitTargetUid(victim)) is not None
+    rig.cluster.configmap("aattacker", "attacker-payload", {"evil": "1"})
+    rig.burst()
+    assert not [e for e in rig.events_of(bk) if e.object_id.namespace == "aattacker"]
+
+    # The holder goes: the newcomer's GitTargets are served, with its own settings.
+    rig.cluster.delete("gitopsreverser.io/v1alpha1", "GitProvider", "repo", "victim")
+    rig.burst()
+    branch = rig.config.branch(bk)
+    assert branch is not None and branch.provider_namespace == "aattacker"
+    assert rig.config.target(GitTargetUid(attacker)) is not None
+
+
+def test_gitproviders_with_one_writer_share_the_branch(rig: Rig, repo_url: str) -> None:
+    """No Secret, same committer and templates: nobody's credentials are anyone else's, so
+    both namespaces write the one branch (and share its quietness)."""
+    rig.cluster.create(cluster_provider(accessFrom={"selector": {}}))
+    uids = [_tenant(rig, ns, repo_url, secret=False) for ns in ("team-a", "team-b")]
+    for ns in ("team-a", "team-b"):
+        rig.cluster.configmap(ns, "app", {"ns": ns})
+    rig.burst()
+    assert all(rig.config.target(GitTargetUid(uid)) is not None for uid in uids)
+    mirrored = {e.object_id.namespace for e in rig.events(repo_url)}
+    assert mirrored == {"team-a", "team-b"}
+    # Another committer is another writer: refused while the branch is held.
+    rig.cluster.patch(
+        "gitopsreverser.io/v1alpha1",
+        "GitProvider",
+        "repo",
+        "team-b",
+        {"spec": {"commit": {"committer": {"name": "Someone Else", "email": "x@y.z"}}}},
+    )
+    rig.burst()
+    assert rig.config.target(GitTargetUid(uids[1])) is None
+    assert rig.config.target(GitTargetUid(uids[0])) is not None
