@@ -20,7 +20,7 @@ from sandbox import manifests as m
 from sandbox.githost import Hook
 from sandbox.githost.outside import git, push
 from sandbox.processes import Processes, environment, free_port
-from sandbox.stack import Sandbox, start
+from sandbox.stack import Identities, Sandbox, start
 
 GROUP = "gitopsreverser.io"
 ALL = ("watcher", "branch_worker", "dispatcher", "receiver")
@@ -40,7 +40,7 @@ class System:
     api: client.ApiClient = field(init=False)
 
     def __post_init__(self) -> None:
-        self.api = self.sbx.kube.api_client()
+        self.api = self.sbx.api_client()
 
     @property
     def core(self) -> client.CoreV1Api:
@@ -89,10 +89,16 @@ class System:
 
 
 def run_system(
-    directory: Path, redis_url: str, processes: tuple[str, ...] = ALL, **settings: str
+    directory: Path,
+    redis_url: str,
+    processes: tuple[str, ...] = ALL,
+    identities: Identities | None = None,
+    **settings: str,
 ) -> Iterator[System]:
-    """Start everything; yields the System and stops it afterwards."""
-    sbx = start(directory, repos=())
+    """Start everything; yields the System and stops it afterwards. With ``identities`` the
+    API server double authenticates and authorizes every request (the product's kubeconfig
+    carries its own token; the tests act as the administrator)."""
+    sbx = start(directory, repos=(), identities=identities)
     port = free_port()
     env = environment(directory, port)
     env["GITOPS_REVERSER_REDIS_URL"] = redis_url
