@@ -31,7 +31,6 @@ from shared.model.config import ApplierRef
 from tests.e2e.conftest import (
     CONFIGMAPS,
     FLUX_SETTINGS,
-    WAIT_S,
     WEBHOOK_TOKEN,
     ApplierTenant,
     FluxTenant,
