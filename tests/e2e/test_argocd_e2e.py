@@ -22,6 +22,8 @@ import redis
 from kubernetes import client
 
 from sandbox.argocd import AUTO_SYNC, FINISHED, RETRY_WAIT, STARTED
+from sandbox.webhook_sink import WebhookSink
+from shared.model.config import ApplierRef
 from tests.e2e.argo_support import (
     ARGO_NS,
     ARGO_SETTINGS,
@@ -31,7 +33,7 @@ from tests.e2e.argo_support import (
     identities,
     initiator,
 )
-from tests.e2e.conftest import CONFIGMAPS, WAIT_S, ApplierTenant, Launcher
+from tests.e2e.conftest import CONFIGMAPS, WAIT_S, WEBHOOK_TOKEN, ApplierTenant, Launcher
 from tests.e2e.system import GROUP, System
 from tests.helpers import wait_until
 
@@ -414,3 +416,61 @@ def test_a_kustomization_and_an_application_on_one_branch_each_get_what_they_are
     assert (foreign.commit, foreign.reasons) == (commit, {"ForeignCommit": [argo.uid]})
     wait_until(lambda: argo.synced(commit), WAIT_S, "the Application to sync the push")
     assert all("CatchUp" not in r.reasons for r in argo.requests())
+
+
+HMAC_KEY = "e2e-hook-key"
+
+
+class WebhookTenant(ApplierTenant):
+    """A tenant whose GitTarget names a webhook applier (D7); its name is the product's."""
+
+    @property
+    def applier(self) -> ApplierRef:
+        status = self.applier_status()
+        return ApplierRef("Webhook", self.ns, str(status.get("name", "")), "default")
+
+
+def test_the_webhook_applier_gets_one_signed_post_for_an_outside_push_and_none_for_ours(
+    tenants: ArgoTenants,
+) -> None:
+    """D7, A1: a GitTarget whose applier is a webhook: our own push (an API edit mirrored)
+    owes it nothing and nothing is POSTed; an outside push is one ForeignCommit POST, whose
+    signature the sink verifies by the rule docs/crds.md publishes."""
+    sink = WebhookSink(HMAC_KEY.encode()).start()
+    try:
+        name = "e2e-hook-applier"
+        hook = {"url": f"{sink.url}/deploy", "secretRef": {"name": "deploy-hook"}, "timeout": "5s"}
+        tenant = tenants.make(
+            name,
+            rules=[CONFIGMAPS],
+            receiver={"type": "github", "secretRef": {"name": "webhook"}},
+            target_spec={"applier": {"webhook": hook}},
+        )
+        tenants.secret(name, "webhook", {"token": WEBHOOK_TOKEN})
+        tenants.secret(name, "deploy-hook", {"hmacKey": HMAC_KEY})
+        target = WebhookTenant(tenant, str(tenant.target()["metadata"]["uid"]))
+        tenant.wait_owned()
+        tenants._hook(tenant)
+        tenant.wait_condition("ApplierConfigured", "True")
+        wait_until(lambda: bool(target.applier_status().get("name")), WAIT_S, "status.applier")
+        base = tenant.tip()
+        body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="edited"), data={"v": "1"})
+        tenant.system.core.create_namespaced_config_map(name, body)
+        tenant.wait_tip_moved(base)
+        wait_until(lambda: quiet(target, 1), WAIT_S, "our push mirrored, nothing owed")
+        assert sink.deliveries() == [] and target.requests() == []
+        path, text = configmap(target, tenant.path, "from-git", "pushed")
+        commit = target.push({path: text})
+        [delivery] = sink.wait_for(1, WAIT_S)
+        wait_until(lambda: finished(target, 1), WAIT_S, "the POST's outcome")
+        [request] = target.requests()
+        assert (request.commit, request.reasons) == (commit, {"ForeignCommit": [target.uid]})
+        assert request.outcome == "Delivered"
+        assert delivery.verified and delivery.path == "/deploy"
+        sent = delivery.json()
+        assert (sent["commit"], sent["token"]) == (commit, request.token)
+        assert sent["reasons"] == {"ForeignCommit": [target.uid]}
+        wait_until(lambda: quiet(target, 1), WAIT_S, "nothing more owed")
+        assert len(sink.deliveries()) == 1
+    finally:
+        sink.stop()
