@@ -79,7 +79,9 @@ class Launcher:
         prefix = f"test:e2e:{uuid.uuid4().hex[:10]}"
         values = {"key_prefix": prefix, "apply_queue": f"{prefix}:apply", **settings}
         directory = self._root / prefix.rsplit(":", 1)[1]
-        runner = run_system(directory, Settings.from_env().redis_url, ALL, identities, **values)
+        runner = run_system(
+            directory, Settings.from_env().redis_url, ALL, identities=identities, **values
+        )
         system = next(runner)
         self._running.append((runner, prefix))
         system.create(

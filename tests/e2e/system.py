@@ -92,6 +92,7 @@ def run_system(
     directory: Path,
     redis_url: str,
     processes: tuple[str, ...] = ALL,
+    *,
     identities: Identities | None = None,
     **settings: str,
 ) -> Iterator[System]:
