@@ -38,7 +38,7 @@ from shared.store.branch_state import BranchState, BranchStates
 from shared.store.connection import connect
 from shared.store.keys import Keys
 from shared.store.watches import WatchAddress, WatchState
-from tests.e2e.system import ALL, GROUP, System, git, run_system
+from tests.e2e.system import ALL, GROUP, System, git, run_system_as
 from tests.helpers import wait_until
 
 VERSION = "v1alpha1"
@@ -79,9 +79,7 @@ class Launcher:
         prefix = f"test:e2e:{uuid.uuid4().hex[:10]}"
         values = {"key_prefix": prefix, "apply_queue": f"{prefix}:apply", **settings}
         directory = self._root / prefix.rsplit(":", 1)[1]
-        runner = run_system(
-            directory, Settings.from_env().redis_url, ALL, identities=identities, **values
-        )
+        runner = run_system_as(identities, directory, Settings.from_env().redis_url, ALL, values)
         system = next(runner)
         self._running.append((runner, prefix))
         system.create(

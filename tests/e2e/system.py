@@ -25,7 +25,7 @@ from sandbox.stack import Identities, Sandbox, start
 GROUP = "gitopsreverser.io"
 ALL = ("watcher", "branch_worker", "dispatcher", "receiver")
 #: ``git`` (someone else's, ``sandbox.githost.outside``) is re-exported for the tests.
-__all__ = ["ALL", "GROUP", "System", "git", "run_system"]
+__all__ = ["ALL", "GROUP", "System", "git", "run_system", "run_system_as"]
 
 
 @dataclass
@@ -89,16 +89,22 @@ class System:
 
 
 def run_system(
+    directory: Path, redis_url: str, processes: tuple[str, ...] = ALL, **settings: str
+) -> Iterator[System]:
+    """Start everything; yields the System and stops it afterwards."""
+    yield from run_system_as(None, directory, redis_url, processes, settings)
+
+
+def run_system_as(
+    identities: Identities | None,
     directory: Path,
     redis_url: str,
-    processes: tuple[str, ...] = ALL,
-    *,
-    identities: Identities | None = None,
-    **settings: str,
+    processes: tuple[str, ...],
+    settings: dict[str, str],
 ) -> Iterator[System]:
-    """Start everything; yields the System and stops it afterwards. With ``identities`` the
-    API server double authenticates and authorizes every request (the product's kubeconfig
-    carries its own token; the tests act as the administrator)."""
+    """``run_system``; with ``identities`` the API server double authenticates and authorizes
+    every request (the product's kubeconfig carries its own token; the tests act as the
+    administrator)."""
     sbx = start(directory, repos=(), identities=identities)
     port = free_port()
     env = environment(directory, port)
