@@ -11,14 +11,32 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from kubernetes import client
+
 from sandbox.argocd import ArgoCDController
 from sandbox.flux import FluxControllers
 from sandbox.githost import GitHost
+from sandbox.kube.access import AccessRule
 from sandbox.kube.server import KubeApiServer
 from sandbox.paths import all_crd_files
 
 #: The repository a new user clones first.
 DEFAULT_REPO = "demo"
+
+
+@dataclass(frozen=True, slots=True)
+class Identities:
+    """Who may do what on the API server double (``sandbox.kube.access``).
+
+    ``tokens`` map bearer tokens to users and ``rules`` allow requests; the kubeconfig the
+    product reads carries ``product_token``, and the doubles and whoever drives the sandbox
+    (tests, the demo) use ``admin_token``, whose user the rules must allow everything.
+    """
+
+    tokens: dict[str, str]
+    rules: tuple[AccessRule, ...]
+    product_token: str
+    admin_token: str
 
 
 @dataclass(slots=True)
@@ -31,6 +49,11 @@ class Sandbox:
     repos: list[str]
     flux: FluxControllers | None = None
     argocd: ArgoCDController | None = None
+    admin_token: str | None = None
+
+    def api_client(self) -> client.ApiClient:
+        """A client of the API server double as its administrator (any request allowed)."""
+        return self.kube.api_client(self.admin_token)
 
     def describe(self) -> dict[str, object]:
         """What ``sandbox.json`` holds: enough for a test or a person to reach everything."""
@@ -64,22 +87,32 @@ def start(
     flux: bool = True,
     *,
     argocd: bool = True,
+    identities: Identities | None = None,
 ) -> Sandbox:
-    """Start the stand-ins and write ``kubeconfig`` and ``sandbox.json`` into ``directory``."""
+    """Start the stand-ins and write ``kubeconfig`` and ``sandbox.json`` into ``directory``.
+
+    Without ``identities`` the API server double allows every request; with them the
+    kubeconfig is the product's identity and the doubles act as the administrator.
+    """
     directory.mkdir(parents=True, exist_ok=True)
-    kube = KubeApiServer(all_crd_files())
+    if identities is None:
+        kube = KubeApiServer(all_crd_files())
+    else:
+        kube = KubeApiServer(all_crd_files(), tokens=identities.tokens, rules=identities.rules)
     kube.start(port=kube_port)
     githost = GitHost(directory / "git")
     githost.start(port=git_port)
     for name in repos:
         githost.create_repo(name, files={"README.md": b"Managed by gitops-reverser.\n"})
-    kube.write_kubeconfig(directory / "kubeconfig", context="sandbox")
-    running = Sandbox(directory, kube, githost, list(repos))
+    product = identities.product_token if identities else None
+    kube.write_kubeconfig(directory / "kubeconfig", token=product, context="sandbox")
+    admin = identities.admin_token if identities else None
+    running = Sandbox(directory, kube, githost, list(repos), admin_token=admin)
     if flux:
-        running.flux = FluxControllers(kube.api_client(), directory / "flux")
+        running.flux = FluxControllers(running.api_client(), directory / "flux")
         running.flux.start()
     if argocd:
-        running.argocd = ArgoCDController(kube.api_client(), directory / "argocd")
+        running.argocd = ArgoCDController(running.api_client(), directory / "argocd")
         running.argocd.start()
     (directory / "sandbox.json").write_text(json.dumps(running.describe(), indent=2) + "\n")
     return running

@@ -14,6 +14,7 @@ import signal
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from kubernetes.client import V1ObjectMeta, V1Secret
 from rq.job import Job
 
 from sandbox.flux.activity import ActivityLog
+from sandbox.stack import Identities
 from shared.kube.flux import REQUESTED_AT
 from shared.model.appliers import Applier
 from shared.model.config import ApplierRef
@@ -36,7 +38,7 @@ from shared.store.branch_state import BranchState, BranchStates
 from shared.store.connection import connect
 from shared.store.keys import Keys
 from shared.store.watches import WatchAddress, WatchState
-from tests.e2e.system import ALL, GROUP, System, git, run_system
+from tests.e2e.system import ALL, GROUP, System, git, run_system_as
 from tests.helpers import wait_until
 
 VERSION = "v1alpha1"
@@ -68,15 +70,16 @@ class Launcher:
         self._client = client
         self._running: list[tuple[Iterator[System], str]] = []
 
-    def start(self, **settings: str) -> System:
-        """A running system with a fresh key prefix and rq queue; ``settings`` as run_system's.
+    def start(self, identities: Identities | None = None, **settings: str) -> System:
+        """A running system with a fresh key prefix and rq queue; ``identities`` and
+        ``settings`` as run_system's.
 
         The ClusterProvider ``default`` admits every namespace (docs/crds.md: ``selector: {}``).
         """
         prefix = f"test:e2e:{uuid.uuid4().hex[:10]}"
         values = {"key_prefix": prefix, "apply_queue": f"{prefix}:apply", **settings}
         directory = self._root / prefix.rsplit(":", 1)[1]
-        runner = run_system(directory, Settings.from_env().redis_url, ALL, **values)
+        runner = run_system_as(identities, directory, Settings.from_env().redis_url, ALL, values)
         system = next(runner)
         self._running.append((runner, prefix))
         system.create(
@@ -315,6 +318,7 @@ class Sent:
     reasons: dict[str, list[str]]
     sent_at: float
     outcome: str | None  # the job's result: None while queued or running, or if it died
+    ended_at: float | None = None  # when the job finished (epoch seconds), None until then
 
 
 def sent_requests(system: System, client: redis.Redis) -> list[tuple[tuple[str, str], Sent]]:
@@ -331,15 +335,23 @@ def sent_requests(system: System, client: redis.Redis) -> list[tuple[tuple[str, 
             request = ApplyRequest.from_json(str(job.args[0]))
             outcome = job.return_value() if job.is_finished else None
             reasons = {str(reason): uids for reason, uids in request.reasons.items()}
-            sent = Sent(request.token, request.commit, reasons, request.sent_at, outcome)
+            ended = _epoch(job.ended_at) if job.is_finished else None
+            sent = Sent(request.token, request.commit, reasons, request.sent_at, outcome, ended)
             found.append(((request.applier.namespace, request.applier.name), sent))
     return sorted(found, key=lambda pair: pair[1].sent_at)
 
 
+def _epoch(moment: datetime | None) -> float | None:
+    """An rq timestamp (UTC, naive in some rq versions) as epoch seconds."""
+    if moment is None:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
 @dataclass
-class FluxTenant:
-    """A tenant whose GitTarget ``gt`` names the Kustomization ``ks``, which applies
-    ``./clusters`` of the GitRepository ``src`` (interval 24h: it never fetches on its own)."""
+class ApplierTenant:
+    """A tenant whose GitTarget names an applier (``applier``): what was asked of it, what it
+    is owed, and what the product published about it."""
 
     tenant: Tenant
     uid: str
@@ -354,49 +366,22 @@ class FluxTenant:
 
     @property
     def applier(self) -> ApplierRef:
-        return ApplierRef("Kustomization", self.ns, "ks", "default")
-
-    @property
-    def flux_log(self) -> ActivityLog:
-        """What the sandbox's Flux doubles did, in order."""
-        controllers = self.system.sbx.flux
-        assert controllers is not None, "the sandbox runs without its Flux doubles"
-        return controllers.log
-
-    def kustomization(self) -> dict[str, Any]:
-        return self.system.get(*KUSTOMIZATIONS[:2], self.ns, KUSTOMIZATIONS[2], "ks")
-
-    def source(self) -> dict[str, Any]:
-        return self.system.get(*SOURCES[:2], self.ns, SOURCES[2], "src")
-
-    def patch_source(self, spec: dict[str, Any]) -> None:
-        self.system.custom.patch_namespaced_custom_object(
-            *SOURCES[:2], self.ns, SOURCES[2], "src", {"spec": spec}
-        )
-
-    def patch_kustomization(self, spec: dict[str, Any]) -> None:
-        self.system.custom.patch_namespaced_custom_object(
-            *KUSTOMIZATIONS[:2], self.ns, KUSTOMIZATIONS[2], "ks", {"spec": spec}
-        )
-
-    def applied(self, commit: str) -> bool:
-        """Flux applied ``commit``: the Kustomization's lastAppliedRevision (facts F2, F3)."""
-        status = self.kustomization().get("status", {})
-        return str(status.get("lastAppliedRevision", "")).endswith(f"sha1:{commit}")
+        raise NotImplementedError
 
     def push(self, files: dict[str, str], message: str = "outside change") -> str:
         """Someone else pushes ``files`` (paths from the repository root); the new commit."""
         return self.system.push(self.tenant.repo, files, message)
 
     def requests(self) -> list[Sent]:
-        """Every request sent to this tenant's Kustomization, oldest first."""
+        """Every request sent to this tenant's applier, oldest first."""
         pairs = sent_requests(self.system, self.tenant.client)
-        return [sent for key, sent in pairs if key == (self.ns, "ks")]
+        key = (self.applier.namespace, self.applier.name)
+        return [sent for found, sent in pairs if found == key]
 
     def obligations(self) -> Applier:
-        """What the Kustomization is owed and the attempt out (the branch worker's record)."""
+        """What the applier is owed and the attempt out (the branch worker's record)."""
         store = ApplierStore(self.tenant.client, self.tenant.keys)
-        return store.load(self.applier.key, "Kustomization")
+        return store.load(self.applier.key, self.applier.kind)
 
     def applier_status(self, target: str = "gt") -> dict[str, Any]:
         """``status.applier`` of a GitTarget (S3), or {} before the watcher wrote it."""
@@ -434,6 +419,44 @@ class FluxTenant:
             for e in found
             if e.reason == "ApplyRequested" and e.involved_object.kind == "GitTarget"
         ]
+
+
+@dataclass
+class FluxTenant(ApplierTenant):
+    """A tenant whose GitTarget ``gt`` names the Kustomization ``ks``, which applies
+    ``./clusters`` of the GitRepository ``src`` (interval 24h: it never fetches on its own)."""
+
+    @property
+    def applier(self) -> ApplierRef:
+        return ApplierRef("Kustomization", self.ns, "ks", "default")
+
+    @property
+    def flux_log(self) -> ActivityLog:
+        """What the sandbox's Flux doubles did, in order."""
+        controllers = self.system.sbx.flux
+        assert controllers is not None, "the sandbox runs without its Flux doubles"
+        return controllers.log
+
+    def kustomization(self) -> dict[str, Any]:
+        return self.system.get(*KUSTOMIZATIONS[:2], self.ns, KUSTOMIZATIONS[2], "ks")
+
+    def source(self) -> dict[str, Any]:
+        return self.system.get(*SOURCES[:2], self.ns, SOURCES[2], "src")
+
+    def patch_source(self, spec: dict[str, Any]) -> None:
+        self.system.custom.patch_namespaced_custom_object(
+            *SOURCES[:2], self.ns, SOURCES[2], "src", {"spec": spec}
+        )
+
+    def patch_kustomization(self, spec: dict[str, Any]) -> None:
+        self.system.custom.patch_namespaced_custom_object(
+            *KUSTOMIZATIONS[:2], self.ns, KUSTOMIZATIONS[2], "ks", {"spec": spec}
+        )
+
+    def applied(self, commit: str) -> bool:
+        """Flux applied ``commit``: the Kustomization's lastAppliedRevision (facts F2, F3)."""
+        status = self.kustomization().get("status", {})
+        return str(status.get("lastAppliedRevision", "")).endswith(f"sha1:{commit}")
 
     def stamps(self, since: str) -> list[tuple[str, str]]:
         """(kind, requestedAt) of every change to the Kustomization and the GitRepository

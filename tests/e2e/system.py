@@ -20,12 +20,12 @@ from sandbox import manifests as m
 from sandbox.githost import Hook
 from sandbox.githost.outside import git, push
 from sandbox.processes import Processes, environment, free_port
-from sandbox.stack import Sandbox, start
+from sandbox.stack import Identities, Sandbox, start
 
 GROUP = "gitopsreverser.io"
 ALL = ("watcher", "branch_worker", "dispatcher", "receiver")
 #: ``git`` (someone else's, ``sandbox.githost.outside``) is re-exported for the tests.
-__all__ = ["ALL", "GROUP", "System", "git", "run_system"]
+__all__ = ["ALL", "GROUP", "System", "git", "run_system", "run_system_as"]
 
 
 @dataclass
@@ -40,7 +40,7 @@ class System:
     api: client.ApiClient = field(init=False)
 
     def __post_init__(self) -> None:
-        self.api = self.sbx.kube.api_client()
+        self.api = self.sbx.api_client()
 
     @property
     def core(self) -> client.CoreV1Api:
@@ -92,7 +92,20 @@ def run_system(
     directory: Path, redis_url: str, processes: tuple[str, ...] = ALL, **settings: str
 ) -> Iterator[System]:
     """Start everything; yields the System and stops it afterwards."""
-    sbx = start(directory, repos=())
+    yield from run_system_as(None, directory, redis_url, processes, settings)
+
+
+def run_system_as(
+    identities: Identities | None,
+    directory: Path,
+    redis_url: str,
+    processes: tuple[str, ...],
+    settings: dict[str, str],
+) -> Iterator[System]:
+    """``run_system``; with ``identities`` the API server double authenticates and authorizes
+    every request (the product's kubeconfig carries its own token; the tests act as the
+    administrator)."""
+    sbx = start(directory, repos=(), identities=identities)
     port = free_port()
     env = environment(directory, port)
     env["GITOPS_REVERSER_REDIS_URL"] = redis_url
