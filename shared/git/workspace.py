@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import git
+from git.refs.symbolic import SymbolicReference
 
 from shared.git.errors import GitPermanent, GitTemporary
 from shared.git.remote import NO_PROMPT, branch_ref
@@ -122,25 +123,43 @@ class Workspace:
         return target
 
     def commit(self, message: str, committer: Committer, paths: tuple[str, ...] = ()) -> str | None:
-        """Commit the changes under ``paths`` (default: everything); None when none changed."""
+        """Commit the changes under ``paths`` (default: everything); None when none changed.
+
+        Two git processes, as a person typing it: ``add`` and ``commit``. Whether anything was
+        staged is asked of git only when the commit fails (``git commit`` exits 1 when there is
+        nothing to commit), and the new commit's sha is read from its ref, not from a process.
+        """
         self._repo.git.add("-A", "--", *(paths or (".",)))
-        status, _, _ = self._repo.git.diff(
-            "--cached", "--quiet", with_extended_output=True, with_exceptions=False
-        )
-        if status == 0:
-            return None
         who = {
             "GIT_AUTHOR_NAME": committer.name,
             "GIT_AUTHOR_EMAIL": committer.email,
             "GIT_COMMITTER_NAME": committer.name,
             "GIT_COMMITTER_EMAIL": committer.email,
         }
-        self._repo.git.commit("-q", "--no-verify", "-m", message, env=who)
+        status, out, err = self._repo.git.commit(
+            "-q",
+            "--no-verify",
+            "-m",
+            message,
+            env=who,
+            with_extended_output=True,
+            with_exceptions=False,
+        )
+        if status != 0:
+            if self._nothing_staged():
+                return None
+            raise GitTemporary(f"commit failed: {err.strip() or out.strip()}")
         return self.head()
 
+    def _nothing_staged(self) -> bool:
+        status, _, _ = self._repo.git.diff(
+            "--cached", "--quiet", with_extended_output=True, with_exceptions=False
+        )
+        return bool(status == 0)
+
     def head(self) -> str:
-        """The sha of the work tree's HEAD."""
-        return str(self._repo.git.rev_parse("HEAD"))
+        """The sha of the work tree's HEAD, read from the ref files (no git process)."""
+        return SymbolicReference.dereference_recursive(self._repo, "HEAD")
 
     def push(self, expected: str | None) -> PushResult:
         """Push HEAD to the branch only if the remote still points at ``expected``."""

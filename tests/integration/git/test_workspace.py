@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.githost.outside import git
-from shared.git.errors import GitPermanent
+from shared.git.errors import GitPermanent, GitTemporary
 from shared.git.remote import ls_remote, parse_advertisement
 from shared.git.workspace import Committer, Workspace
 from tests.configs import DEFAULT_COMMITTER
@@ -101,3 +101,28 @@ def test_paths_cannot_leave_the_work_tree(tmp_path: Path, bare: Path) -> None:
         ws.write("../escape.yaml", b"x")
     with pytest.raises(GitPermanent):
         ws.write(".git/config", b"x")
+
+
+def test_a_commit_git_refuses_is_an_error_not_nothing_to_commit(
+    tmp_path: Path, bare: Path
+) -> None:
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("a.yaml", b"x\n")
+    with pytest.raises(GitTemporary, match="commit failed"):
+        ws.commit("no one", Committer("", ""))  # git: empty ident name not allowed
+    assert ws.commit("someone", DEFAULT_COMMITTER) is not None  # the change is still staged
+
+
+def test_head_is_read_from_loose_and_packed_refs(tmp_path: Path, bare: Path) -> None:
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("a.yaml", b"x\n")
+    first = ws.commit("one", DEFAULT_COMMITTER)
+    assert first == ws.head() == git("rev-parse", "HEAD", cwd=ws.directory)
+    git("pack-refs", "--all", cwd=ws.directory)
+    assert ws.head() == first
+    ws.write("a.yaml", b"y\n")
+    second = ws.commit("two", DEFAULT_COMMITTER)
+    assert second != first
+    assert second == ws.head() == git("rev-parse", "HEAD", cwd=ws.directory)
