@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import git
 from git.refs.symbolic import SymbolicReference
@@ -51,6 +51,10 @@ class Workspace:
         self.ref = branch_ref(branch)
         self._env = {**NO_PROMPT, **(env or {})}
         self._repo = self._open()
+        self._root = directory.resolve()
+        #: Folders of the work tree known to be real folders inside it (see ``_inside``);
+        #: forgotten whenever git rewrites the work tree.
+        self._real_dirs: set[str] = set()
 
     def _open(self) -> git.Repo:
         if (self.directory / ".git").is_dir():
@@ -75,6 +79,7 @@ class Workspace:
 
     def reset(self, tip: str | None) -> None:
         """Make the work tree exactly ``tip`` (or an empty tree when the branch is new)."""
+        self._real_dirs.clear()
         if tip is None:
             self._repo.git.checkout("--orphan", f"gr-{self.branch}")
             self._repo.git.rm("-r", "-q", "--cached", "--ignore-unmatch", ".")
@@ -95,13 +100,16 @@ class Workspace:
 
     def read(self, path: str) -> bytes | None:
         """A file's bytes in the work tree, or None."""
-        target = self._inside(path)
-        return target.read_bytes() if target.is_file() else None
+        try:
+            return self._inside(path).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
 
     def write(self, path: str, data: bytes) -> None:
         """Write a file (creating folders)."""
         target = self._inside(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if str(PurePosixPath(path).parent) not in self._real_dirs:
+            target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
 
     def delete(self, path: str) -> None:
@@ -117,10 +125,26 @@ class Workspace:
         return sorted(str(p.relative_to(self.directory)) for p in found)
 
     def _inside(self, path: str) -> Path:
-        target = (self.directory / path).resolve()
-        if not target.is_relative_to(self.directory.resolve()) or ".git" in Path(path).parts:
+        """``path`` in the work tree, refused when it leaves it: by its words (absolute, ``..``,
+        ``.git``) or through a symbolic link (a commit may hold one). Each folder is resolved
+        once per work-tree state and remembered (resolving every path was a tenth of a
+        snapshot's time); the file itself is checked on every call, with one ``lstat``."""
+        rel = PurePosixPath(path)
+        if rel.is_absolute() or ".." in rel.parts or ".git" in rel.parts:
             raise GitPermanent(f"path {path!r} leaves the work tree")
+        target = self.directory / rel
+        folder = str(rel.parent)
+        if folder not in self._real_dirs:
+            self._within(target.parent, path)
+            if target.parent.is_dir():
+                self._real_dirs.add(folder)
+        if target.is_symlink():
+            self._within(target, path)
         return target
+
+    def _within(self, target: Path, path: str) -> None:
+        if not target.resolve().is_relative_to(self._root):
+            raise GitPermanent(f"path {path!r} leaves the work tree")
 
     def commit(self, message: str, committer: Committer, paths: tuple[str, ...] = ()) -> str | None:
         """Commit the changes under ``paths`` (default: everything); None when none changed.

@@ -103,9 +103,7 @@ def test_paths_cannot_leave_the_work_tree(tmp_path: Path, bare: Path) -> None:
         ws.write(".git/config", b"x")
 
 
-def test_a_commit_git_refuses_is_an_error_not_nothing_to_commit(
-    tmp_path: Path, bare: Path
-) -> None:
+def test_a_commit_git_refuses_is_an_error_not_nothing_to_commit(tmp_path: Path, bare: Path) -> None:
     ws = _workspace(tmp_path, bare)
     ws.reset(None)
     ws.write("a.yaml", b"x\n")
@@ -126,3 +124,44 @@ def test_head_is_read_from_loose_and_packed_refs(tmp_path: Path, bare: Path) -> 
     second = ws.commit("two", DEFAULT_COMMITTER)
     assert second != first
     assert second == ws.head() == git("rev-parse", "HEAD", cwd=ws.directory)
+
+
+def test_symbolic_links_out_of_the_work_tree_are_refused(tmp_path: Path, bare: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    (ws.directory / "linked").symlink_to(outside, target_is_directory=True)
+    (ws.directory / "file.yaml").symlink_to(outside / "target.yaml")
+    for path in ("linked/cm.yaml", "file.yaml"):
+        with pytest.raises(GitPermanent):
+            ws.write(path, b"x\n")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_folder_replaced_by_a_link_in_a_commit_is_refused_after_the_reset(
+    tmp_path: Path, bare: Path
+) -> None:
+    """Folders are checked once per work-tree state: a reset to a commit that turned a folder
+    into a symbolic link is a new state."""
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("apps/a.yaml", b"a\n")  # "apps" is checked and remembered as a real folder
+    ws.commit("one", DEFAULT_COMMITTER)
+    assert ws.push(None).pushed
+    theirs = tmp_path / "theirs"
+    git("clone", "-q", str(bare), str(theirs))
+    git("rm", "-q", "-r", "apps", cwd=theirs)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (theirs / "apps").symlink_to(outside, target_is_directory=True)
+    git("add", "apps", cwd=theirs)
+    git("commit", "-qm", "apps is a link now", cwd=theirs)
+    git("push", "-q", "origin", "HEAD:main", cwd=theirs)
+    ws.reset(ws.fetch())
+    assert (ws.directory / "apps").is_symlink()
+    with pytest.raises(GitPermanent):
+        ws.write("apps/b.yaml", b"b\n")
+    with pytest.raises(GitPermanent):
+        ws.read("apps/a.yaml")
+    assert list(outside.iterdir()) == []

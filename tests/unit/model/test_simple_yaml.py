@@ -218,7 +218,7 @@ _values = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(payload=st.dictionaries(_keys, _values, max_size=5), name=st.sampled_from(AWKWARD[:20]))
 def test_generated_objects_are_written_as_ruamel_writes_them(
     payload: dict[str, Any], name: str
@@ -251,7 +251,7 @@ _benign_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(payload=st.dictionaries(_benign_keys, _benign_values, max_size=5))
 def test_generated_plain_objects_are_written_as_ruamel_writes_them(payload: dict[str, Any]) -> None:
     _same_or_declined({"apiVersion": "v1", "kind": "ConfigMap", "spec": payload})
