@@ -13,7 +13,7 @@ import pytest
 from sandbox.githost.outside import git
 from shared.git.errors import GitPermanent, GitTemporary
 from shared.git.remote import ls_remote, parse_advertisement
-from shared.git.workspace import Committer, Workspace
+from shared.git.workspace import BULK_ADD_FILES, Committer, Workspace
 from tests.configs import DEFAULT_COMMITTER
 
 pytestmark = pytest.mark.integration
@@ -165,3 +165,35 @@ def test_a_folder_replaced_by_a_link_in_a_commit_is_refused_after_the_reset(
     with pytest.raises(GitPermanent):
         ws.read("apps/a.yaml")
     assert list(outside.iterdir()) == []
+
+
+def _objects(directory: Path) -> dict[str, int]:
+    out = git("count-objects", "-v", cwd=directory)
+    return {k: int(v) for k, _, v in (line.partition(": ") for line in out.splitlines())}
+
+
+def test_a_large_commit_writes_its_blobs_into_one_pack(tmp_path: Path, bare: Path) -> None:
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    files = {f"apps/cm-{i:04d}.yaml": f"index: '{i}'\n".encode() for i in range(BULK_ADD_FILES)}
+    for path, data in files.items():
+        ws.write(path, data)
+    sha = ws.commit("many", DEFAULT_COMMITTER)
+    assert sha is not None
+    counts = _objects(ws.directory)
+    assert counts["packs"] == 1 and counts["in-pack"] == BULK_ADD_FILES
+    assert counts["count"] == 3  # loose: the two trees and the commit
+    assert ws.push(None).pushed
+    listed = git("ls-tree", "-r", "--name-only", "main", cwd=bare).splitlines()
+    assert listed == sorted(files)
+    assert git("show", "main:apps/cm-0007.yaml", cwd=bare) == "index: '7'"
+    git("fsck", "--strict", cwd=ws.directory)
+
+
+def test_a_small_commit_writes_loose_objects(tmp_path: Path, bare: Path) -> None:
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("apps/a.yaml", b"a\n")
+    assert ws.commit("one", DEFAULT_COMMITTER) is not None
+    counts = _objects(ws.directory)
+    assert counts["packs"] == 0 and counts["count"] == 4  # blob, two trees, commit
