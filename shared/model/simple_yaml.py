@@ -21,8 +21,11 @@ _WORD = r"[A-Za-z0-9_./:@+=,-]*[A-Za-z0-9_./@+=,-]"
 _PLAIN = re.compile(rf"[A-Za-z](?:{_WORD})?(?: {_WORD})*")
 #: A string of digits, which YAML would read as a number: ruamel single-quotes it.
 _DIGITS = re.compile(r"[0-9]+")
-#: Plain words that YAML 1.1 or 1.2 reads as a boolean or null: left to ruamel.
-_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "y", "n", "null"})
+#: Words YAML 1.2 (ruamel's default) reads as a boolean or null: ruamel single-quotes them.
+#: (YAML 1.1's ``yes``, ``no``, ``on``, ``off``, ``y`` and ``n`` are plain strings in 1.2.)
+_QUOTED_WORDS = frozenset(
+    {"true", "True", "TRUE", "false", "False", "FALSE", "null", "Null", "NULL"}
+)
 #: Longer strings are left to ruamel (it may fold a line longer than its width).
 _MAX_STRING = 200
 #: Longer keys are left to ruamel (past 128 characters YAML writes an explicit ``? key``).
@@ -37,9 +40,9 @@ def _scalar(value: Any) -> str | None:
             return None
         if value == "":
             return "''"
-        if _DIGITS.fullmatch(value):
+        if _DIGITS.fullmatch(value) or value in _QUOTED_WORDS:
             return f"'{value}'"
-        if _PLAIN.fullmatch(value) and value.lower() not in _WORDS:
+        if _PLAIN.fullmatch(value):
             return str(value)
         return None
     if kind is bool:
@@ -50,14 +53,11 @@ def _scalar(value: Any) -> str | None:
 
 
 def _key(key: Any) -> str | None:
-    if (
-        type(key) is str
-        and len(key) <= _MAX_KEY
-        and _PLAIN.fullmatch(key)
-        and key.lower() not in _WORDS
-    ):
-        return str(key)
-    return None
+    if type(key) is not str or len(key) > _MAX_KEY:
+        return None
+    if key in _QUOTED_WORDS:
+        return f"'{key}'"
+    return str(key) if _PLAIN.fullmatch(key) else None
 
 
 def _mapping(value: dict[Any, Any], indent: int, out: list[str]) -> bool:

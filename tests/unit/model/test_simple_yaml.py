@@ -182,6 +182,7 @@ def test_awkward_strings_as_values_keys_and_items_are_written_alike_or_declined(
         "/etc/config"  # not starting with a letter: left to ruamel
     }
     assert {"https://git.example.com/apps.git", "registry:5000/team/app@sha256:0af3"} <= taken
+    assert {"true", "FALSE", "Null", "yes", "No", "y", "N", "on"} <= taken  # quoted or plain
 
 
 def test_what_the_fast_writer_declines() -> None:
@@ -192,7 +193,6 @@ def test_what_the_fast_writer_declines() -> None:
         {"items": [None]},
         {"items": [{}]},
         {"date": "2020-01-01"},
-        {"flag": "yes"},
         {"text": "x" * 300},
         {"ü": "v"},
     )
