@@ -1,7 +1,8 @@
 """Edits mirrored per second with ``commitWindow: 0s``, beside a plain git script.
 
 Three sides make commits and pushes against the same sandbox Git host (smart HTTP) in the same
-run, one commit and one push per edit, edits one after another:
+run, one commit and one push per edit, each edit once the previous one is done; the sides take
+turns, one edit each per round, so that load from elsewhere on the machine weighs on all three:
 
 - end to end: a ConfigMap edit through the sandbox Kubernetes API (official client), seen by the
   watcher process, published to Redis, committed and CAS-pushed by the branch-worker process,
@@ -28,7 +29,6 @@ import yaml
 from bench.product import (
     SETUP_TIMEOUT_S,
     ConfigMapEditor,
-    Repo,
     configure,
     provider,
     repository,
@@ -45,9 +45,9 @@ from shared.store.connection import connect
 from tests.configs import branch_config, target_config
 from tests.e2e.system import System
 
+#: Edits of each side. The sides take turns, one edit each per round (rotating who goes
+#: first), so a busy machine weighs on all three alike and the ratios stay fair.
 EDITS = 60
-#: Edits of the end-to-end side: each costs a watch event, a commit and a push (~0.1 s).
-E2E_EDITS = 40
 #: Upper bound on one edit's round trip, so the benchmark always ends.
 EDIT_TIMEOUT_S = 30.0
 
@@ -65,71 +65,90 @@ def _event(uid: GitTargetUid, i: int) -> ObjectEvent:
     )
 
 
-def _ours(url: str, work: Path) -> list[float]:
-    settings = Settings.from_env(
-        {
-            "GITOPS_REVERSER_REDIS_URL": Settings.from_env().redis_url,
-            "GITOPS_REVERSER_KEY_PREFIX": f"bench:{uuid.uuid4().hex[:8]}",
-            "GITOPS_REVERSER_WORK_DIR": str(work),
-        }
-    )
-    stores = Stores.build(connect(settings.redis_url, "bench"), settings)
-    bk: BranchKey = stores.configs.publish_branch(
-        branch_config(url, "main", "team", "gp", commit_window_s=0.0)
-    )
-    uid = GitTargetUid("bench-target")
-    stores.configs.publish_target(target_config(uid, "team", "gt", url, "main", path="apps"))
-    worker = BranchWorker(settings, stores, "bench", time.time)
-    worker.wake()  # take the branch and sync the work tree before timing
-    latencies = []
-    for i in range(EDITS):
+class _Ours:
+    """The branch worker alone, in this process: publish an event, wake until it is acked."""
+
+    def __init__(self, url: str, work: Path) -> None:
+        settings = Settings.from_env(
+            {
+                "GITOPS_REVERSER_REDIS_URL": Settings.from_env().redis_url,
+                "GITOPS_REVERSER_KEY_PREFIX": f"bench:{uuid.uuid4().hex[:8]}",
+                "GITOPS_REVERSER_WORK_DIR": str(work),
+            }
+        )
+        self._stores = Stores.build(connect(settings.redis_url, "bench"), settings)
+        self._bk: BranchKey = self._stores.configs.publish_branch(
+            branch_config(url, "main", "team", "gp", commit_window_s=0.0)
+        )
+        self._uid = GitTargetUid("bench-target")
+        self._stores.configs.publish_target(
+            target_config(self._uid, "team", "gt", url, "main", path="apps")
+        )
+        self.worker = BranchWorker(settings, self._stores, "bench", time.time)
+        self.worker.wake()  # take the branch and sync the work tree before timing
+
+    def edit(self, i: int) -> float:
         start = time.perf_counter()
-        stores.events.publish(bk, _event(uid, i))
-        while stores.events.pending_count(bk):
-            worker.wake()
+        self._stores.events.publish(self._bk, _event(self._uid, i))
+        while self._stores.events.pending_count(self._bk):
+            self.worker.wake()
             if time.perf_counter() - start > EDIT_TIMEOUT_S:
                 raise RuntimeError("an edit took too long to mirror")
-        latencies.append(time.perf_counter() - start)
-    worker.shutdown()
-    return latencies
+        return time.perf_counter() - start
 
 
-def _plain(url: str, work: Path) -> list[float]:
-    clone = OutsideClone(url, work / "clone", timeout=EDIT_TIMEOUT_S)
-    latencies = []
+class _Plain:
+    """``git commit`` + ``git push`` of the same file in a clone."""
+
+    def __init__(self, url: str, work: Path) -> None:
+        self._clone = OutsideClone(url, work / "clone", timeout=EDIT_TIMEOUT_S)
+
+    def edit(self, i: int) -> float:
+        start = time.perf_counter()
+        self._clone.write({"apps/team/configmaps/bench.yaml": f"n: '{i}'\n"})
+        self._clone.git("add", "-A")  # not clone.commit: its rev-parse is not part of a push
+        self._clone.git("commit", "-qm", f"edit {i}")
+        self._clone.push()
+        return time.perf_counter() - start
+
+
+class _EndToEnd:
+    """API edits through the official client, each timed until the remote tip moves."""
+
+    def __init__(self, system: System) -> None:
+        self.repo = repository(system, "e2e")
+        configure(system, [provider(self.repo.url, "0s", receiver=False), target(None)])
+        self.configmap = ConfigMapEditor(system, "bench")
+        first = self.repo.tip()
+        self.configmap.create("created")
+        self.tip = self.start_tip = self.repo.wait_for_new_tip(first, SETUP_TIMEOUT_S)
+        self.last = ""
+
+    def edit(self, i: int) -> float:
+        start = time.perf_counter()
+        self.configmap.edit(str(i))
+        self.tip = self.repo.wait_for_new_tip(self.tip, EDIT_TIMEOUT_S)
+        self.last = str(i)
+        return time.perf_counter() - start
+
+    def commits(self) -> int:
+        """Commits made since the set-up; each is checked to hold the last edit at the end."""
+        mirrored = yaml.safe_load(
+            git("show", f"{self.tip}:{self.configmap.path()}", cwd=self.repo.bare)
+        )
+        if mirrored["data"]["n"] != self.last:
+            raise RuntimeError(f"bench: the remote holds {mirrored['data']}, not the last edit")
+        return int(git("rev-list", "--count", f"{self.start_tip}..{self.tip}", cwd=self.repo.bare))
+
+
+def _take_turns(sides: list[_Ours | _Plain | _EndToEnd]) -> list[list[float]]:
+    """Latencies of each side, one edit of each per round, the first to go rotating."""
+    latencies: list[list[float]] = [[] for _ in sides]
     for i in range(EDITS):
-        start = time.perf_counter()
-        clone.write({"apps/team/configmaps/bench.yaml": f"n: '{i}'\n"})
-        clone.git("add", "-A")  # not clone.commit: its rev-parse is not part of a plain push
-        clone.git("commit", "-qm", f"edit {i}")
-        clone.push()
-        latencies.append(time.perf_counter() - start)
+        for k in range(len(sides)):
+            which = (i + k) % len(sides)
+            latencies[which].append(sides[which].edit(i))
     return latencies
-
-
-def _end_to_end(system: System) -> tuple[list[float], int]:
-    """API edits one at a time, each timed until the remote tip moves; and the commits made."""
-    repo = repository(system, "e2e")
-    configure(system, [provider(repo.url, "0s", receiver=False), target(None)])
-    configmap = ConfigMapEditor(system, "bench")
-    first = repo.tip()
-    configmap.create("created")
-    tip = start_tip = repo.wait_for_new_tip(first, SETUP_TIMEOUT_S)  # watching and owning
-    latencies = []
-    for i in range(E2E_EDITS):
-        start = time.perf_counter()
-        configmap.edit(str(i))
-        tip = repo.wait_for_new_tip(tip, EDIT_TIMEOUT_S)
-        latencies.append(time.perf_counter() - start)
-    _check_last_edit(repo, configmap.path(), tip)
-    return latencies, int(git("rev-list", "--count", f"{start_tip}..{tip}", cwd=repo.bare))
-
-
-def _check_last_edit(repo: Repo, path: str, tip: str) -> None:
-    """The remote's file holds the last edit: what was timed is the mirror, whole."""
-    mirrored = yaml.safe_load(git("show", f"{tip}:{path}", cwd=repo.bare))
-    if mirrored["data"]["n"] != str(E2E_EDITS - 1):
-        raise RuntimeError(f"bench: the remote holds {mirrored['data']}, not the last edit")
 
 
 def _rows(section: Section, what: str, latencies: list[float], plain_rate: float) -> None:
@@ -149,23 +168,29 @@ def bench() -> Section:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         with running(root / "system") as system:
-            e2e, commits = _end_to_end(system)
+            e2e_side = _EndToEnd(system)
             host = system.sbx.githost
             host.create_repo("ours", files={"README.md": b"x\n"})
             host.create_repo("plain", files={"README.md": b"x\n"})
-            ours = _ours(host.repo_url("ours"), root / "ours")
-            plain = _plain(host.repo_url("plain"), root / "plain")
+            ours_side = _Ours(host.repo_url("ours"), root / "ours")
+            plain_side = _Plain(host.repo_url("plain"), root / "plain")
+            try:
+                e2e, ours, plain = _take_turns([e2e_side, ours_side, plain_side])
+            finally:
+                ours_side.worker.shutdown()
+            commits = e2e_side.commits()
     plain_rate = EDITS / sum(plain)
     section.add("plain git script: commit + push", plain_rate, "edits/s", f"{EDITS} edits")
     section.add("plain git script: p50", percentile(plain, 50) * 1000, "ms")
     _rows(section, "end to end (API edit to remote tip)", e2e, plain_rate)
-    section.add("end to end: commits made", commits, "commits", f"for {E2E_EDITS} edits")
+    section.add("end to end: commits made", commits, "commits", f"for {EDITS} edits")
     _rows(section, "branch worker alone (Redis event to ack)", ours, plain_rate)
     section.notes.append(
         "End to end: the watcher, branch worker, dispatcher and receiver processes run; "
         "an edit is a strategic merge patch of one ConfigMap through the official client, and "
         "it is pushed when the bare repository's ref shows a new commit holding it. The branch "
         "worker alone runs in the benchmark's process and is timed to the event's "
-        "acknowledgement, which follows its push."
+        "acknowledgement, which follows its push. The three sides take turns, one edit each "
+        "per round, so load from elsewhere on the machine falls on all of them alike."
     )
     return section

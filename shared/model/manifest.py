@@ -17,6 +17,8 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 
+from shared.model.simple_yaml import simple_dump
+
 #: Top-level fields that carry what the user wrote (payload), besides apiVersion/kind/metadata.
 PAYLOAD_FIELDS = frozenset(
     {
@@ -140,7 +142,8 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def _ordered(obj: Mapping[str, Any]) -> dict[str, Any]:
+def ordered_document(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object as it is written: apiVersion, kind, metadata first, the rest sorted."""
     head = ("apiVersion", "kind")
     ordered = {key: obj[key] for key in head if key in obj}
     metadata = obj.get("metadata")
@@ -167,13 +170,25 @@ _DUMPERS = threading.local()
 
 
 def render(obj: Mapping[str, Any]) -> bytes:
-    """Stable YAML bytes for a sanitised object: same object, same bytes."""
+    """Stable YAML bytes for a sanitised object: same object, same bytes.
+
+    A simple object is written by ``simple_dump`` (the same bytes, many times faster);
+    everything else by ruamel."""
+    document = ordered_document(obj)
+    simple = simple_dump(document)
+    if simple is not None:
+        return simple.encode()
+    return render_with_ruamel(document).encode()
+
+
+def render_with_ruamel(document: Mapping[str, Any]) -> str:
+    """An ordered document as ruamel writes it: the reference for every object."""
     dumper: YAML | None = getattr(_DUMPERS, "yaml", None)
     if dumper is None:
         dumper = _DUMPERS.yaml = _dumper()
     stream = io.StringIO()
-    dumper.dump(_ordered(obj), stream)
-    return stream.getvalue().encode()
+    dumper.dump(document, stream)
+    return stream.getvalue()
 
 
 def _plain(value: Any) -> Any:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from sandbox.githost.outside import git
-from shared.git.errors import GitPermanent
+from shared.git.errors import GitPermanent, GitTemporary
 from shared.git.remote import ls_remote, parse_advertisement
-from shared.git.workspace import Committer, Workspace
+from shared.git.workspace import BULK_ADD_FILES, Committer, Workspace
 from tests.configs import DEFAULT_COMMITTER
 
 pytestmark = pytest.mark.integration
@@ -101,3 +101,99 @@ def test_paths_cannot_leave_the_work_tree(tmp_path: Path, bare: Path) -> None:
         ws.write("../escape.yaml", b"x")
     with pytest.raises(GitPermanent):
         ws.write(".git/config", b"x")
+
+
+def test_a_commit_git_refuses_is_an_error_not_nothing_to_commit(tmp_path: Path, bare: Path) -> None:
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("a.yaml", b"x\n")
+    with pytest.raises(GitTemporary, match="commit failed"):
+        ws.commit("no one", Committer("", ""))  # git: empty ident name not allowed
+    assert ws.commit("someone", DEFAULT_COMMITTER) is not None  # the change is still staged
+
+
+def test_head_is_read_from_loose_and_packed_refs(tmp_path: Path, bare: Path) -> None:
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("a.yaml", b"x\n")
+    first = ws.commit("one", DEFAULT_COMMITTER)
+    assert first == ws.head() == git("rev-parse", "HEAD", cwd=ws.directory)
+    git("pack-refs", "--all", cwd=ws.directory)
+    assert ws.head() == first
+    ws.write("a.yaml", b"y\n")
+    second = ws.commit("two", DEFAULT_COMMITTER)
+    assert second != first
+    assert second == ws.head() == git("rev-parse", "HEAD", cwd=ws.directory)
+
+
+def test_symbolic_links_out_of_the_work_tree_are_refused(tmp_path: Path, bare: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    (ws.directory / "linked").symlink_to(outside, target_is_directory=True)
+    (ws.directory / "file.yaml").symlink_to(outside / "target.yaml")
+    for path in ("linked/cm.yaml", "file.yaml"):
+        with pytest.raises(GitPermanent):
+            ws.write(path, b"x\n")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_folder_replaced_by_a_link_in_a_commit_is_refused_after_the_reset(
+    tmp_path: Path, bare: Path
+) -> None:
+    """Folders are checked once per work-tree state: a reset to a commit that turned a folder
+    into a symbolic link is a new state."""
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("apps/a.yaml", b"a\n")  # "apps" is checked and remembered as a real folder
+    ws.commit("one", DEFAULT_COMMITTER)
+    assert ws.push(None).pushed
+    theirs = tmp_path / "theirs"
+    git("clone", "-q", str(bare), str(theirs))
+    git("rm", "-q", "-r", "apps", cwd=theirs)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (theirs / "apps").symlink_to(outside, target_is_directory=True)
+    git("add", "apps", cwd=theirs)
+    git("commit", "-qm", "apps is a link now", cwd=theirs)
+    git("push", "-q", "origin", "HEAD:main", cwd=theirs)
+    ws.reset(ws.fetch())
+    assert (ws.directory / "apps").is_symlink()
+    with pytest.raises(GitPermanent):
+        ws.write("apps/b.yaml", b"b\n")
+    with pytest.raises(GitPermanent):
+        ws.read("apps/a.yaml")
+    assert list(outside.iterdir()) == []
+
+
+def _objects(directory: Path) -> dict[str, int]:
+    out = git("count-objects", "-v", cwd=directory)
+    return {k: int(v) for k, _, v in (line.partition(": ") for line in out.splitlines())}
+
+
+def test_a_large_commit_writes_its_blobs_into_one_pack(tmp_path: Path, bare: Path) -> None:
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    files = {f"apps/cm-{i:04d}.yaml": f"index: '{i}'\n".encode() for i in range(BULK_ADD_FILES)}
+    for path, data in files.items():
+        ws.write(path, data)
+    sha = ws.commit("many", DEFAULT_COMMITTER)
+    assert sha is not None
+    counts = _objects(ws.directory)
+    assert counts["packs"] == 1 and counts["in-pack"] == BULK_ADD_FILES
+    assert counts["count"] == 3  # loose: the two trees and the commit
+    assert ws.push(None).pushed
+    listed = git("ls-tree", "-r", "--name-only", "main", cwd=bare).splitlines()
+    assert listed == sorted(files)
+    assert git("show", "main:apps/cm-0007.yaml", cwd=bare) == "index: '7'"
+    git("fsck", "--strict", cwd=ws.directory)
+
+
+def test_a_small_commit_writes_loose_objects(tmp_path: Path, bare: Path) -> None:
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("apps/a.yaml", b"a\n")
+    assert ws.commit("one", DEFAULT_COMMITTER) is not None
+    counts = _objects(ws.directory)
+    assert counts["packs"] == 0 and counts["count"] == 4  # blob, two trees, commit
