@@ -171,7 +171,10 @@ class BranchWorker:
             return False
         notices, outcomes = self._hints(idle)
         block_ms = None if notices or outcomes else max(int(self._wait_time(idle) * 1000), 1)
-        batches = self.stores.events.read_many(idle, self.worker_id, READ_BATCH, block_ms)
+        readers = [bk for bk in idle if not self.loops[bk].stalled]  # U1: a stalled one waits
+        batches = self.stores.events.read_many(readers, self.worker_id, READ_BATCH, block_ms)
+        if not readers and block_ms:
+            self._finished.wait(block_ms / 1000)  # nothing to block on in Redis: wait here
         now = self._clock()
         for bk in idle:
             batch, news = batches.get(bk, []), notices.get(bk, [])

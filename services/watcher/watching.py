@@ -4,7 +4,10 @@ A session resumes from the cursor in Redis with a watch; without a cursor, or af
 Gone``, it lists first, publishes every listed object it has not already published at the same
 resourceVersion (an unchanged object would be no write, M3), sweeps what vanished (only under
 ``prune.mode: Always``; the sweep DELETEs pass the rule's operations filter like any other),
-and watches from the list's resourceVersion. Every event is published before the cursor
+and watches from the list's resourceVersion. A list made without a cursor (a new watch, or
+Redis lost its data) has nothing to sweep against, so it also publishes the names it found
+(a ``Listing``, D2): the branch worker deletes the folder's documents of that type and
+namespace that the cluster no longer has. Every event is published before the cursor
 moves past it (at-least-once). The loop around sessions only restarts them, with backoff on
 errors. Observed DELETEs are published in every prune mode: the branch worker applies
 ``Never`` (keeps the file) and still learns that, say, a refused Secret is gone.
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from services.watcher.emit import (
     known_object,
     listed_operation,
+    listing_of,
     name_of,
     object_event,
     operation_of,
@@ -30,6 +34,7 @@ from services.watcher.metrics import WatcherMetrics
 from shared.decide.watches import WatchSpec
 from shared.kube.api import KubeClient, StreamHandle, WatchEvent
 from shared.kube.errors import Expired, KubeError
+from shared.kube.kinds import is_sensitive
 from shared.model.events import ObjectEvent, Operation
 from shared.store.streams import EventStream
 from shared.store.watches import KnownObject, WatchAddress, WatchState
@@ -188,10 +193,24 @@ class WatchWorker:
             if len(chunk) >= PUBLISH_CHUNK:
                 self._publish_chunk(chunk)
         self._publish_chunk(chunk)
+        if cause == "nocursor":
+            self._publish_listing(present)
         self._sweep(known, present, listing.resource_version)
         self._deps.state.replace(self._at, listing.resource_version, present)
         self._relist_cause = ""
         return listing.resource_version
+
+    def _publish_listing(self, present: dict[str, KnownObject]) -> None:
+        """D2: a watch without a cursor (new, or Redis lost its data) cannot tell which objects
+        vanished; the names it listed let the branch worker find them in the folder."""
+        if self.spec.prune == "Never" or "DELETE" not in self.spec.operations:
+            return
+        if is_sensitive(self.spec.resource):
+            return  # never written, so nothing to find in the folder
+        self._deps.events.publish(
+            self.spec.branch, listing_of(self.spec, present, self._deps.clock())
+        )
+        self._deps.metrics.events.labels("LISTED").inc()
 
     def _sweep(
         self, known: dict[str, KnownObject], present: dict[str, KnownObject], version: str
