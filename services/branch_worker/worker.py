@@ -323,7 +323,9 @@ class BranchWorker:
         if self._paused_until.get(bk, 0.0) > now:
             return False
         config = self.stores.configs.branch(bk)
-        if config is None:  # the watcher has not published this branch's GitProvider (yet?)
+        if config is None or not self.stores.configs.has_targets(bk):
+            # not published (yet?), or no GitTarget writes to it any more: starting it would
+            # only fail again if its remote is gone (U1), so it is retired after the grace
             if self.orphans.unconfigured(bk):
                 self._retire_unconfigured(bk)
             return False
@@ -336,13 +338,14 @@ class BranchWorker:
         return True
 
     def _retire_unconfigured(self, bk: BranchKey) -> None:
-        """A branch listed without settings for the grace: retired, if no GitTarget is
-        registered with it (settings and GitTargets are published together)."""
+        """A branch listed without settings or GitTargets for the grace, not started here:
+        retired, if no GitTarget is registered with it (settings and GitTargets are published
+        together)."""
         lease = self.stores.leases.acquire(bk, self.worker_id)
         if lease is None:
             return
         if self.stores.registry.retire(lease):
-            log.info("retired branch %s: listed without settings", bk, extra={"branch": bk})
+            log.info("retired branch %s: no settings or GitTarget", bk, extra={"branch": bk})
             self.orphans.forget(bk)
         else:
             self.stores.leases.release(lease)
