@@ -37,11 +37,10 @@ def _idle_branch(client: redis.Redis, keys: Keys, i: int) -> None:
     events = EventStream(client, keys)
     events.ensure_group(bk)
     oid = ObjectId("", "v1", "configmaps", "ConfigMap", "team", "x")
-    entry = events.publish(
+    events.publish(
         bk, ObjectEvent(GitTargetRef(uid, "team", "gt"), "CREATE", oid, "u", "1", {}, (), 0.0)
     )
-    events.read(bk, "worker-0", 1, None)
-    events.ack(bk, [entry])
+    events.ack(bk, events.read(bk, "worker-0", 1, None))
     states = BranchStates(client, keys)
     states.publish_tip(lease, "a" * 40)
     states.remember_ours(lease, "b" * 40, ())

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from services.branch_worker import metrics
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.folder import Folder
+from services.branch_worker.listings import missed_deletes
 from services.branch_worker.writer import Applied, apply_event, key_of
 from shared.decide.tips import TipKind, classify_tip, on_notices, steady_tick_due
 from shared.decide.window import Window, closes_at, is_due, open_window
@@ -107,6 +108,10 @@ class BranchLoop:
         self._steady_tick = steady_tick
         self._max_window = max_window  # Settings.max_window: a process setting, not a CRD's
         self._tip_read_at = clock()
+        #: Every push attempt of the last flush was refused: the owner reads no new events
+        #: until a push succeeds (U1), so they wait in the stream, one per object, instead of
+        #: piling up in this process; its pending writes are retried every pass.
+        self.stalled = False
 
     @property
     def bk(self) -> str:
@@ -138,27 +143,40 @@ class BranchLoop:
         self._backlog.extend(entries)
         batch, self._backlog = self._backlog[:SLICE], self._backlog[SLICE:]
         targets: dict[GitTargetUid, TargetConfig | None] = {}  # one read per GitTarget per slice
-        done: list[str] = []
+        done: list[StreamEntry] = []
         wrote = False
         for entry in batch:
             if self._apply(entry, targets):
                 wrote = True
             else:
-                done.append(entry.entry_id)
+                done.append(entry)
         self._events.ack(self.lease.branch, done)
         if wrote:
             self._publish_counts(last_write_at=self._clock())
 
     def _apply(self, entry: StreamEntry, targets: dict[GitTargetUid, TargetConfig | None]) -> bool:
         """True when the entry made a write (and is now pending)."""
-        event = entry.event
-        if event is not None and event.target.uid not in targets:
-            targets[event.target.uid] = self._configs.target(event.target.uid)
-        target = targets.get(event.target.uid) if event else None
-        if event is None or target is None:
-            return False  # malformed, or its GitTarget incarnation is gone
+        item = entry.listing or entry.event
+        if item is None:
+            return False  # malformed
+        if item.target.uid not in targets:
+            targets[item.target.uid] = self._configs.target(item.target.uid)
+        target = targets[item.target.uid]
+        if target is None:
+            return False  # its GitTarget incarnation is gone
         if not self.config.writes_for(target):
             return self._not_ours(target)
+        if entry.listing is None:
+            return self._write(entry, target)
+        wrote = False
+        for event in missed_deletes(entry.listing, self._folder(target)):  # D2
+            wrote = self._write(StreamEntry(entry.entry_id, event, entry.listing), target) or wrote
+        return wrote
+
+    def _write(self, entry: StreamEntry, target: TargetConfig) -> bool:
+        """Apply one object event; True when it made a write (and is now pending)."""
+        event = entry.event
+        assert event is not None
         applied = apply_event(self.ws, target, event, self._folder(target))
         self._record_refusal(target, event, applied)
         if applied.kind != "write":
@@ -325,6 +343,7 @@ class BranchLoop:
                 extra={"branch": self.bk},
             )
             self._replay()
+        self.stalled = True
         self._states.publish_push(self.lease, in_flight=False)
 
     def _pushed(self) -> None:
@@ -334,8 +353,9 @@ class BranchLoop:
             if self.desk:
                 self.desk.on_pushed(head)
         self.tip = head
-        entries = [e.entry_id for closed in self._closed for e in closed.entries]
+        entries = [e for closed in self._closed for e in closed.entries]
         self._closed.clear()
+        self.stalled = False
         self._events.ack(self.lease.branch, entries)
         self._states.publish_pushed(self.lease, head)
 

@@ -107,6 +107,10 @@ class Folder:
             self._where[key] = Located(file, index, docs)
             indexed.append(key)
 
+    def identities(self) -> list[IdentityKey]:
+        """Every object with a document in the folder (D2 compares them with a listing)."""
+        return list(self._where)
+
     def find(self, key: IdentityKey) -> Located | None:
         """The document of an object, wherever it is in the folder."""
         return self._where.get(key)

@@ -122,13 +122,13 @@ class BranchJobs:
         return Result(bk, Outcome.DONE)
 
     def retire(self, bk: BranchKey, loop: BranchLoop) -> Result:
-        """Retire a branch no GitTarget has written to for the grace, on a pool thread, unless
-        something is open or unpushed here: events still in its stream belong to GitTargets
-        that are gone (a live GitTarget is always registered with its branch), so none is
-        lost."""
+        """Retire a branch no GitTarget has written to for the grace, on a pool thread, even
+        with writes open or unpushed (U1: a branch that cannot push retries until retired):
+        every event and write it holds belongs to GitTargets that are gone (a live GitTarget
+        is always registered with its branch, and the retirement is refused if one is)."""
         if self._held.is_lost(bk):
             return Result(bk, Outcome.LOST)
-        if loop.busy() or not self.stores.registry.retire(loop.lease):
+        if not self.stores.registry.retire(loop.lease):
             return Result(bk, Outcome.DONE)
         shutil.rmtree(loop.ws.directory, ignore_errors=True)
         return Result(bk, Outcome.RETIRED)

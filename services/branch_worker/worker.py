@@ -171,7 +171,10 @@ class BranchWorker:
             return False
         notices, outcomes = self._hints(idle)
         block_ms = None if notices or outcomes else max(int(self._wait_time(idle) * 1000), 1)
-        batches = self.stores.events.read_many(idle, self.worker_id, READ_BATCH, block_ms)
+        readers = [bk for bk in idle if not self.loops[bk].stalled]  # U1: a stalled one waits
+        batches = self.stores.events.read_many(readers, self.worker_id, READ_BATCH, block_ms)
+        if not readers and block_ms:
+            self._finished.wait(block_ms / 1000)  # nothing to block on in Redis: wait here
         now = self._clock()
         for bk in idle:
             batch, news = batches.get(bk, []), notices.get(bk, [])
@@ -320,7 +323,9 @@ class BranchWorker:
         if self._paused_until.get(bk, 0.0) > now:
             return False
         config = self.stores.configs.branch(bk)
-        if config is None:  # the watcher has not published this branch's GitProvider (yet?)
+        if config is None or not self.stores.configs.has_targets(bk):
+            # not published (yet?), or no GitTarget writes to it any more: starting it would
+            # only fail again if its remote is gone (U1), so it is retired after the grace
             if self.orphans.unconfigured(bk):
                 self._retire_unconfigured(bk)
             return False
@@ -333,13 +338,14 @@ class BranchWorker:
         return True
 
     def _retire_unconfigured(self, bk: BranchKey) -> None:
-        """A branch listed without settings for the grace: retired, if no GitTarget is
-        registered with it (settings and GitTargets are published together)."""
+        """A branch listed without settings or GitTargets for the grace, not started here:
+        retired, if no GitTarget is registered with it (settings and GitTargets are published
+        together)."""
         lease = self.stores.leases.acquire(bk, self.worker_id)
         if lease is None:
             return
         if self.stores.registry.retire(lease):
-            log.info("retired branch %s: listed without settings", bk, extra={"branch": bk})
+            log.info("retired branch %s: no settings or GitTarget", bk, extra={"branch": bk})
             self.orphans.forget(bk)
         else:
             self.stores.leases.release(lease)

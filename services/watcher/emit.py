@@ -13,7 +13,7 @@ from typing import Any
 
 from shared.decide.watches import WatchSpec
 from shared.kube.kinds import is_sensitive
-from shared.model.events import ObjectEvent, Operation, latest_managers
+from shared.model.events import Listing, ObjectEvent, Operation, latest_managers
 from shared.model.ids import ObjectId
 from shared.model.manifest import sanitise
 from shared.store.watches import KnownObject
@@ -111,4 +111,15 @@ def swept_event(
         managers=(),
         observed_at=now,
         sensitive=spec.sensitive or is_sensitive(res),
+    )
+
+
+def listing_of(spec: WatchSpec, present: dict[str, KnownObject], now: float) -> Listing:
+    """The names a list without a cursor found, for the branch worker's folder check (D2)."""
+    res = spec.resource
+    return Listing(
+        target=spec.target,
+        resource=ObjectId(res.group, res.version, res.resource, res.kind, spec.key.namespace, ""),
+        names=frozenset(present),
+        observed_at=now,
     )

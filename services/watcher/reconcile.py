@@ -38,6 +38,7 @@ from shared.model.crds import (
     WatchRuleView,
 )
 from shared.model.ids import GitTargetUid
+from shared.model.times import rfc3339
 from shared.settings import Settings
 from shared.store.config import ConfigStore
 from shared.store.ledger import Ledger
@@ -109,6 +110,8 @@ class Reconciler:
         #: The marker of Redis's data as the last pass read it (C8); None before the first.
         self._epoch: str | None = None
         self._applier_status = ApplierStatus(writer, appliers.ledger)
+        #: This process's start, as conditions record times (D2: ``ready_before``).
+        self._started = rfc3339(clock())
 
     def read(self) -> Snapshot:
         """List everything a pass needs (KubeError when the local API fails)."""
@@ -145,7 +148,7 @@ class Reconciler:
         reconcile_rules(snap.rules, verdicts, states, self._status)
         catalogs = {name: s.catalog for name, s in states.items() if s.catalog is not None}
         clients = {name: s.cluster.client for name, s in states.items() if s.cluster is not None}
-        desired = desired_watches(served, snap.rules, catalogs)
+        desired = desired_watches(served, snap.rules, catalogs, self._started)
         return Plan(desired, clients, frozenset(t.meta.uid for t in snap.targets))
 
     def _check_epoch(self) -> None:

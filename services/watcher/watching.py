@@ -4,10 +4,15 @@ A session resumes from the cursor in Redis with a watch; without a cursor, or af
 Gone``, it lists first, publishes every listed object it has not already published at the same
 resourceVersion (an unchanged object would be no write, M3), sweeps what vanished (only under
 ``prune.mode: Always``; the sweep DELETEs pass the rule's operations filter like any other),
-and watches from the list's resourceVersion. Every event is published before the cursor
-moves past it (at-least-once). The loop around sessions only restarts them, with backoff on
-errors. Observed DELETEs are published in every prune mode: the branch worker applies
-``Never`` (keeps the file) and still learns that, say, a refused Secret is gone.
+and watches from the list's resourceVersion. A list made without a cursor has nothing to
+sweep against, so it may also publish the names it found (a ``Listing``, D2): the branch worker
+deletes the folder's documents of that type and namespace that the cluster no longer has. Under
+``Always`` every such list does; under ``OnEvent`` only one made after Redis lost the cursor
+this watch held (M9: those deletes happened, their events were lost). Every event is
+published before the cursor moves past it (at-least-once). The loop around sessions only
+restarts them, with backoff on errors. Observed DELETEs are published in every prune mode: the
+branch worker applies ``Never`` (keeps the file) and still learns that, say, a refused Secret
+is gone.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from services.watcher.emit import (
     known_object,
     listed_operation,
+    listing_of,
     name_of,
     object_event,
     operation_of,
@@ -30,6 +36,7 @@ from services.watcher.metrics import WatcherMetrics
 from shared.decide.watches import WatchSpec
 from shared.kube.api import KubeClient, StreamHandle, WatchEvent
 from shared.kube.errors import Expired, KubeError
+from shared.kube.kinds import is_sensitive
 from shared.model.events import ObjectEvent, Operation
 from shared.store.streams import EventStream
 from shared.store.watches import KnownObject, WatchAddress, WatchState
@@ -72,6 +79,7 @@ class WatchWorker:
         self._unit = threading.Lock()
         self._handle: StreamHandle | None = None
         self._relist_cause = ""
+        self._had_cursor = False  # this watch has held a cursor in this process (D2)
         name = f"watch {spec.key.namespace}/{spec.key.group_resource}"
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -142,9 +150,14 @@ class WatchWorker:
         """List if needed, then watch until the stream ends; True when it ended quiet."""
         cursor = None if self._relist_cause else self._deps.state.cursor(self._at)
         if cursor is None:
-            cursor = self._relist(self._relist_cause or "nocursor")
+            # A cursor this watch held before (in this process, or before it started: its
+            # WatchRule was Ready already) and Redis no longer has: its data was lost (D2).
+            held = self._had_cursor or self.spec.mirrored_before
+            lost = "lostcursor" if held else "nocursor"
+            cursor = self._relist(self._relist_cause or lost)
             if cursor is None:
                 return False
+        self._had_cursor = True
         last_event = self._follow(cursor)
         return self._deps.monotonic() - last_event >= BURST_QUIET_S
 
@@ -188,10 +201,29 @@ class WatchWorker:
             if len(chunk) >= PUBLISH_CHUNK:
                 self._publish_chunk(chunk)
         self._publish_chunk(chunk)
+        if cause in ("nocursor", "lostcursor"):
+            self._publish_listing(present, lost=cause == "lostcursor")
         self._sweep(known, present, listing.resource_version)
         self._deps.state.replace(self._at, listing.resource_version, present)
         self._relist_cause = ""
         return listing.resource_version
+
+    def _publish_listing(self, present: dict[str, KnownObject], *, lost: bool) -> None:
+        """D2: a watch without a cursor cannot tell which objects vanished; the names it listed
+        let the branch worker find them in the folder. M9: under ``Always`` every such list
+        removes what the cluster lacks; under ``OnEvent`` only a list after Redis lost this
+        watch's cursor does (the deletes happened and their events were lost), never a new
+        watch's first list (a document the cluster lacks is not a delete anyone observed)."""
+        if self.spec.prune == "Never" or "DELETE" not in self.spec.operations:
+            return
+        if self.spec.prune == "OnEvent" and not lost:
+            return
+        if is_sensitive(self.spec.resource):
+            return  # never written, so nothing to find in the folder
+        self._deps.events.publish(
+            self.spec.branch, listing_of(self.spec, present, self._deps.clock())
+        )
+        self._deps.metrics.events.labels("LISTED").inc()
 
     def _sweep(
         self, known: dict[str, KnownObject], present: dict[str, KnownObject], version: str

@@ -10,7 +10,7 @@ watcher diffs this set against the watches it runs; it never decides anything it
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from shared.decide.conditions import Problem
 from shared.decide.resolution import resolve_rule, resolve_rules
@@ -52,6 +52,10 @@ class WatchSpec:
     operations: frozenset[Operation]
     prune: PruneMode
     sensitive: bool = False  # M10: only the object's identity is published, and it is refused
+    #: D2: a WatchRule asking for this watch was Ready before this watcher started, so the watch
+    #: ran before; finding no cursor in Redis then means Redis lost it. Not part of equality: it
+    #: never restarts a running watch.
+    mirrored_before: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +79,24 @@ def watch_spec(served: ServedTarget, resource: ApiResource, ops: frozenset[Opera
     )
 
 
+def ready_before(rule: WatchRuleView, started: str) -> bool:
+    """D2: the rule's ``Ready`` condition turned True in a second before ``started`` (RFC 3339,
+    this watcher's start): its watches ran before this process, so a missing cursor was lost."""
+    return any(
+        c.type == "Ready" and c.status == "True" and c.last_transition_time < started
+        for c in rule.conditions
+        if c.last_transition_time
+    )
+
+
 def desired_watches(
     targets: Iterable[ServedTarget],
     rules: Iterable[WatchRuleView],
     catalogs: Mapping[str, Catalog],
+    started: str = "",
 ) -> dict[WatchKey, WatchSpec]:
-    """Every watch the served GitTargets' WatchRules ask for (no catalog: no watches yet)."""
+    """Every watch the served GitTargets' WatchRules ask for (no catalog: no watches yet);
+    ``started`` is the watcher's start (``ready_before``)."""
     by_name = {(s.target.meta.namespace, s.target.meta.name): s for s in targets}
     wanted: dict[WatchKey, WatchSpec] = {}
     for rule in rules:
@@ -88,12 +104,19 @@ def desired_watches(
         catalog = catalogs.get(served.target.cluster_provider) if served else None
         if served is None or catalog is None:
             continue
+        before = ready_before(rule, started)
         for entry in rule.rules:
             for resource in resolve_rule(entry, catalog).resources:
-                spec = watch_spec(served, resource, entry.operations)
+                spec = replace(
+                    watch_spec(served, resource, entry.operations), mirrored_before=before
+                )
                 known = wanted.get(spec.key)
                 if known is not None:
-                    spec = replace(known, operations=known.operations | entry.operations)
+                    spec = replace(
+                        known,
+                        operations=known.operations | entry.operations,
+                        mirrored_before=known.mirrored_before or before,
+                    )
                 wanted[spec.key] = spec
     return wanted
 

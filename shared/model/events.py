@@ -91,6 +91,66 @@ class ObjectEvent:
         except (KeyError, TypeError, json.JSONDecodeError) as err:
             raise ValueError(f"malformed object event: {err}") from err
 
+    @property
+    def coalesce_key(self) -> str:
+        """The object (for this GitTarget incarnation) whose latest event replaces its older
+        ones in the stream (U1): the API value wins whole (M5), so only the newest counts."""
+        oid = self.object_id
+        return json.dumps([self.target.uid, oid.group, oid.kind, oid.namespace, oid.name])
+
+
+#: The ``op`` field of a listing entry; workers that predate it drop it as malformed.
+LISTED = "LISTED"
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What a watch that started without any state found (D2): the names of every object of
+    one type in one namespace, as a list returned them. A document of that type and namespace
+    in the GitTarget's folder whose name is not here is an object deleted while no watch (or no
+    Redis) recorded it, and the branch worker deletes it (prune ``OnEvent`` and ``Always``)."""
+
+    target: GitTargetRef
+    resource: ObjectId  # group, version, resource, kind, namespace; name ""
+    names: frozenset[str]
+    observed_at: float
+
+    def to_fields(self) -> dict[str, str]:
+        """Flat string fields for a Redis stream entry."""
+        r = self.resource
+        return {
+            "target": json.dumps([self.target.uid, self.target.namespace, self.target.name]),
+            "op": LISTED,
+            "id": json.dumps([r.group, r.version, r.resource, r.kind, r.namespace, ""]),
+            "names": json.dumps(sorted(self.names)),
+            "at": repr(self.observed_at),
+        }
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, str]) -> Listing:
+        """The inverse of ``to_fields``; raises ValueError on a malformed entry."""
+        try:
+            uid, namespace, name = json.loads(fields["target"])
+            if fields["op"] != LISTED:
+                raise ValueError(f"not a listing: {fields['op']!r}")
+            names = json.loads(fields["names"])
+            if not isinstance(names, list):
+                raise ValueError("names is not a list")
+            return cls(
+                target=GitTargetRef(GitTargetUid(uid), namespace, name),
+                resource=ObjectId(*json.loads(fields["id"])),
+                names=frozenset(str(n) for n in names),
+                observed_at=float(fields["at"]),
+            )
+        except (KeyError, TypeError, json.JSONDecodeError) as err:
+            raise ValueError(f"malformed listing: {err}") from err
+
+    @property
+    def coalesce_key(self) -> str:
+        """A newer listing of the same watch replaces an older one (U1)."""
+        r = self.resource
+        return json.dumps([self.target.uid, LISTED, r.group, r.resource, r.namespace])
+
 
 def latest_managers(managed_fields: list[dict[str, Any]] | None) -> tuple[ManagerEntry, ...]:
     """The entries that share the newest ``time`` (ties matter to W2), newest first."""

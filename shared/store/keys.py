@@ -10,7 +10,10 @@ each does or does not expire:
 - ``workers``: sorted set of worker heartbeats (entries older than a lease are ignored
   and pruned).
 - ``branch:{bk}:events|notices|outcomes``: streams (bounded by MAXLEN where they are hints;
-  events are trimmed only after acknowledgement, since an unacknowledged event is an API edit).
+  events are trimmed only after acknowledgement, since an unacknowledged event is an API edit,
+  and hold one entry per object: an object's newer event replaces its older one, U1).
+- ``branch:{bk}:latest``: hash of each object's newest entry id in the events stream (U1; a
+  field goes with its entry's acknowledgement, the hash with the branch).
 - ``branch:{bk}:state``: hash of the branch's published state (no TTL: live state).
 - ``branch:{bk}:lease`` (PX = lease period) and ``branch:{bk}:fence`` (monotonic counter).
 - ``branch:{bk}:meta``: hash of the branch's URL, branch name and GitProvider (no TTL).
@@ -65,6 +68,10 @@ class Keys:
     def branch_events(self, bk: BranchKey) -> str:
         """Stream of object events for a branch (M1, M8)."""
         return self._k("branch", bk, "events")
+
+    def branch_latest(self, bk: BranchKey) -> str:
+        """Hash: each object's newest entry in the branch's events stream (U1)."""
+        return self._k("branch", bk, "latest")
 
     def branch_notices(self, bk: BranchKey) -> str:
         """Stream of push notices for a branch (R4)."""

@@ -3,6 +3,16 @@
 An event is acknowledged only after the push that holds its write (M8), so a worker that dies
 mid-window leaves its events pending, and the next owner claims every pending entry before it
 reads new ones.
+
+The stream holds at most one entry per object (U1). Each event carries the whole object, and
+the API value wins whole (M5), so an object's newest event is all that will ever be written:
+publishing it deletes the object's previous entry, read or not, in the same Lua call
+(``branch:{bk}:latest`` maps each object to its newest entry). A previous entry that an owner
+has read stays in its pending list as a bare id until acknowledged; if that owner dies, the
+next one claims nothing for it (XAUTOCLAIM drops deleted entries) and applies the newest entry
+instead. So a branch that cannot push holds, whatever the number of edits, one event per
+object with an unpushed edit, plus one listing per watch (D2), and nothing is lost: every
+object's newest state stays in the stream until a pushed commit holds it.
 """
 
 from __future__ import annotations
@@ -13,12 +23,43 @@ from typing import Any
 
 import redis
 
-from shared.model.events import ObjectEvent
+from shared.model.events import LISTED, Listing, ObjectEvent
 from shared.model.ids import BranchKey
 from shared.store.keys import Keys
 
 #: The one consumer group per events stream: the branch's owners, one at a time.
 GROUP = "owners"
+
+# KEYS[1] the stream, KEYS[2] its newest entry per object, KEYS[3] the branch list;
+# ARGV[1] the branch key, ARGV[2] the object's coalescing key, ARGV[3..] the entry's fields.
+# Appends the entry and deletes the object's previous one (U1), atomically.
+_PUBLISH = """
+local id = redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
+local old = redis.call('HGET', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[2], id)
+if old then
+  redis.call('XDEL', KEYS[1], old)
+end
+redis.call('SADD', KEYS[3], ARGV[1])
+return id
+"""
+
+# KEYS[1] the stream, KEYS[2] its newest entry per object; ARGV: entry id, coalescing key
+# ("" for an entry that could not be decoded), pairwise. Acknowledges and deletes each entry and
+# forgets it as its object's newest, unless a newer one was published meanwhile.
+_ACK = """
+for i = 1, #ARGV, 2 do
+  redis.call('XACK', KEYS[1], 'owners', ARGV[i])
+  redis.call('XDEL', KEYS[1], ARGV[i])
+  if ARGV[i + 1] ~= '' and redis.call('HGET', KEYS[2], ARGV[i + 1]) == ARGV[i] then
+    redis.call('HDEL', KEYS[2], ARGV[i + 1])
+  end
+end
+return #ARGV / 2
+"""
+
+#: What a stream entry holds: an object's event or a watch's listing (D2).
+Published = ObjectEvent | Listing
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +68,15 @@ class StreamEntry:
 
     entry_id: str
     event: ObjectEvent | None  # None when the entry could not be decoded (kept for the ack)
+    #: A watch's listing (D2); with ``event`` None as read, or with one of the DELETEs the
+    #: branch worker derived from it (they share the listing's id and are acknowledged with it).
+    listing: Listing | None = None
+
+    @property
+    def coalesce_key(self) -> str:
+        """The object (or watch) this entry is the newest of, "" when it could not be read."""
+        item = self.listing or self.event
+        return item.coalesce_key if item is not None else ""
 
 
 class EventStream:
@@ -35,16 +85,20 @@ class EventStream:
     def __init__(self, client: redis.Redis, keys: Keys) -> None:
         self._r = client
         self._keys = keys
+        self._publish = client.register_script(_PUBLISH)
+        self._ack = client.register_script(_ACK)
 
-    def publish(self, bk: BranchKey, event: ObjectEvent) -> str:
-        """Append an event and register the branch; returns the stream id."""
-        pipe = self._r.pipeline(transaction=True)
-        pipe.xadd(self._keys.branch_events(bk), event.to_fields())  # type: ignore[arg-type]
-        pipe.sadd(self._keys.branches, bk)
-        entry_id, _ = pipe.execute()
-        return str(entry_id)
+    def _add(self, target: Any, bk: BranchKey, item: Published) -> Any:
+        fields = [part for pair in item.to_fields().items() for part in pair]
+        keys = [self._keys.branch_events(bk), self._keys.branch_latest(bk), self._keys.branches]
+        return self._publish(keys=keys, args=[bk, item.coalesce_key, *fields], client=target)
 
-    def publish_many(self, bk: BranchKey, events: Sequence[ObjectEvent]) -> None:
+    def publish(self, bk: BranchKey, event: Published) -> str:
+        """Append an event (replacing its object's previous one) and register the branch;
+        returns the stream id."""
+        return str(self._add(self._r, bk, event))
+
+    def publish_many(self, bk: BranchKey, events: Sequence[Published]) -> None:
         """Append events in order in one round trip and register the branch.
 
         A relist publishes every object of a watch; one round trip each made the watcher's
@@ -53,11 +107,9 @@ class EventStream:
         """
         if not events:
             return
-        key = self._keys.branch_events(bk)
         pipe = self._r.pipeline(transaction=False)
         for event in events:
-            pipe.xadd(key, event.to_fields())  # type: ignore[arg-type]
-        pipe.sadd(self._keys.branches, bk)
+            self._add(pipe, bk, event)
         pipe.execute()
 
     def ensure_group(self, bk: BranchKey) -> None:
@@ -100,15 +152,12 @@ class EventStream:
         reply: Any = self._r.xreadgroup(GROUP, consumer, streams, count=count, block=block_ms)
         return {by_key[key]: _decode(messages) for key, messages in reply or []}
 
-    def ack(self, bk: BranchKey, entry_ids: Sequence[str]) -> None:
+    def ack(self, bk: BranchKey, entries: Sequence[StreamEntry]) -> None:
         """Acknowledge and delete entries whose writes are pushed (or that hold no write)."""
-        if not entry_ids:
+        if not entries:
             return
-        key = self._keys.branch_events(bk)
-        pipe = self._r.pipeline(transaction=True)
-        pipe.xack(key, GROUP, *entry_ids)
-        pipe.xdel(key, *entry_ids)
-        pipe.execute()
+        args = [part for e in entries for part in (e.entry_id, e.coalesce_key)]
+        self._ack(keys=[self._keys.branch_events(bk), self._keys.branch_latest(bk)], args=args)
 
     def pending_count(self, bk: BranchKey) -> int:
         """Entries read but not yet acknowledged, plus those not yet read."""
@@ -120,6 +169,9 @@ def _decode(messages: Any) -> list[StreamEntry]:
     entries = []
     for entry_id, fields in messages:
         try:
+            if isinstance(fields, dict) and fields.get("op") == LISTED:
+                entries.append(StreamEntry(entry_id, None, Listing.from_fields(fields)))
+                continue
             event: ObjectEvent | None = ObjectEvent.from_fields(fields)
         except ValueError:
             event = None

@@ -70,6 +70,7 @@ class WorkerRegistry:
             self._keys.branch_targets(bk),
             self._keys.branches,
             self._keys.branch_events(bk),
+            self._keys.branch_latest(bk),
             self._keys.branch_notices(bk),
             self._keys.branch_outcomes(bk),
             self._keys.branch_state(bk),

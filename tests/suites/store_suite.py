@@ -59,12 +59,63 @@ def test_unacknowledged_events_are_claimed_by_the_next_owner(store: StoreUnderTe
     for name in ("a", "b", "c"):
         events.publish(BK, _event(name))
     first = events.read(BK, "dead-worker", count=10, block_ms=None)
-    events.ack(BK, [first[0].entry_id])
+    events.ack(BK, first[:1])
     claimed = events.claim_pending(BK, "new-owner")
     assert [e.event.object_id.name for e in claimed if e.event] == ["b", "c"]
     assert events.read(BK, "new-owner", count=10, block_ms=None) == []
-    events.ack(BK, [e.entry_id for e in claimed])
+    events.ack(BK, claimed)
     assert events.pending_count(BK) == 0
+    assert not store.client.exists(store.keys.branch_latest(BK)), "nothing newest is left"
+
+
+def _edit(name: str, value: str) -> ObjectEvent:
+    event = _event(name)
+    return ObjectEvent(
+        event.target,
+        "UPDATE",
+        event.object_id,
+        event.uid,
+        value,
+        {"apiVersion": "v1", "kind": "ConfigMap", "data": {"v": value}},
+        event.managers,
+        event.observed_at,
+    )
+
+
+def test_an_objects_newer_event_replaces_its_unread_one(store: StoreUnderTest) -> None:
+    """U1: the stream holds one entry per object, its newest, however often it changes."""
+    events = EventStream(store.client, store.keys)
+    events.ensure_group(BK)
+    for i in range(50):
+        events.publish(BK, _edit("busy", str(i)))
+    events.publish(BK, _event("other"))
+    assert events.pending_count(BK) == 2
+    read = events.read(BK, "w1", count=10, block_ms=None)
+    assert [(e.event.object_id.name, e.event.resource_version) for e in read if e.event] == [
+        ("busy", "49"),
+        ("other", "7"),
+    ]
+
+
+def test_a_read_entry_replaced_meanwhile_is_not_claimed_again(store: StoreUnderTest) -> None:
+    """U1, M8: an owner read an object's event and died before pushing it; a newer event of the
+    object replaced it, so the next owner gets the newer one only, and nothing is lost."""
+    events = EventStream(store.client, store.keys)
+    events.ensure_group(BK)
+    events.publish(BK, _edit("busy", "1"))
+    events.publish(BK, _event("other"))
+    held = events.read(BK, "dead-worker", count=10, block_ms=None)
+    events.publish(BK, _edit("busy", "2"))
+    claimed = events.claim_pending(BK, "new-owner")
+    assert [e.event.object_id.name for e in claimed if e.event] == ["other"]
+    fresh = events.read(BK, "new-owner", count=10, block_ms=None)
+    assert [e.event.resource_version for e in fresh if e.event] == ["2"]
+    events.ack(BK, held)  # the dead owner's ids: the newest entry is not forgotten for them
+    latest = store.client.hgetall(store.keys.branch_latest(BK))
+    assert sorted(latest.values()) == [fresh[0].entry_id]
+    events.ack(BK, [*claimed, *fresh])
+    assert events.pending_count(BK) == 0
+    assert not store.client.exists(store.keys.branch_latest(BK))
 
 
 def test_ensure_group_is_idempotent(store: StoreUnderTest) -> None:

@@ -7,7 +7,7 @@ and its metrics go to a registry of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,14 +22,14 @@ from sandbox.paths import all_crd_files
 from services.watcher.app import Watcher, WatcherParts
 from services.watcher.metrics import WatcherMetrics
 from shared.kube.clients import ClientFactory
-from shared.model.events import ObjectEvent
+from shared.model.events import LISTED, Listing, ObjectEvent
 from shared.model.ids import Branch, BranchKey
 from shared.settings import Settings
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.ledger import Ledger
 from shared.store.receivers import ReceiverDirectory
-from shared.store.streams import EventStream
+from shared.store.streams import EventStream, Published
 from shared.store.watches import WatchState
 
 GROUP = "gitopsreverser.io/v1alpha1"
@@ -140,6 +140,24 @@ def watch_rule(
 CONFIGMAPS = [{"apiGroups": [""], "resources": ["configmaps"]}]
 
 
+class RecordingStream(EventStream):
+    """The real event stream, which also keeps every entry published, in order: the stream
+    itself holds only each object's newest event (U1), so a test that checks what the watcher
+    published, edit by edit, reads this record."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, log: list[tuple[BranchKey, Any]]) -> None:
+        super().__init__(client, keys)
+        self._log = log
+
+    def publish(self, bk: BranchKey, event: Published) -> str:
+        self._log.append((bk, event))
+        return super().publish(bk, event)
+
+    def publish_many(self, bk: BranchKey, events: Sequence[Published]) -> None:
+        self._log.extend((bk, event) for event in events)
+        super().publish_many(bk, events)
+
+
 @dataclass
 class Rig:
     """Everything a watcher test needs: the cluster, Redis and how to run the watcher."""
@@ -151,6 +169,7 @@ class Rig:
     settings_overrides: dict[str, Any] = field(default_factory=dict)
     last_metrics: WatcherMetrics | None = None
     registry: CollectorRegistry | None = None
+    log: list[tuple[BranchKey, Any]] = field(default_factory=list)
 
     @property
     def keys(self) -> Keys:
@@ -170,7 +189,7 @@ class Rig:
         self.last_metrics = WatcherMetrics(self.registry)
         parts = WatcherParts(
             settings=settings,
-            events=EventStream(self.redis, self.keys),
+            events=RecordingStream(self.redis, self.keys, self.log),
             config=self.config,
             state=WatchState(self.redis, self.keys),
             factory=ClientFactory(settings, self.clock, local=self.cluster.server.api_client()),
@@ -193,8 +212,19 @@ class Rig:
         return self.events_of(Branch(url, branch).key)
 
     def events_of(self, bk: BranchKey) -> list[ObjectEvent]:
+        """The object events in the branch's stream (listings left out)."""
         entries = self.redis.xrange(self.keys.branch_events(bk))
-        return [ObjectEvent.from_fields(fields) for _, fields in entries]
+        return [ObjectEvent.from_fields(f) for _, f in entries if f.get("op") != LISTED]
+
+    def published(self, url: str, branch: str = "main") -> list[ObjectEvent]:
+        """Every object event the watchers of this rig published for the branch, in order."""
+        bk = Branch(url, branch).key
+        return [e for b, e in self.log if b == bk and isinstance(e, ObjectEvent)]
+
+    def listings(self, url: str, branch: str = "main") -> list[Listing]:
+        """The listings (D2) in the branch's stream."""
+        entries = self.redis.xrange(self.keys.branch_events(Branch(url, branch).key))
+        return [Listing.from_fields(f) for _, f in entries if f.get("op") == LISTED]
 
     def metric(self, name: str, **labels: str) -> float:
         assert self.registry is not None

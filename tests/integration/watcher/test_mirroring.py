@@ -51,7 +51,7 @@ def test_configmap_create_update_delete_become_events_in_order(rig: Rig, repo_ur
     c.delete("v1", "ConfigMap", "app", "team-a")
     rig.burst()
 
-    events = rig.events(repo_url)
+    events = rig.published(repo_url)
     assert [e.operation for e in events] == ["CREATE", "UPDATE", "DELETE"]
     assert {e.target.uid for e in events} == {uid}
     assert events[0].body == sanitise(created)
@@ -114,7 +114,7 @@ def test_custom_resource_is_mirrored_without_status(rig: Rig, repo_url: str) -> 
     )
     rig.burst()
 
-    events = rig.events(repo_url)
+    events = rig.published(repo_url)
     assert [e.operation for e in events] == ["CREATE", "UPDATE"]
     first, second = events
     assert first.object_id.group == "source.toolkit.fluxcd.io"
@@ -212,4 +212,4 @@ def test_rule_operations_filter_what_is_published(rig: Rig, repo_url: str) -> No
     c.delete("v1", "ConfigMap", "app", "team-a")
     rig.burst()
 
-    assert [e.operation for e in rig.events(repo_url)] == ["CREATE", "DELETE"]
+    assert [e.operation for e in rig.published(repo_url)] == ["CREATE", "DELETE"]

@@ -54,12 +54,12 @@ def test_restart_with_a_cursor_resumes_without_a_full_replay(rig: Rig, repo_url:
     for name in ("a", "b", "c"):
         rig.cluster.configmap("team-a", name, {"n": name})
     rig.burst()
-    assert [e.operation for e in rig.events(repo_url)] == ["CREATE"] * 3
+    assert [e.operation for e in rig.published(repo_url)] == ["CREATE"] * 3
 
     rig.cluster.patch("v1", "ConfigMap", "b", "team-a", {"data": {"n": "bee"}})
     rig.burst()
 
-    events = rig.events(repo_url)
+    events = rig.published(repo_url)
     assert len(events) == 4
     assert (events[3].operation, events[3].object_id.name) == ("UPDATE", "b")
     assert rig.metric("gitops_reverser_watcher_relists_total", cause="nocursor") == 0
@@ -88,12 +88,12 @@ def test_expired_cursor_relists_and_sweeps_per_prune_mode(
     keep = rig.cluster.configmap("team-a", "keep", {"v": "1"})
     gone = rig.cluster.configmap("team-a", "gone", {"v": "1"})
     rig.burst()
-    assert len(rig.events(repo_url)) == 2
+    assert len(rig.published(repo_url)) == 2
 
     _expire_after_deleting(rig, "gone")
     rig.burst()
 
-    later = rig.events(repo_url)[2:]
+    later = rig.published(repo_url)[2:]
     assert rig.metric("gitops_reverser_watcher_watch_restarts_total", reason="expired") == 1
     assert rig.metric("gitops_reverser_watcher_relists_total", cause="expired") == 1
     assert "keep" not in [e.object_id.name for e in later], keep["metadata"]["uid"]

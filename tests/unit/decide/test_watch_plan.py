@@ -7,8 +7,14 @@ from __future__ import annotations
 
 from shared.decide.conditions import Problem
 from shared.decide.resolution import resolve_rule, resolve_rules
-from shared.decide.watches import ServedTarget, WatchKey, desired_watches, rule_problems
-from shared.model.crds import Meta, RuleView, WatchRuleView, parse_git_target
+from shared.decide.watches import (
+    ServedTarget,
+    WatchKey,
+    desired_watches,
+    ready_before,
+    rule_problems,
+)
+from shared.model.crds import Condition, Meta, RuleView, WatchRuleView, parse_git_target
 from shared.model.events import OPERATIONS
 from shared.model.ids import BranchKey, GitTargetUid
 from shared.model.resources import ApiResource, Catalog
@@ -133,3 +139,21 @@ def test_rule_problems() -> None:
     assert "core/preferred/widgets" in unresolved[0].message
     fine = _watch_rule("a", "t", _rule(("",), ("configmaps",)))
     assert rule_problems(fine, target, None, CATALOG) == []
+
+
+def test_a_rule_ready_in_a_second_before_the_watcher_started_ran_before() -> None:
+    """D2/M9: only a WatchRule Ready strictly before the watcher's start (at the one-second
+    granularity conditions have) says its watches held cursors Redis may have lost."""
+    started = "2026-12-02T10:00:05Z"
+
+    def rule(*conditions: Condition) -> WatchRuleView:
+        return WatchRuleView(Meta("team-a", "r", "uid-r", 1, "1"), "gt", (), conditions)
+
+    ready = Condition("Ready", "True", "Resolved", last_transition_time="2026-12-02T10:00:04Z")
+    assert ready_before(rule(ready), started)
+    same_second = Condition("Ready", "True", "Resolved", last_transition_time=started)
+    assert not ready_before(rule(same_second), started)
+    not_ready = Condition("Ready", "False", "X", last_transition_time="2026-12-02T09:00:00Z")
+    assert not ready_before(rule(not_ready), started)
+    assert not ready_before(rule(), started)
+    assert not ready_before(rule(Condition("Ready", "True", "Resolved")), started)
