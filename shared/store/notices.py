@@ -97,9 +97,7 @@ class NoticeWriter:
         self._keys = keys
         self._max_len = max_len
         self._ttl = int(SEEN_FOR.total_seconds())
-        script = _STORE_ONCE.format(
-            ttl=self._ttl, max_len=int(max_len), max_guards=int(max_guards)
-        )
+        script = _STORE_ONCE.format(ttl=self._ttl, max_len=int(max_len), max_guards=int(max_guards))
         self._store_once = client.register_script(script)
         self._streams: dict[tuple[str, str], str] = {}
 
