@@ -102,6 +102,9 @@ class BranchLoop:
         self._steady_tick = steady_tick
         self._max_window = max_window  # Settings.max_window: a process setting, not a CRD's
         self._tip_read_at = clock()
+        #: Why the last push did not land, while the remote keeps refusing it (W3); None once
+        #: a push lands. The pass's job records it as the branch's stall.
+        self.push_refused: str | None = None
 
     @property
     def bk(self) -> str:
@@ -296,6 +299,7 @@ class BranchLoop:
             result = self.ws.push(self.tip)
             metrics.PUSHES.labels("pushed" if result.pushed else "rejected").inc()
             if result.pushed:
+                self.push_refused = None
                 self._pushed()
                 return
             log.info(
@@ -304,6 +308,7 @@ class BranchLoop:
                 extra={"branch": self.bk},
             )
             self._replay()
+            self.push_refused = f"push refused {MAX_PUSH_ATTEMPTS} times: {result.summary}"
         self._states.publish_push(self.lease, in_flight=False)
 
     def _pushed(self) -> None:
