@@ -57,9 +57,16 @@ class Settings:
     #: from Redis: a new or removed GitProvider receiver takes effect within this time, and a
     #: delivery costs one Redis round trip instead of two. ``0s`` reads Redis every time.
     receiver_cache: timedelta = timedelta(seconds=5)
-    #: gunicorn workers and threads for the receiver.
+    #: gunicorn workers and threads for the receiver. A thread is held while a request's
+    #: headers and body arrive, so the threads are what slow clients use up (C5): 16 a worker
+    #: keep ten slow connections on one worker from delaying a delivery; each costs a little
+    #: memory and no CPU while it waits.
     receiver_workers: int = 2
-    receiver_threads: int = 4
+    receiver_threads: int = 16
+    #: Longest a request's headers and body may take to arrive, from its first byte: a slower
+    #: client is answered 408 and cut (C5). Git hosts send a delivery in one go and give up on
+    #: it after 10 s (GitHub), so nothing legitimate is slower.
+    receiver_read_timeout: timedelta = timedelta(seconds=10)
     #: Where gunicorn listens for webhooks: every interface, on the unprivileged port the
     #: chart's Service targets.
     receiver_bind: str = "0.0.0.0:8080"
@@ -138,6 +145,7 @@ class Settings:
             self.applier_check_deadline,
             self.applier_status_period,
             self.attempt_deadline,
+            self.receiver_read_timeout,
         )
         if any(value <= timedelta(0) for value in durations):
             raise SettingsError("durations must be positive")
@@ -195,6 +203,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "receiver_cache": _duration,
     "receiver_workers": _positive_or_zero_int,
     "receiver_threads": _positive_or_zero_int,
+    "receiver_read_timeout": _duration,
     "receiver_bind": str,
     "metrics_port": _positive_or_zero_int,
     "apply_queue": str,

@@ -108,10 +108,16 @@ class BranchLoop:
         self._steady_tick = steady_tick
         self._max_window = max_window  # Settings.max_window: a process setting, not a CRD's
         self._tip_read_at = clock()
-        #: Every push attempt of the last flush was refused: the owner reads no new events
-        #: until a push succeeds (U1), so they wait in the stream, one per object, instead of
-        #: piling up in this process; its pending writes are retried every pass.
-        self.stalled = False
+        #: Why the last push did not land, while the remote keeps refusing it (W3); None once
+        #: a push lands. The pass's job records it as the branch's stall, and while it is set
+        #: the owner reads no new events (U1: they wait in the stream, one per object, instead
+        #: of piling up in this process); its pending writes are retried every pass.
+        self.push_refused: str | None = None
+
+    @property
+    def stalled(self) -> bool:
+        """Every push attempt of the last flush was refused (U1, W3)."""
+        return self.push_refused is not None
 
     @property
     def bk(self) -> str:
@@ -335,6 +341,7 @@ class BranchLoop:
             result = self.ws.push(self.tip)
             metrics.PUSHES.labels("pushed" if result.pushed else "rejected").inc()
             if result.pushed:
+                self.push_refused = None
                 self._pushed()
                 return
             log.info(
@@ -343,7 +350,7 @@ class BranchLoop:
                 extra={"branch": self.bk},
             )
             self._replay()
-        self.stalled = True
+            self.push_refused = f"push refused {MAX_PUSH_ATTEMPTS} times: {result.summary}"
         self._states.publish_push(self.lease, in_flight=False)
 
     def _pushed(self) -> None:
@@ -355,7 +362,6 @@ class BranchLoop:
         self.tip = head
         entries = [e for closed in self._closed for e in closed.entries]
         self._closed.clear()
-        self.stalled = False
         self._events.ack(self.lease.branch, entries)
         self._states.publish_pushed(self.lease, head)
 

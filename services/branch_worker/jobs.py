@@ -43,6 +43,10 @@ BRANCH_FAILURES: tuple[type[Exception], ...] = (
     *REDIS_DOWN,
 )
 
+#: Reasons of a branch's stall on its GitTargets (W3): its pushes fail (the remote refuses
+#: them, or a git call fails), or it cannot start at all.
+PUSH_FAILING, BRANCH_STALLED = "PushFailing", "BranchStalled"
+
 CredentialSource = Callable[[BranchKey], dict[str, str]]
 #: Builds a branch's work tree: (folder, repository URL, branch, git's environment).
 WorkspaceFactory = Callable[[Path, str, str, dict[str, str]], Workspace]
@@ -98,6 +102,7 @@ class BranchJobs:
         self._held = held
         self._credentials = credentials
         self._workspaces = workspaces
+        self._stalled: set[BranchKey] = set()  # branches whose stall this worker recorded
 
     def pass_(
         self, bk: BranchKey, loop: BranchLoop, batch: list[StreamEntry], notices: list[PushNotice]
@@ -114,11 +119,13 @@ class BranchJobs:
             loop.apply_requests()
         except FencedOff:
             return Result(bk, Outcome.LOST)
-        except BRANCH_FAILURES:
+        except BRANCH_FAILURES as err:
             log.exception(
                 "branch %s failed; giving it back to start over", bk, extra={"branch": bk}
             )
+            self._note_stall(bk, PUSH_FAILING, f"{type(err).__name__}: {err}")
             return Result(bk, Outcome.FAILED)
+        self._note_stall(bk, PUSH_FAILING, loop.push_refused)
         return Result(bk, Outcome.DONE)
 
     def retire(self, bk: BranchKey, loop: BranchLoop) -> Result:
@@ -141,10 +148,25 @@ class BranchJobs:
             loop.start()
         except FencedOff:
             return Result(bk, Outcome.LOST)
-        except BRANCH_FAILURES:
+        except BRANCH_FAILURES as err:
             log.exception("cannot start branch %s; giving it back", bk, extra={"branch": bk})
+            self._note_stall(bk, BRANCH_STALLED, f"{type(err).__name__}: {err}")
             return Result(bk, Outcome.FAILED)
+        self._stalled.add(bk)  # a stall left by an earlier owner is cleared on the first pass
         return Result(bk, Outcome.STARTED, loop)
+
+    def _note_stall(self, bk: BranchKey, reason: str, problem: str | None) -> None:
+        """Record the branch's stall for its GitTargets' status (W3), or clear it once a pass
+        succeeds; Redis is written only when the branch is (or was) stalled."""
+        try:
+            if problem is not None:
+                self.stores.health.stalled(bk, reason, problem, self._clock())
+                self._stalled.add(bk)
+            elif bk in self._stalled:
+                self.stores.health.recovered(bk)
+                self._stalled.discard(bk)
+        except REDIS_DOWN:
+            log.warning("branch %s: its stall could not be recorded", bk, extra={"branch": bk})
 
     def _build(self, bk: BranchKey, config: BranchConfig, lease: Lease) -> BranchLoop:
         env = self._credentials(bk)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from shared.settings import Settings
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
+from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import BranchStates
 from shared.store.config import ConfigStore
 from shared.store.connection import Client
@@ -29,6 +30,7 @@ class Stores:
     notices: NoticeReader
     appliers: ApplierStore
     attempts: Attempts
+    health: BranchHealth
 
     @classmethod
     def build(cls, client: Client, settings: Settings) -> Stores:
@@ -43,4 +45,5 @@ class Stores:
             NoticeReader(client, keys),
             ApplierStore(client, keys),
             Attempts(client, keys, settings.apply_queue),
+            BranchHealth(client, keys),
         )

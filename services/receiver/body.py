@@ -5,21 +5,49 @@ Flask's ``MAX_CONTENT_LENGTH`` stops a body that declares its length, but with
 MAX bytes (facts: webhooks-git-libs.md §3.7). So the receiver never calls ``get_data``: it
 reads ``request.stream`` itself, a chunk at a time, and gives up as soon as one byte more than
 the limit has arrived. Nothing larger than the limit (plus one chunk) is ever held in memory.
+
+A body that cannot be read is the client's fault, never a reason to ask it to try again (R3,
+W1): broken chunked framing, or a client gone mid-body, is 400; a body that does not arrive
+within the request's read deadline (``services.receiver.deadline``) is 408.
 """
 
 from __future__ import annotations
 
 from typing import IO
 
+from gunicorn.http.errors import NoMoreData, ParseException
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.wrappers import Request
+
+from services.receiver.deadline import SlowClient
 
 #: Bytes read from the socket at a time.
 CHUNK = 64 * 1024
 
 
-class BodyTooLarge(Exception):
+class BodyError(Exception):
+    """The body cannot be had; ``code`` and ``status`` are the answer (R3)."""
+
+    code = 400
+    status = "malformed"
+
+
+class BodyTooLarge(BodyError):
     """The body is longer than the limit (answered 413)."""
+
+    code = 413
+    status = "too_large"
+
+
+class BodyMalformed(BodyError):
+    """The body's framing is broken, or the client left mid-body (answered 400)."""
+
+
+class BodyTooSlow(BodyError):
+    """The body did not arrive within the request's read deadline (answered 408)."""
+
+    code = 408
+    status = "timeout"
 
 
 def read_bounded(stream: IO[bytes], content_length: int | None, limit: int) -> bytes:
@@ -41,8 +69,13 @@ def read_bounded(stream: IO[bytes], content_length: int | None, limit: int) -> b
 
 
 def request_body(request: Request, limit: int) -> bytes:
-    """The request's body, bounded by ``limit`` (werkzeug's own limit errors become ours)."""
+    """The request's body, bounded by ``limit``: werkzeug's and gunicorn's errors become ours
+    (BodyTooLarge, BodyMalformed, BodyTooSlow)."""
     try:
         return read_bounded(request.stream, request.content_length, limit)
     except RequestEntityTooLarge as err:
         raise BodyTooLarge(f"the body exceeds {limit} bytes") from err
+    except (ParseException, NoMoreData) as err:
+        raise BodyMalformed(f"the body could not be read: {type(err).__name__}") from err
+    except SlowClient as err:
+        raise BodyTooSlow(str(err)) from err

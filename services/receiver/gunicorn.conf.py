@@ -2,7 +2,12 @@
 
 - ``gthread`` workers, counts from ``Settings`` (``GITOPS_REVERSER_RECEIVER_WORKERS``/
   ``_THREADS``): a delivery spends most of its time waiting on Redis, so threads are cheap
-  concurrency;
+  concurrency; the worker is ``services.receiver.worker.ReceiverWorker``, gunicorn's
+  ``gthread`` with a read deadline per request (``_RECEIVER_READ_TIMEOUT``, C5) and JSON
+  answers to what gunicorn refuses before the app runs (W2);
+- ``keepalive``: an idle kept-alive connection is closed after 2 s (gunicorn's default, named
+  here because docs/receiver.md promises it); a new connection gets 5 s in a thread to send its
+  first byte, then the same 2 s in gunicorn's poller, without a thread;
 - ``control_socket_disable``: gunicorn >= 25.1 opens a control socket under ``$HOME`` by
   default, which fails on a read-only root filesystem (facts: webhooks-git-libs.md §3.7);
 - ``PROMETHEUS_MULTIPROC_DIR`` is wiped before the arbiter starts and a dead worker's live
@@ -31,9 +36,10 @@ from shared.settings import prometheus_multiproc_dir
 _settings = process.load_settings_or_exit("receiver")
 
 bind = [_settings.receiver_bind]
-worker_class = "gthread"
+worker_class = "services.receiver.worker.ReceiverWorker"
 workers = _settings.receiver_workers
 threads = _settings.receiver_threads
+keepalive = 2
 control_socket_disable = True
 accesslog = None
 #: GitHub counts a delivery as failed after 10 s (facts §1.1); a worker silent for 30 s is hung.

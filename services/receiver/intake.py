@@ -9,6 +9,8 @@ what                                        code   ``status``
 ==========================================  =====  ==============
 no receiver at ``/hook/<digest>``           404    not_found
 body over ``Settings.max_body_bytes``       413    too_large
+body unreadable (broken chunks)             400    malformed
+body slower than the read deadline          408    timeout
 no, or a wrong, signature/token             401    unauthorized
 not a JSON object after a valid signature   400    malformed
 a ping                                      200    pong
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from services.receiver import deliveries
-from services.receiver.body import BodyTooLarge
+from services.receiver.body import BodyError
 from services.receiver.cache import TtlCache
 from services.receiver.deliveries import Ignored, Malformed, Parsed, Ping, Push
 from services.receiver.metrics import ReceiverMetrics
@@ -70,7 +72,7 @@ class Incoming:
 
     headers: Mapping[str, str]  # names lower-cased
     content_type: str
-    read_body: Callable[[], bytes]  # raises BodyTooLarge
+    read_body: Callable[[], bytes]  # raises BodyError
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +176,8 @@ class Receiver:
     def _handle(self, record: ReceiverRecord, incoming: Incoming) -> Answer:
         try:
             body = incoming.read_body()
-        except BodyTooLarge as err:
-            raise _Stop(Answer(413, "too_large", str(err))) from err
+        except BodyError as err:  # too large 413, malformed 400, too slow 408
+            raise _Stop(Answer(err.code, err.status, str(err))) from err
         document = self._verify(record, incoming, body)
         try:
             parsed = deliveries.parse(record.type, incoming.headers, document)

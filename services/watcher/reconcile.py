@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from services.watcher.applier_status import ApplierStatus
@@ -26,6 +26,7 @@ from services.watcher.receivers import publish_receivers
 from services.watcher.rules import reconcile_rules
 from services.watcher.status import StatusPublisher
 from services.watcher.targets import TargetReconciler, World, verdict_of
+from shared.decide.conditions import Problem
 from shared.decide.watches import WatchKey, WatchSpec, desired_watches
 from shared.kube.api import KubeClient
 from shared.kube.clients import ClientFactory
@@ -37,9 +38,10 @@ from shared.model.crds import (
     GitTargetView,
     WatchRuleView,
 )
-from shared.model.ids import GitTargetUid
+from shared.model.ids import BranchKey, GitTargetUid
 from shared.model.times import rfc3339
 from shared.settings import Settings
+from shared.store.branch_health import Stall
 from shared.store.config import ConfigStore
 from shared.store.ledger import Ledger
 from shared.store.receivers import ReceiverDirectory
@@ -49,6 +51,14 @@ logger = logging.getLogger(__name__)
 
 #: The component name our Events and status writes carry.
 COMPONENT = "gitops-reverser-watcher"
+
+
+def branch_problems(stalls: Mapping[BranchKey, Stall]) -> dict[BranchKey, Problem]:
+    """Each stalled branch as its GitTargets show it: the reason, since when, the error (W3)."""
+    return {
+        bk: Problem(s.reason, f"since {rfc3339(s.since)}: {s.message}", permanent=False)
+        for bk, s in stalls.items()
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +116,7 @@ class Reconciler:
             appliers.settings.min_source_interval.total_seconds(),
         )
         self._targets = TargetReconciler(config, state, self._status, self._checker)
+        self._health = config.branch_health()
         self._state = state
         #: The marker of Redis's data as the last pass read it (C8); None before the first.
         self._epoch: str | None = None
@@ -139,6 +150,7 @@ class Reconciler:
             clusters={c.meta.name: c for c in snap.clusters},
             cluster_states=states,
             namespace_labels=snap.namespace_labels,
+            branch_stalls=branch_problems(self._health.stalls()),
         )
         served = self._targets.reconcile(snap.targets, world)
         self._applier_status.track(snap.targets)

@@ -20,7 +20,7 @@ nobody pushes with another's Secret or commits as another's committer.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.watcher.appliers import ApplierChecker, ApplierWorld, CheckJob, plan_check
 from services.watcher.clusters import ClusterState
@@ -54,6 +54,8 @@ class World:
     clusters: Mapping[str, ClusterProviderView]
     cluster_states: Mapping[str, ClusterState]
     namespace_labels: Mapping[str, dict[str, str]]
+    #: Branches that cannot push or start, as their GitTargets show it (W3).
+    branch_stalls: Mapping[BranchKey, Problem] = field(default_factory=dict)
 
 
 def verdict_of(target: GitTargetView, world: World) -> Verdict:
@@ -225,12 +227,17 @@ class TargetReconciler:
     ) -> None:
         ns = target.meta.namespace
         cluster = world.cluster_states.get(target.cluster_provider)
+        provider = world.providers.get((ns, target.provider))
+        stall = None
+        if provider is not None and world.branch_stalls:
+            stall = world.branch_stalls.get(Branch(provider.url, target.branch).key)
         findings = TargetFindings(
             verdict=verdict,
             refusal=refusal,
             cluster_problem=cluster.problem if cluster else None,
             provider_problems=tuple(world.provider_problems.get((ns, target.provider), ())),
             applier=_as_condition(applier),
+            branch_stall=stall,
         )
         wanted = target_conditions(findings)
         drop: tuple[str, ...] = ()

@@ -123,6 +123,7 @@ class TargetFindings:
     cluster_problem: Problem | None  # its ClusterProvider's problem, if any
     provider_problems: tuple[Problem, ...]  # its GitProvider's problems
     applier: Condition | None = None  # ApplierConfigured, written by whoever checks it
+    branch_stall: Problem | None = None  # its branch cannot push or start (W3), if so
 
 
 def _refusal_reason(refusal: Mapping[str, str]) -> str:
@@ -145,6 +146,8 @@ def _problems(found: TargetFindings) -> list[Problem]:
         first = found.provider_problems[0]
         message = f"GitProvider is not ready: {first.reason}: {first.message}"
         problems.append(Problem(GIT_PROVIDER_NOT_READY, message, permanent=False))
+    if found.verdict.valid and found.branch_stall is not None:
+        problems.append(found.branch_stall)
     if found.applier is not None and found.applier.status == "Unknown":
         problems.append(Problem(found.applier.reason, found.applier.message, permanent=False))
     return problems

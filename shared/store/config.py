@@ -16,6 +16,7 @@ import redis
 
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.ids import BranchKey, GitTargetUid
+from shared.store.branch_health import BranchHealth
 from shared.store.keys import Keys
 
 
@@ -25,6 +26,10 @@ class ConfigStore:
     def __init__(self, client: redis.Redis, keys: Keys) -> None:
         self._r = client
         self._keys = keys
+
+    def branch_health(self) -> BranchHealth:
+        """The branches' standing stalls, over the same connection (W3)."""
+        return BranchHealth(self._r, self._keys)
 
     def publish_branch(self, config: BranchConfig) -> BranchKey:
         """Record a branch's settings and register the branch."""

@@ -33,6 +33,9 @@ each does or does not expire:
 - ``watch:{uid}:{group/resource}:{namespace}:known``: hash of the objects a watch has seen
   (name -> uid, kind, version), which a relist sweeps against (M9; deleted with the GitTarget,
   since ``watch_cursors`` matches it too).
+- ``branch:{bk}:stall``: hash of a branch's standing stall (reason, message, since), set by
+  its branch worker while its passes fail and deleted when one succeeds (W3);
+  ``stalled-branches``: the set of branch keys with one, which the watcher reads each pass.
 - ``watcher:epoch``: a random value the watcher sets once and reads every pass; finding it
   gone or changed means Redis lost its data, so every config is published again (C8; no TTL).
 - ``watcher:targets``: set of GitTarget uids whose config the watcher published, so a
@@ -59,6 +62,15 @@ class Keys:
     def branches(self) -> str:
         """Set of every branch key that has (or had) work."""
         return self._k("branches")
+
+    @property
+    def stalled_branches(self) -> str:
+        """Set of branch keys with a standing stall (W3)."""
+        return self._k("stalled-branches")
+
+    def branch_stall(self, bk: BranchKey) -> str:
+        """Hash of a branch's standing stall: reason, message, since (W3)."""
+        return self._k("branch", bk, "stall")
 
     @property
     def workers(self) -> str:

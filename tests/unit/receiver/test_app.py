@@ -11,7 +11,10 @@ import json
 import logging
 
 import pytest
+from gunicorn.http.body import Body, ChunkedReader
+from gunicorn.http.unreader import IterUnreader
 
+from services.receiver.deadline import SlowClient
 from services.receiver.secrets import SecretUnavailable
 from shared.settings import Settings
 from tests.unit.receiver import samples
@@ -173,6 +176,50 @@ def test_a_chunked_body_within_the_limit_is_read_whole(rig: Rig) -> None:
         environ_overrides={"wsgi.input_terminated": True},
     )
     assert answer(response) == (202, "stored")
+
+
+def _gunicorn_chunked(raw: bytes) -> Body:
+    """The body stream gunicorn hands the app for a chunked request, over ``raw`` bytes."""
+    return Body(ChunkedReader(None, IterUnreader([raw])))
+
+
+def test_a_malformed_chunked_body_is_400_and_no_traceback(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    """W1 (R3): gunicorn's chunk parser refuses a chunk size of ``zz`` while the app reads the
+    body. A client error: 400 malformed, logged without a traceback (it was 503 "try again")."""
+    path = rig.add("github")
+    d = samples.github(samples.github_push())
+    with caplog.at_level(logging.DEBUG):
+        response = rig.client.post(
+            path,
+            headers={**d.headers, "Transfer-Encoding": "chunked"},
+            environ_overrides={
+                "wsgi.input": _gunicorn_chunked(b"zz\r\n" + d.body + b"\r\n0\r\n\r\n"),
+                "wsgi.input_terminated": True,
+            },
+        )
+    assert answer(response) == (400, "malformed")
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+    assert rig.notices() == []
+
+
+def test_a_body_that_stops_arriving_in_time_is_408(rig: Rig) -> None:
+    """C5: the worker's read deadline runs out while the app reads the body: 408 timeout."""
+
+    class Trickle(io.RawIOBase):
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: object) -> int:
+            raise SlowClient("the request took over 10 s to arrive")
+
+    path = rig.add("github")
+    d = samples.github(samples.github_push())
+    environ = {"wsgi.input": Trickle(), "CONTENT_LENGTH": str(len(d.body))}
+    response = rig.client.post(path, headers=d.headers, environ_overrides=environ)
+    assert answer(response) == (408, "timeout")
+    assert rig.count("github", "timeout") == 1
 
 
 # -- 400 -------------------------------------------------------------------------------------------

@@ -1,0 +1,126 @@
+"""W3: a branch that cannot push or start is recorded as stalled, for its GitTargets' status.
+
+The remote is a real bare repository whose ``pre-receive`` hook declines every push (as a
+host's branch protection does); removing the hook fixes it. Also: a remote that does not
+exist stalls the branch at its start. The records are read back from real Redis with
+``BranchHealth``, as the watcher reads them each pass.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+import redis
+
+from services.branch_worker.worker import RETAKE_PAUSE_S, BranchWorker, Stores
+from shared.model.events import GitTargetRef, ObjectEvent
+from shared.model.ids import BranchKey, GitTargetUid, ObjectId
+from shared.settings import Settings
+from tests.configs import branch_config, target_config
+from tests.integration.branch_worker.conftest import Clock
+
+pytestmark = pytest.mark.integration
+
+DECLINE = "#!/bin/sh\necho 'pushes to main are closed' >&2\nexit 1\n"
+
+
+def one_event_site(
+    tmp_path: Path, client: redis.Redis, prefix: str, bare: Path
+) -> tuple[Stores, BranchKey, Settings]:
+    settings = Settings(
+        redis_url=Settings.from_env().redis_url, key_prefix=prefix, work_dir=str(tmp_path / "w")
+    )
+    stores = Stores.build(client, settings)
+    bk = stores.configs.publish_branch(
+        branch_config(str(bare), "main", "ns", "gp", commit_window_s=0.0)
+    )
+    uid = GitTargetUid("t")
+    stores.configs.publish_target(target_config(uid, "ns", "gt", str(bare), "main", path="apps"))
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}}
+    stores.events.publish(
+        bk,
+        ObjectEvent(
+            GitTargetRef(uid, "ns", "gt"),
+            "CREATE",
+            ObjectId("", "v1", "configmaps", "ConfigMap", "ns", "a"),
+            "u",
+            "1",
+            body,
+            (),
+            0.0,
+        ),
+    )
+    return stores, bk, settings
+
+
+def _passes(worker: BranchWorker) -> None:
+    """Take the branch if it is not taken, then run one pass over it."""
+    for _ in range(2):
+        worker.wake()
+        worker.settle()
+
+
+def test_a_remote_that_refuses_pushes_stalls_the_branch_until_it_accepts(
+    tmp_path: Path, redis_client: redis.Redis, key_prefix: str
+) -> None:
+    bare = tmp_path / "protected.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    seed = tmp_path / "seed"
+    for args in (
+        ["clone", "-q", str(bare), str(seed)],
+        [
+            "-C",
+            str(seed),
+            "-c",
+            "user.name=s",
+            "-c",
+            "user.email=s@x",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "seed",
+        ],
+        ["-C", str(seed), "push", "-q", "origin", "HEAD:main"],
+    ):
+        subprocess.run(["git", *args], check=True, capture_output=True)
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(DECLINE)
+    hook.chmod(0o755)
+    stores, bk, settings = one_event_site(tmp_path, redis_client, key_prefix, bare)
+    clock = Clock()
+    worker = BranchWorker(settings, stores, "w", clock)
+    _passes(worker)
+    stall = stores.health.stalls()[bk]
+    assert stall.reason == "PushFailing" and stall.since == clock.now
+    assert "declined" in stall.message, stall.message
+    clock.now += 60.0
+    _passes(worker)  # still refused: since stays the first failure
+    assert stores.health.stalls()[bk].since == 1_000.0
+    hook.unlink()
+    clock.now += settings.steady_tick.total_seconds()  # the next pass is due
+    _passes(worker)
+    assert stores.health.stalls() == {}, "a push that lands clears the stall"
+    log = subprocess.run(
+        ["git", "log", "--format=%s", "main"], cwd=bare, capture_output=True, text=True, check=True
+    ).stdout
+    assert log.splitlines() == ["CREATE ConfigMap ns/a", "seed"]
+
+
+def test_a_branch_that_cannot_start_is_stalled_and_cleared_once_it_runs(
+    tmp_path: Path, redis_client: redis.Redis, key_prefix: str
+) -> None:
+    bare = tmp_path / "later.git"  # does not exist yet
+    stores, bk, settings = one_event_site(tmp_path, redis_client, key_prefix, bare)
+    clock = Clock()
+    worker = BranchWorker(settings, stores, "w", clock)
+    worker.wake()
+    worker.settle()
+    assert stores.health.stalls()[bk].reason == "BranchStalled"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    clock.now += RETAKE_PAUSE_S
+    worker.run(threading.Event(), burst=True)
+    assert stores.health.stalls() == {}
