@@ -96,6 +96,7 @@ def _measure(scratch: Path) -> Samples:
         repo = set_up(system)
         with watching(system.api, APPLICATION, operation_token) as operations:
             rig = ArgoRig(system, repo, operations, scratch)
+            rig.wait_quiet()  # a worker owns the branch: the push below is foreign to it
             outside_push(rig, -1, 0.0, Samples())  # warm-up: the first sync, not timed
             pauses = random.Random(DEPHASE_SEED)
             for i in range(PUSHES):

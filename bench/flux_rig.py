@@ -148,7 +148,7 @@ class Rig:
         wait_for(
             "the applier to apply it", lambda: self.applied(commit), STEP_TIMEOUT_S, SLOW_POLL_S
         )
-        wait_for("a quiet branch", self._quiet, STEP_TIMEOUT_S, SLOW_POLL_S)
+        self.wait_quiet()
         return outcome
 
     def _outcome(self, commit: str) -> str | None:
@@ -161,6 +161,10 @@ class Rig:
         """The Kustomization applied ``commit``."""
         status = self._get("kustomizations", "apps", "kustomize.toolkit.fluxcd.io").get("status")
         return str((status or {}).get("lastAppliedRevision", "")).endswith(commit)
+
+    def wait_quiet(self) -> None:
+        """Wait until a branch worker has observed the remote tip and nothing is under way."""
+        wait_for("a quiet branch", self._quiet, STEP_TIMEOUT_S, SLOW_POLL_S)
 
     def _quiet(self) -> bool:
         bk = self.repo.branch_key
