@@ -119,7 +119,7 @@ def story(sbx: Sandbox, api: client.ApiClient, directory: Path, receiver_port: i
         f"(syncResult.revision {str(state.get('syncResult', {}).get('revision'))[:12]})"
     )
     made = core.read_namespaced_config_map(name, NS)
-    annotations = made.metadata.annotations or {}
+    annotations = (made.metadata.annotations if made.metadata else None) or {}
     say(
         f"   configmap {name} is in the cluster: {made.data}; "
         f"{TRACKING}: {annotations.get(TRACKING)}"
