@@ -1,6 +1,8 @@
 # The project's commands. Every target runs from a fresh clone: `make venv` is implied.
 PY      := .venv/bin/python
 VENV    := .venv/.installed
+# `make demo STORY=flux` or `STORY=argocd` tells one story; both by default.
+STORY   ?= both
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: venv lint test test-unit test-integration test-e2e bench demo sandbox clean
@@ -41,7 +43,7 @@ sandbox: $(VENV)
 	$(PY) -m sandbox up --dir .sandbox
 
 demo: $(VENV)
-	scripts/with-redis $(PY) -m sandbox demo --dir .demo
+	scripts/with-redis $(PY) -m sandbox demo --dir .demo --story $(STORY)
 
 clean:
 	rm -rf .venv .demo .sandbox .mypy_cache .ruff_cache .pytest_cache

@@ -20,6 +20,7 @@ BENCHMARKS = (
     "redis_memory",
     "receiver",
     "apply_trigger",
+    "argocd",
     "snapshot",
     "many_targets",
     "takeover",

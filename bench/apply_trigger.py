@@ -83,7 +83,7 @@ def _dispatch(rig: Rig, stamp: Stamp, since: float, part: str, samples: Samples)
     samples.add(f"{part}_started_to_stamp", stamp.seen_at - started_at)
 
 
-def _outside_push(rig: Rig, i: int, pause: float, samples: Samples) -> None:
+def outside_push(rig: Rig, i: int, pause: float, samples: Samples) -> None:
     """(a) One outside push, ``pause`` seconds after settling, timed to the ForeignCommit stamp."""
     time.sleep(pause)  # a deliberate random phase (DEPHASE_S), not a wait for anything
     before = rig.stamps.latest().value
@@ -121,7 +121,7 @@ def _measure(scratch: Path) -> Samples:
             _warm_up(rig)
             pauses = random.Random(DEPHASE_SEED)
             for i in range(PUSHES):
-                _outside_push(rig, i, pauses.uniform(0, DEPHASE_S), samples)
+                outside_push(rig, i, pauses.uniform(0, DEPHASE_S), samples)
             for i in range(EDITS):
                 _api_edit(rig, i, samples)
     return samples
@@ -147,15 +147,9 @@ ROWS = (
 )
 
 
-def bench() -> Section:
-    """Measure (a) and (b) in one run of the whole product."""
-    section = Section(
-        "Apply trigger: from a push to the Flux stamp",
-        "scripts/with-redis .venv/bin/python -m bench apply_trigger",
-    )
-    with tempfile.TemporaryDirectory() as scratch:
-        samples = _measure(Path(scratch))
-    for key, what, tail in ROWS:
+def add_rows(section: Section, samples: Samples, rows: tuple[tuple[str, str, bool], ...]) -> str:
+    """Each row's p50 (and p99 where asked) in milliseconds; the outcomes, as a phrase."""
+    for key, what, tail in rows:
         values = samples.values.get(key, [])
         if not values:
             section.notes.append(f"{what}: no samples.")
@@ -164,7 +158,18 @@ def bench() -> Section:
         section.add(f"{what}, p50", percentile(values, 50) * 1000, "ms", note)
         if tail:
             section.add(f"{what}, p99", percentile(values, 99) * 1000, "ms", note)
-    outcomes = ", ".join(f"{n} x {name}" for name, n in sorted(samples.outcomes.items()))
+    return ", ".join(f"{n} x {name}" for name, n in sorted(samples.outcomes.items()))
+
+
+def bench() -> Section:
+    """Measure (a) and (b) in one run of the whole product."""
+    section = Section(
+        "Apply trigger: from a push to the Flux stamp",
+        "scripts/with-redis .venv/bin/python -m bench apply_trigger",
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        samples = _measure(Path(scratch))
+    outcomes = add_rows(section, samples, ROWS)
     section.notes.append(
         f"quietPeriod {QUIET_PERIOD_S:.0f}s, commitWindow 0s, steady tick 1h; GitHub JSON "
         f"webhooks from the sandbox Git host. Requests recorded in the ledger: {outcomes}. "

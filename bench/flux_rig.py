@@ -54,7 +54,13 @@ APPLIER = ApplierRef("Kustomization", NS, "apps", "default")
 
 
 class Rig:
-    """The configured product, its repository, and the reads a sample needs."""
+    """The configured product, its repository, and the reads a sample needs.
+
+    ``applier`` is the GitTarget's applier; a rig for another applier (``bench.argocd``)
+    names its own and says what ``applied`` means for it.
+    """
+
+    applier = APPLIER
 
     def __init__(self, system: System, repo: Repo, stamps: StampWatch, scratch: Path) -> None:
         self.system = system
@@ -139,8 +145,10 @@ class Rig:
         outcome = wait_for(
             "the request's outcome", lambda: self._outcome(commit), STEP_TIMEOUT_S, SLOW_POLL_S
         )
-        wait_for("Flux to apply it", lambda: self._applied(commit), STEP_TIMEOUT_S, SLOW_POLL_S)
-        wait_for("a quiet branch", self._quiet, STEP_TIMEOUT_S, SLOW_POLL_S)
+        wait_for(
+            "the applier to apply it", lambda: self.applied(commit), STEP_TIMEOUT_S, SLOW_POLL_S
+        )
+        self.wait_quiet()
         return outcome
 
     def _outcome(self, commit: str) -> str | None:
@@ -149,14 +157,19 @@ class Rig:
             return None
         return f"{'+'.join(last.reasons)} {last.outcome}"
 
-    def _applied(self, commit: str) -> bool:
+    def applied(self, commit: str) -> bool:
+        """The Kustomization applied ``commit``."""
         status = self._get("kustomizations", "apps", "kustomize.toolkit.fluxcd.io").get("status")
         return str((status or {}).get("lastAppliedRevision", "")).endswith(commit)
+
+    def wait_quiet(self) -> None:
+        """Wait until a branch worker has observed the remote tip and nothing is under way."""
+        wait_for("a quiet branch", self._quiet, STEP_TIMEOUT_S, SLOW_POLL_S)
 
     def _quiet(self) -> bool:
         bk = self.repo.branch_key
         state = self._states.read(bk)
-        applier = self._appliers.load(APPLIER.key, "Kustomization")
+        applier = self._appliers.load(self.applier.key, self.applier.kind)
         busy = state.windows_open or state.push_in_flight or state.pending_total
         idle = not (busy or self._events.pending_count(bk) or applier.attempt or applier.owes())
         return idle and state.observed_tip == self.repo.tip()
@@ -174,19 +187,19 @@ def set_up(system: System) -> Repo:
     configure(system, [provider(repo.url, "0s", receiver=True), target(quiet)])
     for body in flux_objects(repo.url):
         system.create(body)
-    path = wait_for("the receiver's webhook path", lambda: _webhook_path(system), SETUP_TIMEOUT_S)
+    path = wait_for("the receiver's webhook path", lambda: webhook_path(system), SETUP_TIMEOUT_S)
     system.hook(repo.name, path, "github", "json", TOKEN)
-    wait_for("ApplierConfigured=True", lambda: _configured(system), SETUP_TIMEOUT_S, SLOW_POLL_S)
+    wait_for("ApplierConfigured=True", lambda: configured(system), SETUP_TIMEOUT_S, SLOW_POLL_S)
     return repo
 
 
-def _webhook_path(system: System) -> str | None:
+def webhook_path(system: System) -> str | None:
     found = system.get(GROUP, "v1alpha1", NS, "gitproviders", "bench")
     path = ((found.get("status") or {}).get("receiver") or {}).get("webhookPath")
     return str(path) if path else None
 
 
-def _configured(system: System) -> bool:
+def configured(system: System) -> bool:
     found = system.get(GROUP, "v1alpha1", NS, "gittargets", "apps")
     conditions = (found.get("status") or {}).get("conditions") or []
     return any(c["type"] == "ApplierConfigured" and c["status"] == "True" for c in conditions)

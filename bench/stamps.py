@@ -1,4 +1,5 @@
-"""When the dispatcher stamps a Flux object: a watch on its ``requestedAt`` annotation.
+"""When the dispatcher stamps a Flux object (a watch on its ``requestedAt`` annotation), or sets
+an Argo CD Application's ``operation`` (a watch on the token the operation carries).
 
 The apply-trigger benchmark measures up to the moment a request reaches Flux, which is the
 moment the dispatcher writes a new ``reconcile.fluxcd.io/requestedAt`` value on the
@@ -7,13 +8,18 @@ change of value). Polling the object would load the API server the product share
 the poll interval to every sample, so the change is taken from a watch instead, as Flux's own
 controllers see it: a background list+watch records the time each new value arrives, and the
 benchmark blocks on a condition until the value differs from the one it knew.
+
+An Application's ``operation`` is set by the product with its request's token in ``info``
+(../shared/facts/appliers.md A2, D5) and cleared by Argo CD once the sync ends; ``operation_token``
+reads that token, and a watch keeps the last token it saw (an object without one changes
+nothing), so a new operation is a new value as a new Flux stamp is.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -23,11 +29,28 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
+#: The ``operation.info`` entry naming the request's token (shared/appliers/argocd.py).
+TOKEN_INFO = "gitops-reverser/token"
 #: Server-side timeout of one watch request: the thread looks at its stop flag this often.
 WATCH_TIMEOUT_S = 1
 #: Wait before listing again after the API server failed a list or a watch.
 RETRY_S = 0.2
 STOP_JOIN_S = 5.0
+
+
+def requested_at(obj: dict[str, Any]) -> str | None:
+    """A Flux object's ``reconcile.fluxcd.io/requestedAt`` value."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(REQUESTED_AT)
+    return str(value) if value is not None else None
+
+
+def operation_token(obj: dict[str, Any]) -> str | None:
+    """The token of the operation set on an Application, if one is set."""
+    for info in (obj.get("operation") or {}).get("info") or []:
+        if info.get("name") == TOKEN_INFO:
+            return str(info.get("value"))
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +73,18 @@ class Target:
 
 
 class StampWatch:
-    """Follows one object's ``requestedAt`` annotation from a background thread."""
+    """Follows one value of one object (``read``: by default Flux's ``requestedAt``) from a
+    background thread."""
 
-    def __init__(self, api: client.ApiClient, target: Target) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        target: Target,
+        read: Callable[[dict[str, Any]], str | None] = requested_at,
+    ) -> None:
         self._custom = client.CustomObjectsApi(api)
         self._target = target
+        self._read = read
         self._cond = threading.Condition()
         self._latest = Stamp(None, 0.0)
         self._stopping = threading.Event()
@@ -79,7 +109,7 @@ class StampWatch:
         """The first value other than ``since``, blocking until it arrives (bounded)."""
         with self._cond:
             if not self._cond.wait_for(lambda: self._latest.value != since, timeout):
-                raise RuntimeError(f"bench: no new {REQUESTED_AT} within {timeout}s")
+                raise RuntimeError(f"bench: no new stamp on {self._target.name} within {timeout}s")
             return self._latest
 
     def _run(self) -> None:
@@ -120,17 +150,21 @@ class StampWatch:
         meta = obj.get("metadata") or {}
         if meta.get("name") != self._target.name:
             return
-        value = (meta.get("annotations") or {}).get(REQUESTED_AT)
+        value = self._read(obj)
         with self._cond:
-            if value != self._latest.value:
+            if value is not None and value != self._latest.value:
                 self._latest = Stamp(value, time.time())
                 self._cond.notify_all()
 
 
 @contextmanager
-def watching(api: client.ApiClient, target: Target) -> Iterator[StampWatch]:
+def watching(
+    api: client.ApiClient,
+    target: Target,
+    read: Callable[[dict[str, Any]], str | None] = requested_at,
+) -> Iterator[StampWatch]:
     """A started StampWatch, stopped afterwards."""
-    stamps = StampWatch(api, target)
+    stamps = StampWatch(api, target, read)
     stamps.start()
     try:
         yield stamps

@@ -77,12 +77,18 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(func=up)
     demo = sub.add_parser("demo", help="run the product on the sandbox: an edit and a push")
     demo.add_argument("--dir", default=".demo", help="where everything goes (wiped first)")
+    demo.add_argument(
+        "--story",
+        choices=("flux", "argocd", "both"),
+        default="both",
+        help="which applier's story to tell (default: both, Flux first)",
+    )
     demo.set_defaults(func=_demo)
     return top
 
 
 def _demo(args: argparse.Namespace) -> int:
-    return demo.main(["--dir", args.dir])
+    return demo.main(["--dir", args.dir, "--story", args.story])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
-"""Manifests of the objects a user writes (ours and Flux's), and one way to create any of them.
+"""Manifests of the objects a user writes (ours, Flux's, Argo CD's), and one way to create them.
 
 The demo, the e2e harness and the tests that configure a whole setup build the same objects;
-these builders keep them in one place, shaped as docs/flux.md shows them.
+these builders keep them in one place, shaped as docs/flux.md and docs/argocd.md show them.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ GROUP = "gitopsreverser.io"
 OURS = f"{GROUP}/v1alpha1"
 SOURCE = "source.toolkit.fluxcd.io/v1"
 KUSTOMIZE = "kustomize.toolkit.fluxcd.io/v1"
+ARGOCD = "argoproj.io/v1alpha1"
 Manifest = dict[str, Any]
 
 
@@ -90,6 +91,36 @@ def kustomization(
             "path": path,
             "prune": prune,
             "sourceRef": {"kind": "GitRepository", "name": source},
+        },
+    )
+
+
+def application_applier(namespace: str, name: str) -> Manifest:
+    """``spec.applier`` naming an Argo CD Application."""
+    return {"applicationRef": {"name": name, "namespace": namespace}}
+
+
+def application(namespace: str, name: str, url: str, path: str, destination: str) -> Manifest:
+    """An Application as docs/argocd.md sets one up: automated sync off with ``prune`` kept,
+    the folder read with its subfolders, applied server-side into ``destination``."""
+    return _object(
+        ARGOCD,
+        "Application",
+        name,
+        namespace,
+        {
+            "project": "default",
+            "source": {
+                "repoURL": url,
+                "targetRevision": "main",
+                "path": path,
+                "directory": {"recurse": True},
+            },
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": destination},
+            "syncPolicy": {
+                "automated": {"enabled": False, "prune": True},
+                "syncOptions": ["ServerSideApply=true"],
+            },
         },
     )
 
