@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Protocol
 
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop, ProviderChanged
@@ -47,7 +48,16 @@ BRANCH_FAILURES: tuple[type[Exception], ...] = (
 #: them, or a git call fails), or it cannot start at all.
 PUSH_FAILING, BRANCH_STALLED = "PushFailing", "BranchStalled"
 
-CredentialSource = Callable[[BranchKey], dict[str, str]]
+
+class CredentialSource(Protocol):
+    """Git's environment for a branch (``__call__``), and the removal of whatever it wrote to
+    disk for it (``forget``) once the worker drops the branch (T3)."""
+
+    def __call__(self, bk: BranchKey) -> dict[str, str]: ...
+
+    def forget(self, bk: BranchKey) -> None: ...
+
+
 #: Builds a branch's work tree: (folder, repository URL, branch, git's environment).
 WorkspaceFactory = Callable[[Path, str, str, dict[str, str]], Workspace]
 
@@ -57,9 +67,17 @@ def git_workspace(directory: Path, url: str, branch: str, env: dict[str, str]) -
     return Workspace(directory, url, branch, env=env)
 
 
-def no_credentials(bk: BranchKey) -> dict[str, str]:
+class NoCredentials:
     """For remotes that need no credentials (the sandbox's git host without auth)."""
-    return {}
+
+    def __call__(self, bk: BranchKey) -> dict[str, str]:
+        return {}
+
+    def forget(self, bk: BranchKey) -> None:
+        """Nothing was written."""
+
+
+no_credentials = NoCredentials()
 
 
 class Outcome(Enum):
@@ -139,6 +157,11 @@ class BranchJobs:
             return Result(bk, Outcome.DONE)
         shutil.rmtree(loop.ws.directory, ignore_errors=True)
         return Result(bk, Outcome.RETIRED)
+
+    def forget(self, bk: BranchKey) -> None:
+        """The worker dropped the branch (lost, given back, shed, retired): its SSH key goes
+        now, not when the process ends (T3); taken again, it is written again."""
+        self._credentials.forget(bk)
 
     def start(self, bk: BranchKey, config: BranchConfig, lease: Lease) -> Result:
         """Clone or sync a newly taken branch, on a pool thread."""

@@ -264,6 +264,7 @@ class BranchWorker:
                 self._submit(bk, self.jobs.retire, bk, self.loops[bk])
 
     def _drop(self, bk: BranchKey) -> None:
+        self.jobs.forget(bk)
         self.loops.pop(bk, None)
         self.held.remove(bk)
         self.stores.notices.forget(bk)

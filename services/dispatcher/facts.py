@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from shared.decide.applier_check import admission_problem
 from shared.decide.attempt import TargetFacts
-from shared.decide.selectors import admits
 from shared.kube.crds import CrdReader
 from shared.model.crds import ClusterProviderView, GitProviderView, GitTargetView
 from shared.model.ids import normalise_url
@@ -42,10 +42,11 @@ def _facts(
         and target.branch == request.branch
         and (normalise_url(provider.url) == normalise_url(request.url))
     )
+    ns = target.meta.namespace
     cluster = world.clusters.get(request.applier.cluster_provider)
-    admitted = cluster is not None and admits(
-        cluster.access_from, target.meta.namespace, world.labels.get(target.meta.namespace, {})
-    )
+    # The watcher's rule (S2), so the two never judge apart: admitted, and (T2) an applier in
+    # another namespace allowed for this one, as the ClusterProvider says now.
+    admitted = admission_problem(request.applier, ns, cluster, world.labels.get(ns, {})) is None
     return TargetFacts(
         uid,
         True,

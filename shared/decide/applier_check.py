@@ -6,8 +6,10 @@ pure half of the check: given the objects the watcher fetched from the applier's
 the SelfSubjectAccessReview answers, it names the first thing that is wrong, in the order a
 person would fix them (the guide ``docs/flux.md`` lists the same order):
 
-- admission: the applier's ClusterProvider exists and its ``accessFrom`` admits the
-  GitTarget's namespace (checked before anything is read through it);
+- admission: the applier's ClusterProvider exists, its ``accessFrom`` admits the
+  GitTarget's namespace, and an applier in another namespace than the GitTarget's is allowed
+  by its ``crossNamespaceAppliers`` (T2; all checked before anything is read through it, and
+  again by the dispatcher at every attempt, D2);
 - Flux: the Kustomization exists; its ``sourceRef`` is a GitRepository that exists, follows
   this repository and branch (``spec.ref`` by Flux's precedence, appliers.md F2), and has an
   interval of at least ``min_source_interval``; the Kustomization's ``spec.path`` covers the
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from shared.decide.conditions import FALSE, TRUE, Wanted
-from shared.decide.selectors import admits
+from shared.decide.selectors import admits, allows_applier
 from shared.decide.targets import (
     APPLIER_CONFIGURED,
     CLUSTER_PROVIDER_NOT_FOUND,
@@ -55,6 +57,7 @@ SOURCE_FETCHES_ON_ITS_OWN = "SourceFetchesOnItsOwn"
 PATH_NOT_COVERED = "PathNotCovered"
 ACCESS_DENIED = "AccessDenied"
 AUTOMATED_SYNC_ENABLED = "AutomatedSyncEnabled"
+CROSS_NAMESPACE_APPLIER = "CrossNamespaceApplier"
 #: Unknown reasons: the check did not reach a verdict this time.
 CHECK_TIMED_OUT = "CheckTimedOut"
 CHECK_FAILED = "CheckFailed"
@@ -146,18 +149,52 @@ def invalid_applier(problem: str) -> Wanted:
     return _false(INVALID_APPLIER, problem)
 
 
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Why an applier may not be asked: a condition reason and a message for people."""
+
+    reason: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.message}"
+
+
 def admission(
     subject: Subject, cluster: ClusterProviderView | None, labels: Mapping[str, str]
 ) -> Wanted | None:
     """A problem with the applier's ClusterProvider, or None when it admits the GitTarget."""
-    name = subject.applier.cluster_provider
+    problem = admission_problem(subject.applier, subject.namespace, cluster, labels)
+    return None if problem is None else _false(problem.reason, problem.message)
+
+
+def admission_problem(
+    ref: ApplierRef, namespace: str, cluster: ClusterProviderView | None, labels: Mapping[str, str]
+) -> Problem | None:
+    """Does the applier's ClusterProvider let a GitTarget in ``namespace`` (whose labels are
+    ``labels``) use the applier ``ref``? (S2 and D2, once; T2 for another namespace.)
+
+    The ClusterProvider must exist and admit the namespace (``accessFrom``); an applier in
+    another namespace must also be allowed for it (``crossNamespaceAppliers``), as Flux's
+    ``--no-cross-namespace-refs`` refuses a reference to another tenant's objects unless the
+    platform admin allows it. A webhook's reference is in the GitTarget's own namespace.
+    """
+    name = ref.cluster_provider
     if cluster is None:
-        return _false(CLUSTER_PROVIDER_NOT_FOUND, f"applier ClusterProvider {name} not found")
-    if not admits(cluster.access_from, subject.namespace, labels):
-        return _false(
+        return Problem(CLUSTER_PROVIDER_NOT_FOUND, f"applier ClusterProvider {name} not found")
+    if not admits(cluster.access_from, namespace, labels):
+        return Problem(
             NOT_ADMITTED,
-            f"applier ClusterProvider {name} does not admit namespace {subject.namespace} "
+            f"applier ClusterProvider {name} does not admit namespace {namespace} "
             "(spec.accessFrom)",
+        )
+    if not allows_applier(cluster.cross_namespace_appliers, ref.namespace, namespace, labels):
+        return Problem(
+            CROSS_NAMESPACE_APPLIER,
+            f"{ref.kind} {ref.namespace}/{ref.name} is not in the GitTarget's namespace "
+            f"{namespace}; a platform admin may allow it in ClusterProvider {name}: "
+            f"spec.crossNamespaceAppliers[] with namespace {ref.namespace} and an accessFrom "
+            f"that admits {namespace}",
         )
     return None
 
@@ -231,17 +268,6 @@ def _denied(needed: list[Permission], allowed: Mapping[Permission, bool]) -> Wan
     if not missing:
         return None
     return _false(ACCESS_DENIED, "not allowed to " + ", ".join(missing))
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """Why an applier may not be asked: a condition reason and a message for people."""
-
-    reason: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.reason}: {self.message}"
 
 
 def source_problem(ref: SourceRef, source: Raw | None, url: str, branch: str) -> Problem | None:

@@ -25,7 +25,8 @@ class TargetFacts:
     exists: bool  # the same incarnation (uid) still exists
     names_applier: bool  # spec.applier still names this applier
     on_branch: bool  # its GitProvider's repository and its branch are the request's
-    admitted: bool  # the applier's ClusterProvider admits its namespace
+    admitted: bool  # the applier's ClusterProvider admits its namespace (and, T2, allows an
+    #: applier in another namespace for it)
     consents: bool  # spec.onRefusal: Reapply (S1)
 
 

@@ -4,13 +4,17 @@ A ClusterProvider decides which GitTarget namespaces may read through it. The th
 mean different things and must never be confused: ``accessFrom`` absent admits nothing,
 ``selector: {}`` admits every namespace, and ``names``/``selector`` admit what they name or
 match (either is enough).
+
+A ClusterProvider also decides which appliers in its cluster may serve a GitTarget of another
+namespace (T2, ``spec.crossNamespaceAppliers``): none unless an entry names the applier's
+namespace and its ``accessFrom`` admits the GitTarget's, with the same three shapes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from shared.model.crds import AccessFrom, LabelSelector, Requirement
+from shared.model.crds import AccessFrom, ApplierAllowance, LabelSelector, Requirement
 
 
 def requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
@@ -41,3 +45,22 @@ def admits(access: AccessFrom | None, namespace: str, labels: Mapping[str, str])
     if namespace in access.names:
         return True
     return access.selector is not None and selector_matches(access.selector, labels)
+
+
+def allows_applier(
+    allowances: Iterable[ApplierAllowance],
+    applier_namespace: str,
+    namespace: str,
+    labels: Mapping[str, str],
+) -> bool:
+    """T2: may an applier in ``applier_namespace`` serve a GitTarget in ``namespace``?
+
+    Its own namespace always; another only when an allowance names the applier's namespace
+    and admits the GitTarget's (``labels`` are the GitTarget namespace's).
+    """
+    if applier_namespace == namespace:
+        return True
+    return any(
+        a.namespace == applier_namespace and admits(a.access_from, namespace, labels)
+        for a in allowances
+    )

@@ -85,6 +85,15 @@ class AccessFrom:
 
 
 @dataclass(frozen=True, slots=True)
+class ApplierAllowance:
+    """One ``spec.crossNamespaceAppliers[]`` entry: the appliers in ``namespace`` may serve the
+    GitTargets of the other namespaces ``access_from`` admits (T2)."""
+
+    namespace: str
+    access_from: AccessFrom | None  # None admits nothing
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterProviderView:
     """A cluster to read from; ``kubeconfig_secret`` None means the cluster we run in."""
 
@@ -92,6 +101,8 @@ class ClusterProviderView:
     kubeconfig_secret: tuple[str, str] | None  # (Secret name, key) in our own namespace
     access_from: AccessFrom | None  # None admits nothing
     conditions: tuple[Condition, ...] = ()
+    #: spec.crossNamespaceAppliers (T2); empty: a GitTarget's applier must be in its namespace.
+    cross_namespace_appliers: tuple[ApplierAllowance, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,15 +231,30 @@ def parse_cluster_provider(raw: Raw) -> ClusterProviderView:
     spec = _map(raw.get("spec"))
     ref = _map(_map(spec.get("kubeConfig")).get("secretRef"))
     secret = (str(ref["name"]), str(ref.get("key", ""))) if ref.get("name") else None
-    access: AccessFrom | None = None
-    if isinstance(spec.get("accessFrom"), Mapping):
-        access_raw = _map(spec["accessFrom"])
-        selector = access_raw.get("selector")
-        access = AccessFrom(
-            names=_strings(access_raw.get("names")),
-            selector=parse_selector(selector) if isinstance(selector, Mapping) else None,
-        )
-    return ClusterProviderView(parse_meta(raw), secret, access, parse_conditions(raw))
+    allowances = tuple(
+        ApplierAllowance(str(entry["namespace"]), parse_access_from(entry.get("accessFrom")))
+        for entry in spec.get("crossNamespaceAppliers") or []
+        if isinstance(entry, Mapping) and entry.get("namespace")
+    )
+    return ClusterProviderView(
+        parse_meta(raw),
+        secret,
+        parse_access_from(spec.get("accessFrom")),
+        parse_conditions(raw),
+        allowances,
+    )
+
+
+def parse_access_from(raw: Any) -> AccessFrom | None:
+    """An ``accessFrom`` (names and a selector); absent or not an object is None (admits
+    nothing), an empty object admits nothing either, ``selector: {}`` every namespace."""
+    if not isinstance(raw, Mapping):
+        return None
+    selector = raw.get("selector")
+    return AccessFrom(
+        names=_strings(raw.get("names")),
+        selector=parse_selector(selector) if isinstance(selector, Mapping) else None,
+    )
 
 
 def _window_seconds(text: Any) -> float:

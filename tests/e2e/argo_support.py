@@ -9,7 +9,8 @@ the one identity, so the grant bounds the watcher, the branch workers, the dispa
 receiver alike.
 
 An ``ArgoTenant`` is a tenant (``conftest.Tenants.make``) whose GitTarget ``gt`` names the
-Application ``argocd/<name>`` with automated sync off (docs/argocd.md), and an
+Application ``argocd/<name>`` with automated sync off (docs/argocd.md), allowed by
+ClusterProvider ``default``'s ``crossNamespaceAppliers`` (T2), and an
 ``AppRecorder`` that watches that Application for the whole test, so a test can say which
 operations were ever set on it and by whom.
 """
@@ -205,6 +206,16 @@ class ArgoTenants(FluxTenants):
     def __init__(self, system: System, client: Any) -> None:
         super().__init__(system, client)
         self._recorders: list[AppRecorder] = []
+        # The Applications live in argocd, not in the tenants' namespaces: the platform
+        # admin allows them in ClusterProvider default (T2, docs/argocd.md's example).
+        allowance = [{"namespace": ARGO_NS, "accessFrom": {"selector": {}}}]
+        system.custom.patch_cluster_custom_object(
+            GROUP,
+            "v1alpha1",
+            "clusterproviders",
+            "default",
+            {"spec": {"crossNamespaceAppliers": allowance}},
+        )
 
     def make_argo(
         self,

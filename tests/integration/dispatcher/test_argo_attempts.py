@@ -237,7 +237,8 @@ def _rig(
 
 
 def _ours(local: KubeApiServer, remote: KubeApiServer, url: str, tmp_path: Path) -> str:
-    """Our objects in the local cluster; the GitTarget names the remote Application."""
+    """Our objects in the local cluster; the GitTarget names the remote Application, which
+    the ClusterProvider allows for its namespace (T2)."""
     remote.write_kubeconfig(tmp_path / "remote.kubeconfig", token=PRODUCT)
     core = client.CoreV1Api(local.api_client())
     for name in (NS, "gitops-reverser"):
@@ -252,6 +253,8 @@ def _ours(local: KubeApiServer, remote: KubeApiServer, url: str, tmp_path: Path)
     spec = {
         "kubeConfig": {"secretRef": {"name": "remote", "key": "kubeconfig"}},
         "accessFrom": {"names": [NS]},
+        # The Application lives in argocd: allowed for the GitTarget's namespace (T2).
+        "crossNamespaceAppliers": [{"namespace": ARGO_NS, "accessFrom": {"names": [NS]}}],
     }
     applier = {
         "applicationRef": {"name": "web", "namespace": ARGO_NS},

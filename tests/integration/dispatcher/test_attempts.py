@@ -320,3 +320,54 @@ def test_an_artifact_that_holds_the_commit_stamps_nothing_and_is_delivered(world
         "the artifact already holds the commit",
     )
     assert not _stamped(world.source()) and not _stamped(world.kustomization())
+
+
+ATTACKER = "zattacker"
+
+
+def _attacker_target(world: World) -> str:
+    """The reliability probe's S2: a GitTarget in another namespace, with a GitProvider of its
+    own on the same repository, naming the Kustomization ``team/apps``; its uid."""
+    api = world.kube.api_client()
+    world.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ATTACKER)))
+    m.create(api, m.git_provider(ATTACKER, "gp", world.url))
+    applier = m.kustomization_applier(NS, "apps")
+    target = m.create(api, m.git_target(ATTACKER, "gt2", "gp", "apps", applier=applier))
+    return str(target["metadata"]["uid"])
+
+
+def _allow(world: World, allowances: list[dict[str, Any]] | None) -> None:
+    """Set (None: remove) ClusterProvider ``default``'s ``spec.crossNamespaceAppliers``."""
+    body = {"spec": {"crossNamespaceAppliers": allowances}}
+    world.custom.patch_cluster_custom_object(GROUP, "v1alpha1", "clusterproviders", "default", body)
+
+
+def test_a_gittarget_in_another_namespace_is_dropped_and_nothing_is_stamped(world: World) -> None:
+    """T2 and D2: a request held only by a GitTarget whose applier is in another namespace,
+    not allowed by the ClusterProvider, asks nothing (on main before T2, the victim's source
+    was stamped)."""
+    attacker = _attacker_target(world)
+    commit = world.push("apps/cm.yaml", CM.format(v=2))
+    _quiet(world, commit)
+
+    outcome = world.run(world.request({"ForeignCommit": [attacker]}, commit))
+    assert outcome.outcome == "NothingToAsk" and outcome.dropped == ["ForeignCommit"]
+    assert not _stamped(world.source()) and not _stamped(world.kustomization())
+
+
+def test_an_allowance_withdrawn_between_attempts_drops_the_gittarget(world: World) -> None:
+    """T2 checked at every attempt (D2): allowed, the request is Delivered; the allowance
+    withdrawn, the next request for the same GitTarget is NothingToAsk."""
+    attacker = _attacker_target(world)
+    _allow(world, [{"namespace": NS, "accessFrom": {"names": [ATTACKER]}}])
+    commit = world.push("apps/cm.yaml", CM.format(v=2))
+    _quiet(world, commit)
+    first = world.run(world.request({"ForeignCommit": [attacker]}, commit))
+    assert first.outcome == "Delivered", first.message
+
+    _allow(world, None)
+    second = world.request({"ForeignCommit": [attacker]}, commit)
+    outcome = world.run(second)
+    assert outcome.outcome == "NothingToAsk" and outcome.dropped == ["ForeignCommit"]
+    stamp = world.source()["metadata"]["annotations"]["reconcile.fluxcd.io/requestedAt"]
+    assert stamp != second.token

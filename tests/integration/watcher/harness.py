@@ -243,17 +243,30 @@ def sandbox_cluster(cache_dir: Path, history: int = 1000) -> Iterator[Cluster]:
         server.stop()
 
 
+def allowing(ns: str, *applier_namespaces: str) -> dict[str, Any]:
+    """``spec.crossNamespaceAppliers`` allowing the appliers of ``applier_namespaces`` for
+    GitTargets in ``ns`` (T2)."""
+    return {
+        "crossNamespaceAppliers": [
+            {"namespace": a, "accessFrom": {"names": [ns]}} for a in applier_namespaces
+        ]
+    }
+
+
 def mirror_setup(
     rig: Rig,
     url: str,
     ns: str = "team-a",
     rules: list[dict[str, Any]] | None = None,
+    appliers_from: tuple[str, ...] = (),
     **target_spec: Any,
 ) -> str:
-    """A namespace mirrored to ``url`` (main, ``clusters/<ns>``); returns the GitTarget uid."""
+    """A namespace mirrored to ``url`` (main, ``clusters/<ns>``); returns the GitTarget uid.
+    ClusterProvider ``default`` admits ``ns`` and allows it the appliers of
+    ``appliers_from``."""
     c = rig.cluster
     c.namespace(ns)
-    c.create(cluster_provider(accessFrom={"names": [ns]}))
+    c.create(cluster_provider(accessFrom={"names": [ns]}, **allowing(ns, *appliers_from)))
     c.create(git_provider(ns, url))
     target = c.create(git_target(ns, **target_spec))
     c.create(watch_rule(ns, rules or CONFIGMAPS))

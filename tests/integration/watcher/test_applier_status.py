@@ -25,7 +25,14 @@ from sandbox.kube.server import KubeApiServer
 from sandbox.paths import all_crd_files
 from shared.model.ledger import LastRequest
 from tests.helpers import wait_until
-from tests.integration.watcher.harness import GROUP, Cluster, Rig, cluster_provider, mirror_setup
+from tests.integration.watcher.harness import (
+    GROUP,
+    Cluster,
+    Rig,
+    allowing,
+    cluster_provider,
+    mirror_setup,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +89,7 @@ def test_a_correct_flux_pair_is_configured_and_status_names_the_applier(
     patched -> True/Configured; S3: status.applier is the applier as resolved (the
     clusterProviderRef defaults to the GitTarget's own) and no request was made yet."""
     flux_pair(rig.cluster, repo_url)
-    mirror_setup(rig, repo_url, applier=KUSTOMIZATION)
+    mirror_setup(rig, repo_url, appliers_from=(FLUX_NS,), applier=KUSTOMIZATION)
     rig.burst()
 
     assert applier_condition(rig)[:2] == ("True", "Configured")
@@ -102,7 +109,7 @@ def test_a_gitrepository_on_another_branch_is_a_source_mismatch_that_stalls(
     """S2 SourceMismatch: the GitRepository follows ``dev`` (F2 ``spec.ref.branch``); the
     GitTarget is Stalled with the same reason and not Ready."""
     flux_pair(rig.cluster, repo_url, ref={"branch": "dev"})
-    mirror_setup(rig, repo_url, applier=KUSTOMIZATION)
+    mirror_setup(rig, repo_url, appliers_from=(FLUX_NS,), applier=KUSTOMIZATION)
     rig.burst()
 
     status, reason, message = applier_condition(rig)
@@ -119,7 +126,7 @@ def test_a_gitrepository_on_another_branch_is_a_source_mismatch_that_stalls(
 def test_a_missing_kustomization_is_applier_not_found(rig: Rig, repo_url: str) -> None:
     """S2 ApplierNotFound: nothing named ``apps`` in flux-system."""
     rig.cluster.namespace(FLUX_NS)
-    mirror_setup(rig, repo_url, applier=KUSTOMIZATION)
+    mirror_setup(rig, repo_url, appliers_from=(FLUX_NS,), applier=KUSTOMIZATION)
     rig.burst()
 
     status, reason, message = applier_condition(rig)
@@ -133,7 +140,9 @@ def test_an_applier_cluster_provider_that_does_not_admit_the_namespace(
     """S2 NotAdmitted: the applier's ClusterProvider (``spec.applier.clusterProviderRef``)
     admits only namespace ``other`` (behaviour.md §1 ClusterProvider ``accessFrom``)."""
     flux_pair(rig.cluster, repo_url)
-    rig.cluster.create(cluster_provider("flux", accessFrom={"names": ["other"]}))
+    rig.cluster.create(
+        cluster_provider("flux", accessFrom={"names": ["other"]}, **allowing("team-a", FLUX_NS))
+    )
     applier = {**KUSTOMIZATION, "clusterProviderRef": {"name": "flux"}}
     mirror_setup(rig, repo_url, applier=applier)
     rig.burst()
@@ -200,7 +209,12 @@ def test_access_is_asked_of_the_appliers_cluster_with_self_subject_access_review
         kubeconfig_secret(rig, remote, tmp_path)
         secret = {"secretRef": {"name": "flux-kubeconfig", "key": "config"}}
         rig.cluster.create(
-            cluster_provider("flux", kubeConfig=secret, accessFrom={"names": ["team-a"]})
+            cluster_provider(
+                "flux",
+                kubeConfig=secret,
+                accessFrom={"names": ["team-a"]},
+                **allowing("team-a", FLUX_NS),
+            )
         )
         applier = {**KUSTOMIZATION, "clusterProviderRef": {"name": "flux"}}
         mirror_setup(rig, repo_url, applier=applier)
@@ -232,7 +246,8 @@ def test_an_application_with_automated_sync_is_refused(rig: Rig, repo_url: str) 
             },
         }
     )
-    mirror_setup(rig, repo_url, applier={"applicationRef": {"name": "web", "namespace": "argocd"}})
+    app = {"applicationRef": {"name": "web", "namespace": "argocd"}}
+    mirror_setup(rig, repo_url, appliers_from=("argocd",), applier=app)
     rig.burst()
 
     status, reason, _ = applier_condition(rig)
@@ -246,7 +261,7 @@ def test_last_request_appears_after_one_light_pass_and_only_changes_are_written(
     """S3, O6: after ``Ledger.record`` one light pass (no reconcile) publishes lastRequest;
     a pass with nothing new writes nothing (the resourceVersion stays)."""
     flux_pair(rig.cluster, repo_url)
-    uid = mirror_setup(rig, repo_url, applier=KUSTOMIZATION)
+    uid = mirror_setup(rig, repo_url, appliers_from=(FLUX_NS,), applier=KUSTOMIZATION)
     watcher = rig.watcher()
     try:
         watcher.reconcile_once()
@@ -276,7 +291,7 @@ def test_the_running_watcher_publishes_last_request_between_reconcile_passes(
     """O6: ``Watcher.run`` publishes a ledger change within seconds although its next
     reconcile pass is an hour away (``applier_status_period`` is the light loop's period)."""
     flux_pair(rig.cluster, repo_url)
-    uid = mirror_setup(rig, repo_url, applier=KUSTOMIZATION)
+    uid = mirror_setup(rig, repo_url, appliers_from=(FLUX_NS,), applier=KUSTOMIZATION)
     rig.settings_overrides = {
         "reconcile_period": timedelta(hours=1),
         "applier_status_period": timedelta(milliseconds=50),
@@ -301,7 +316,7 @@ def test_a_recreated_git_target_shows_no_last_request(rig: Rig, repo_url: str) -
     starts without lastRequest, even when the old incarnation's entry moves again before
     the watcher notices the new one (the write is tied to the uid it was computed for)."""
     flux_pair(rig.cluster, repo_url)
-    old_uid = mirror_setup(rig, repo_url, applier=KUSTOMIZATION)
+    old_uid = mirror_setup(rig, repo_url, appliers_from=(FLUX_NS,), applier=KUSTOMIZATION)
     watcher = rig.watcher()
     try:
         watcher.reconcile_once()

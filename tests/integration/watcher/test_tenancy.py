@@ -1,4 +1,6 @@
-"""T1 in the watcher: one GitProvider holds a branch; another namespace's GitProvider naming the
+"""T1 and T2 in the watcher.
+
+T1: one GitProvider holds a branch; another namespace's GitProvider naming the
 same repository and branch never gets its GitTargets served with the holder's Secret, and never
 sets the branch's committer or templates (the reliability probe's branch hijack, both orders)."""
 
@@ -10,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from sandbox import manifests as m
 from sandbox.githost import GitHost
+from shared.decide.applier_check import CROSS_NAMESPACE_APPLIER
 from shared.decide.claims import BRANCH_HELD
 from shared.model.ids import Branch, GitTargetUid
 from tests.integration.watcher.harness import (
@@ -129,3 +133,74 @@ def test_gitproviders_with_one_writer_share_the_branch(rig: Rig, repo_url: str) 
     rig.burst()
     assert rig.config.target(GitTargetUid(uids[1])) is None
     assert rig.config.target(GitTargetUid(uids[0])) is not None
+
+
+def _victims_flux(rig: Rig, url: str) -> None:
+    """The victim's Flux pair (the reliability probe's S2): GitRepository ``src`` following
+    ``main`` with a day's interval and Kustomization ``ks`` of ``./clusters`` (facts:
+    appliers.md F2, F3)."""
+    c = rig.cluster
+    c.namespace("victim")
+    c.create(m.git_repository("victim", "src", url))
+    c.create(m.kustomization("victim", "ks", "src", "./clusters"))
+
+
+def _applier_configured(rig: Rig, ns: str, name: str = "target") -> tuple[str, str, str]:
+    found = rig.cluster.conditions("GitTarget", name, ns)["ApplierConfigured"]
+    return found["status"], found["reason"], found["message"]
+
+
+def test_a_gittarget_naming_another_namespaces_kustomization_is_refused(
+    rig: Rig, repo_url: str
+) -> None:
+    """T2, the reliability probe's S2: a GitTarget in ``zattacker`` names ``victim/ks``. With a
+    ClusterProvider that admits every namespace but allows no cross-namespace applier, it is
+    ApplierConfigured=False CrossNamespaceApplier (it stalls), and the message says how a
+    platform admin allows it. (On main before T2 it was True/Configured.)"""
+    rig.cluster.create(cluster_provider(accessFrom={"selector": {}}))
+    _victims_flux(rig, repo_url)
+    applier = {"kustomizationRef": {"name": "ks", "namespace": "victim"}, "quietPeriod": "2s"}
+    rig.cluster.namespace("zattacker")
+    rig.cluster.create(git_provider("zattacker", repo_url))
+    rig.cluster.create(git_target("zattacker", applier=applier))
+    rig.cluster.create(watch_rule("zattacker", CONFIGMAPS))
+    rig.burst()
+
+    status, reason, message = _applier_configured(rig, "zattacker")
+    assert (status, reason) == ("False", CROSS_NAMESPACE_APPLIER)
+    assert "Kustomization victim/ks" in message
+    assert "spec.crossNamespaceAppliers" in message and "ClusterProvider default" in message
+    stalled = rig.cluster.conditions("GitTarget", "target", "zattacker")["Stalled"]
+    assert (stalled["status"], stalled["reason"]) == ("True", CROSS_NAMESPACE_APPLIER)
+
+
+def test_a_cross_namespace_applier_is_configured_only_where_the_cluster_provider_allows_it(
+    rig: Rig, repo_url: str
+) -> None:
+    """T2: ``crossNamespaceAppliers`` allows the appliers of ``victim`` for namespace
+    ``team-a`` only: team-a's GitTarget is Configured, team-b's stays refused; the allowance
+    withdrawn, team-a's is refused again on the next pass."""
+    allowed = [{"namespace": "victim", "accessFrom": {"names": ["team-a"]}}]
+    rig.cluster.create(
+        cluster_provider(accessFrom={"selector": {}}, crossNamespaceAppliers=allowed)
+    )
+    _victims_flux(rig, repo_url)
+    applier = {"kustomizationRef": {"name": "ks", "namespace": "victim"}}
+    for ns in ("team-a", "team-b"):
+        rig.cluster.namespace(ns)
+        rig.cluster.create(git_provider(ns, repo_url))
+        rig.cluster.create(git_target(ns, applier=applier))
+    rig.burst()
+
+    assert _applier_configured(rig, "team-a")[:2] == ("True", "Configured")
+    assert _applier_configured(rig, "team-b")[:2] == ("False", CROSS_NAMESPACE_APPLIER)
+
+    rig.cluster.patch(
+        "gitopsreverser.io/v1alpha1",
+        "ClusterProvider",
+        "default",
+        None,
+        {"spec": {"crossNamespaceAppliers": None}},
+    )
+    rig.burst()
+    assert _applier_configured(rig, "team-a")[:2] == ("False", CROSS_NAMESPACE_APPLIER)

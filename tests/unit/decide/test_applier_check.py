@@ -339,10 +339,12 @@ def test_an_application_we_may_not_update_is_access_denied() -> None:
 def test_admission_by_the_appliers_cluster_provider() -> None:
     """S2 NotAdmitted: the applier's ClusterProvider must admit the GitTarget's namespace
     (behaviour.md §1 ClusterProvider: accessFrom absent admits nothing)."""
-    admitting = parse_cluster_provider(
-        {"metadata": {"name": "hub"}, "spec": {"accessFrom": {"names": ["team-a"]}}}
+    allowed = [{"namespace": "flux-system", "accessFrom": {"names": ["team-a"]}}]
+    spec = {"accessFrom": {"names": ["team-a"]}, "crossNamespaceAppliers": allowed}
+    admitting = parse_cluster_provider({"metadata": {"name": "hub"}, "spec": spec})
+    closed = parse_cluster_provider(
+        {"metadata": {"name": "hub"}, "spec": {"crossNamespaceAppliers": allowed}}
     )
-    closed = parse_cluster_provider({"metadata": {"name": "hub"}, "spec": {}})
     assert admission(_subject(), admitting, {}) is None
     refused = admission(_subject(), closed, {})
     assert refused is not None

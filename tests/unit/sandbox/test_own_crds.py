@@ -62,6 +62,10 @@ CLUSTER_PROVIDER: dict[str, Any] = {
                 "matchExpressions": [{"key": "env", "operator": "In", "values": ["prod"]}],
             },
         },
+        "crossNamespaceAppliers": [
+            {"namespace": "argocd", "accessFrom": {"names": ["team-a"]}},
+            {"namespace": "flux-system", "accessFrom": {"selector": {}}},
+        ],
     },
     "status": {"observedGeneration": 1, "conditions": [CONDITION]},
 }
@@ -261,6 +265,30 @@ def test_cluster_provider_spec_may_be_empty(schemas: dict[str, dict[str, Any]]) 
     checked = _check(schemas, provider)
     assert checked.errors == []
     assert checked.obj["spec"] == {"accessFrom": {"selector": {}}}
+
+
+@pytest.mark.parametrize(
+    ("entries", "expected"),
+    [
+        ([{"accessFrom": {"selector": {}}}], "namespace"),  # required
+        ([{"namespace": "argocd"}], "accessFrom"),  # required
+        ([{"namespace": "Not_A_Namespace", "accessFrom": {}}], "namespace"),  # pattern
+        (
+            [{"namespace": "argocd", "accessFrom": {}}] * 2,  # list-type map: one per namespace
+            "crossNamespaceAppliers[1]",
+        ),
+    ],
+    ids=["no-namespace", "no-access-from", "bad-namespace", "duplicate-namespace"],
+)
+def test_cross_namespace_appliers_are_checked(
+    schemas: dict[str, dict[str, Any]], entries: list[dict[str, Any]], expected: str
+) -> None:
+    """T2: each ``spec.crossNamespaceAppliers[]`` entry names one namespace (a valid name, at
+    most one entry each) and an ``accessFrom``."""
+    provider = _example("ClusterProvider")
+    provider["spec"]["crossNamespaceAppliers"] = entries
+    errors = _check(schemas, provider).errors
+    assert errors and any(expected in str(e) for e in errors), errors
 
 
 @pytest.mark.parametrize("both", [True, False], ids=["both", "neither"])

@@ -74,9 +74,20 @@ def _target(applier: dict[str, Any] | None) -> GitTargetView:
 WORLD = ApplierWorld(
     clusters={
         "default": parse_cluster_provider(
-            {"metadata": {"name": "default"}, "spec": {"accessFrom": {"names": ["team-a"]}}}
+            {
+                "metadata": {"name": "default"},
+                "spec": {
+                    "accessFrom": {"names": ["team-a"]},
+                    "crossNamespaceAppliers": [
+                        {"namespace": "flux-system", "accessFrom": {"names": ["team-a"]}}
+                    ],
+                },
+            }
         ),
         "closed": parse_cluster_provider({"metadata": {"name": "closed"}, "spec": {}}),
+        "strict": parse_cluster_provider(
+            {"metadata": {"name": "strict"}, "spec": {"accessFrom": {"names": ["team-a"]}}}
+        ),
     },
     cluster_states={"default": ClusterState(None, None, None)},
     namespace_labels={},
@@ -87,8 +98,9 @@ KS = {"kustomizationRef": {"name": "apps", "namespace": "flux-system"}}
 def test_what_is_checked_and_what_is_decided_without_reading() -> None:
     """S2: only a GitTarget with spec.applier has the condition; a broken spec.applier is
     False/InvalidApplier (the CRD's CEL rule again); a target that is not valid is not
-    checked; a ClusterProvider that does not admit the namespace is NotAdmitted before
-    anything is read through it; an unreachable applier cluster is Unknown."""
+    checked; a ClusterProvider that does not admit the namespace is NotAdmitted, and one
+    that does not allow an applier in another namespace is CrossNamespaceApplier (T2), both
+    before anything is read through it; an unreachable applier cluster is Unknown."""
     assert plan_check(_target(None), Verdict(), "https://h/r", WORLD) is None
     both = {**KS, "applicationRef": {"name": "a", "namespace": "b"}}
     invalid = plan_check(_target(both), Verdict("InvalidApplier", "x"), "https://h/r", WORLD)
@@ -105,6 +117,13 @@ def test_what_is_checked_and_what_is_decided_without_reading() -> None:
         _target({**KS, "clusterProviderRef": {"name": "closed"}}), Verdict(), "u", WORLD
     )
     assert isinstance(closed, Wanted) and closed.reason == "NotAdmitted"
+    strict = plan_check(
+        _target({**KS, "clusterProviderRef": {"name": "strict"}}), Verdict(), "u", WORLD
+    )
+    assert isinstance(strict, Wanted) and (strict.status, strict.reason) == (
+        "False",
+        "CrossNamespaceApplier",
+    )
     unreachable = plan_check(_target(KS), Verdict(), "https://h/r", WORLD)
     assert isinstance(unreachable, Wanted) and (unreachable.status, unreachable.reason) == (
         "Unknown",
