@@ -63,8 +63,8 @@ class WorkerRegistry:
         """Remove a branch no GitTarget writes to any more: its events (all of GitTargets that
         are gone), notices, outcomes, state, settings, lease and stall (W3), its place in the
         branch list and in the stalled-branch set, and the records of the appliers its owners
-        kept obligations in (their GitTargets are gone, so nothing is owed any more). True if it was removed; False if the lease is
-        lost or a GitTarget came back."""
+        kept obligations in (their GitTargets are gone, so nothing is owed any more). True if
+        it was removed; False if the lease is lost or a GitTarget came back."""
         bk = lease.branch
         appliers = sorted(str(ak) for ak in self._r.smembers(self._keys.branch_appliers(bk)))
         keys = [
