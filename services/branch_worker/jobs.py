@@ -155,6 +155,7 @@ class BranchJobs:
             return Result(bk, Outcome.LOST)
         if not self.stores.registry.retire(loop.lease):
             return Result(bk, Outcome.DONE)
+        self._stalled.discard(bk)  # its stall record went with its other keys
         shutil.rmtree(loop.ws.directory, ignore_errors=True)
         return Result(bk, Outcome.RETIRED)
 

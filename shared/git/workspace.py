@@ -89,13 +89,23 @@ class Workspace:
         self._real_dirs.clear()
         self._written = 0
         if tip is None:
-            self._repo.git.checkout("--orphan", f"gr-{self.branch}")
+            self._unborn()
             self._repo.git.rm("-r", "-q", "--cached", "--ignore-unmatch", ".")
             self._clean_tree()
             return
         self._repo.git.checkout("-q", "-B", f"gr-{self.branch}", tip)
         self._repo.git.reset("-q", "--hard", tip)
         self._repo.git.clean("-q", "-f", "-d", "-x")
+
+    def _unborn(self) -> None:
+        """HEAD on a local branch with no commits, as ``checkout --orphan`` makes one, even
+        when a commit made on it earlier never reached the remote (a refused first push to an
+        empty remote, then a replay, or a restart over this work tree): that commit is
+        dropped, as a reset to a tip drops one; ``checkout --orphan`` refused the existing
+        branch."""
+        local = f"refs/heads/gr-{self.branch}"
+        self._repo.git.symbolic_ref("HEAD", local)
+        self._repo.git.update_ref("-d", local)
 
     def _clean_tree(self) -> None:
         for child in self.directory.iterdir():

@@ -34,7 +34,8 @@ each does or does not expire:
   (name -> uid, kind, version), which a relist sweeps against (M9; deleted with the GitTarget,
   since ``watch_cursors`` matches it too).
 - ``branch:{bk}:stall``: hash of a branch's standing stall (reason, message, since), set by
-  its branch worker while its passes fail and deleted when one succeeds (W3);
+  its branch worker while its passes fail and deleted when one succeeds or the branch is
+  retired (W3);
   ``stalled-branches``: the set of branch keys with one, which the watcher reads each pass.
 - ``watcher:epoch``: a random value the watcher sets once and reads every pass; finding it
   gone or changed means Redis lost its data, so every config is published again (C8; no TTL).

@@ -10,8 +10,9 @@ from shared.model.ids import ApplierKey, BranchKey
 from shared.store.keys import Keys
 from shared.store.leases import Lease
 
-# KEYS[1] lease, KEYS[2] the branch's GitTarget set, KEYS[3] the branch list, KEYS[4..] the
-# branch's other keys; ARGV[1] "owner|token", ARGV[2] the branch key.
+# KEYS[1] lease, KEYS[2] the branch's GitTarget set, KEYS[3] the branch list, KEYS[4] the set
+# of stalled branches (W3), KEYS[5..] the branch's other keys; ARGV[1] "owner|token", ARGV[2]
+# the branch key.
 # Deletes the branch only while the caller holds its lease and no GitTarget writes to it: the
 # watcher publishes a GitTarget together with its branch (ConfigStore.publish_served), so a
 # GitTarget published meanwhile makes this a no-op. The fence counter stays, so a branch that
@@ -24,7 +25,8 @@ if redis.call('SCARD', KEYS[2]) > 0 then
   return 0
 end
 redis.call('SREM', KEYS[3], ARGV[2])
-redis.call('DEL', KEYS[1], KEYS[2], unpack(KEYS, 4))
+redis.call('SREM', KEYS[4], ARGV[2])
+redis.call('DEL', KEYS[1], KEYS[2], unpack(KEYS, 5))
 return 1
 """
 
@@ -59,16 +61,17 @@ class WorkerRegistry:
 
     def retire(self, lease: Lease) -> bool:
         """Remove a branch no GitTarget writes to any more: its events (all of GitTargets that
-        are gone), notices, outcomes, state, settings and lease, and its place in the branch
-        list, and the records of the appliers its owners kept obligations in (their GitTargets
-        are gone, so nothing is owed any more). True if it was removed; False if the lease is
-        lost or a GitTarget came back."""
+        are gone), notices, outcomes, state, settings, lease and stall (W3), its place in the
+        branch list and in the stalled-branch set, and the records of the appliers its owners
+        kept obligations in (their GitTargets are gone, so nothing is owed any more). True if
+        it was removed; False if the lease is lost or a GitTarget came back."""
         bk = lease.branch
         appliers = sorted(str(ak) for ak in self._r.smembers(self._keys.branch_appliers(bk)))
         keys = [
             self._keys.branch_lease(bk),
             self._keys.branch_targets(bk),
             self._keys.branches,
+            self._keys.stalled_branches,
             self._keys.branch_events(bk),
             self._keys.branch_latest(bk),
             self._keys.branch_notices(bk),
@@ -76,6 +79,7 @@ class WorkerRegistry:
             self._keys.branch_state(bk),
             self._keys.branch_meta(bk),
             self._keys.branch_appliers(bk),
+            self._keys.branch_stall(bk),
             *(self._keys.applier(ApplierKey(ak)) for ak in appliers),
         ]
         return bool(self._retire(keys=keys, args=[lease.value, bk]))

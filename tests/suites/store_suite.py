@@ -15,6 +15,7 @@ import redis
 from shared.decide.quiet import BranchView
 from shared.model.events import GitTargetRef, ManagerEntry, ObjectEvent
 from shared.model.ids import BranchKey, GitTargetUid, ObjectId
+from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import OURS_KEPT, BranchStates, FencedOff
 from shared.store.keys import Keys
 from shared.store.leases import Lease, Leases
@@ -352,7 +353,12 @@ def test_retire_removes_a_branch_without_targets_and_keeps_its_fence(
     assert lease is not None
     EventStream(store.client, store.keys).publish(bk, _event("left-over"))
     BranchStates(store.client, store.keys).publish_counts(lease, 0, 0)
+    health = BranchHealth(store.client, store.keys)
+    other = BranchKey("still-stalled")
+    health.stalled(bk, "PushFailing", "push refused", 10.0)
+    health.stalled(other, "PushFailing", "push refused", 20.0)
     assert registry.retire(lease) is False, "a GitTarget still writes to the branch"
+    assert set(health.stalls()) == {bk, other}, "a branch not retired keeps its stall"
     configs.forget_uid(uid)
     assert registry.retire(Lease(bk, "w0", lease.token + 1)) is False, (
         "only the lease holder retires a branch"
@@ -367,6 +373,8 @@ def test_retire_removes_a_branch_without_targets_and_keeps_its_fence(
     assert left == []
     assert registry.branches() == []
     assert store.client.get(k.branch_fence(bk)) == str(lease.token), "tokens stay monotonic"
+    assert not store.client.exists(k.branch_stall(bk)), "W3: its stall went with it"
+    assert list(health.stalls()) == [other], "W3: out of the stalled set; others' stay"
 
 
 def test_retire_removes_the_appliers_tracked_under_the_branch(store: StoreUnderTest) -> None:

@@ -124,3 +124,39 @@ def test_a_branch_that_cannot_start_is_stalled_and_cleared_once_it_runs(
     clock.now += RETAKE_PAUSE_S
     worker.run(threading.Event(), burst=True)
     assert stores.health.stalls() == {}
+
+
+def test_a_refused_first_push_to_an_empty_remote_lands_after_a_restart_once_it_accepts(
+    tmp_path: Path, redis_client: redis.Redis, key_prefix: str
+) -> None:
+    """A remote with no commits at all refuses the branch's first push: the pass replays from
+    nothing, a new worker takes the branch over the same work tree, and once the remote
+    accepts, the write lands as the branch's only commit. Failed before the fix: the replay
+    (and the restart) died on ``git checkout --orphan gr-main``: "a branch named 'gr-main'
+    already exists", so the branch was stalled for ever with a git error, not the remote's."""
+    bare = tmp_path / "empty.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(DECLINE)
+    hook.chmod(0o755)
+    stores, bk, settings = one_event_site(tmp_path, redis_client, key_prefix, bare)
+    clock = Clock()
+    first = BranchWorker(settings, stores, "w1", clock)
+    _passes(first)
+    stall = stores.health.stalls()[bk]
+    assert stall.reason == "PushFailing" and "declined" in stall.message, stall.message
+    first.shutdown()
+    second = BranchWorker(settings, stores, "w2", clock)  # a restart: the work tree is kept
+    try:
+        _passes(second)
+        assert "declined" in stores.health.stalls()[bk].message
+        hook.unlink()
+        clock.now += settings.steady_tick.total_seconds()
+        _passes(second)
+        assert stores.health.stalls() == {}, "a push that lands clears the stall"
+    finally:
+        second.shutdown()
+    log = subprocess.run(
+        ["git", "log", "--format=%s", "main"], cwd=bare, capture_output=True, text=True, check=True
+    ).stdout
+    assert log.splitlines() == ["CREATE ConfigMap ns/a"]
