@@ -121,6 +121,7 @@ class BranchJobs:
         self._credentials = credentials
         self._workspaces = workspaces
         self._stalled: set[BranchKey] = set()  # branches whose stall this worker recorded
+        self._compacted: set[BranchKey] = set()  # stalled branches whose stream it compacted
 
     def pass_(
         self, bk: BranchKey, loop: BranchLoop, batch: list[StreamEntry], notices: list[PushNotice]
@@ -185,10 +186,14 @@ class BranchJobs:
         try:
             if problem is not None:
                 self.stores.health.stalled(bk, reason, problem, self._clock())
+                if bk not in self._compacted:  # U1: from now on the stream holds the newest only
+                    self.stores.events.compact(bk)
+                    self._compacted.add(bk)
                 self._stalled.add(bk)
             elif bk in self._stalled:
                 self.stores.health.recovered(bk)
                 self._stalled.discard(bk)
+                self._compacted.discard(bk)
         except REDIS_DOWN:
             log.warning("branch %s: its stall could not be recorded", bk, extra={"branch": bk})
 

@@ -4,15 +4,20 @@ An event is acknowledged only after the push that holds its write (M8), so a wor
 mid-window leaves its events pending, and the next owner claims every pending entry before it
 reads new ones.
 
-The stream holds at most one entry per object (U1). Each event carries the whole object, and
-the API value wins whole (M5), so an object's newest event is all that will ever be written:
-publishing it deletes the object's previous entry, read or not, in the same Lua call
-(``branch:{bk}:latest`` maps each object to its newest entry). A previous entry that an owner
-has read stays in its pending list as a bare id until acknowledged; if that owner dies, the
-next one claims nothing for it (XAUTOCLAIM drops deleted entries) and applies the newest entry
-instead. So a branch that cannot push holds, whatever the number of edits, one event per
-object with an unpushed edit, plus one listing per watch (D2), and nothing is lost: every
-object's newest state stays in the stream until a pushed commit holds it.
+A healthy branch's stream keeps every event, so that with ``commitWindow: 0s`` every write
+is its own commit even when edits come back to back (M6). A stalled branch's does not need
+to (U1): each event carries the whole object and the API value wins whole (M5), so an object's
+newest event is all that will ever be written. While a branch is recorded stalled (W3: its
+pushes are refused; ``stalled-branches``), or once its stream holds ``MAX_ENTRIES``,
+publishing an event deletes the object's previous entry, read or not, in the same Lua call
+(``branch:{bk}:latest`` maps each object to its newest entry); ``compact`` does the same for the
+entries already there when the stall is recorded. A previous entry that an owner has read
+stays in its pending list as a bare id until acknowledged; if that owner dies, the next one
+claims nothing for it (XAUTOCLAIM drops deleted entries) and applies the newest entry instead.
+So a branch that cannot push holds, whatever the number of edits, one event per object with
+an unpushed edit, plus one listing per watch (D2), and any branch at most ``MAX_ENTRIES``
+plus one per object; nothing is lost: every object's newest state stays in the stream until a
+pushed commit holds it.
 """
 
 from __future__ import annotations
@@ -30,14 +35,20 @@ from shared.store.keys import Keys
 #: The one consumer group per events stream: the branch's owners, one at a time.
 GROUP = "owners"
 
-# KEYS[1] the stream, KEYS[2] its newest entry per object, KEYS[3] the branch list;
-# ARGV[1] the branch key, ARGV[2] the object's coalescing key, ARGV[3..] the entry's fields.
-# Appends the entry and deletes the object's previous one (U1), atomically.
-_PUBLISH = """
+#: A stream this long coalesces whether or not its branch is recorded stalled (U1's bound for
+#: a branch nobody owns or whose stall was not recorded).
+MAX_ENTRIES = 10_000
+
+# KEYS[1] the stream, KEYS[2] its newest entry per object, KEYS[3] the branch list, KEYS[4] the
+# stalled branches; ARGV[1] the branch key, ARGV[2] the object's coalescing key, ARGV[3..] the
+# entry's fields. Appends the entry and, on a stalled or full stream, deletes the object's
+# previous one (U1), atomically.
+_PUBLISH = f"""
 local id = redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
 local old = redis.call('HGET', KEYS[2], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[2], id)
-if old then
+if old and (redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1
+            or redis.call('XLEN', KEYS[1]) > {MAX_ENTRIES}) then
   redis.call('XDEL', KEYS[1], old)
 end
 redis.call('SADD', KEYS[3], ARGV[1])
@@ -90,7 +101,12 @@ class EventStream:
 
     def _add(self, target: Any, bk: BranchKey, item: Published) -> Any:
         fields = [part for pair in item.to_fields().items() for part in pair]
-        keys = [self._keys.branch_events(bk), self._keys.branch_latest(bk), self._keys.branches]
+        keys = [
+            self._keys.branch_events(bk),
+            self._keys.branch_latest(bk),
+            self._keys.branches,
+            self._keys.stalled_branches,
+        ]
         return self._publish(keys=keys, args=[bk, item.coalesce_key, *fields], client=target)
 
     def publish(self, bk: BranchKey, event: Published) -> str:
@@ -158,6 +174,24 @@ class EventStream:
             return
         args = [part for e in entries for part in (e.entry_id, e.coalesce_key)]
         self._ack(keys=[self._keys.branch_events(bk), self._keys.branch_latest(bk)], args=args)
+
+    def compact(self, bk: BranchKey) -> int:
+        """U1: keep only each object's newest entry (the branch was just recorded stalled);
+        returns how many entries went. Safe at any time: a superseded entry is never written."""
+        key = self._keys.branch_events(bk)
+        entries = _decode(self._r.xrange(key))
+        wanted = [e.coalesce_key for e in entries]
+        if not entries:
+            return 0
+        newest: list[Any] = self._r.hmget(self._keys.branch_latest(bk), wanted)
+        gone = [
+            e.entry_id
+            for e, latest in zip(entries, newest, strict=True)
+            if e.coalesce_key and latest is not None and latest != e.entry_id
+        ]
+        if gone:
+            self._r.xdel(key, *gone)
+        return len(gone)
 
     def pending_count(self, bk: BranchKey) -> int:
         """Entries read but not yet acknowledged, plus those not yet read."""

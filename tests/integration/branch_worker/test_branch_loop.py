@@ -137,11 +137,11 @@ def test_a_dead_owner_leaves_events_for_the_next_owner_exactly_once(rig: Rig) ->
 def test_a_claimed_backlog_is_applied_a_slice_per_wake_in_stream_order(rig: Rig) -> None:
     """Q1, M8: what a new owner claims is applied at most ``SLICE`` events per ``handle``, so
     its wakes (and lease renewals) keep going; the backlog counts as busy and due at once,
-    and an object edited twice ends with its last value (one entry: U1)."""
+    and an object edited on both sides of a slice boundary ends with its last value."""
     dead = rig.loop("dead")
     for i in range(SLICE + 10):
         rig.publish(f"cm-{i:04d}", "CREATE", {"i": str(i)})
-    rig.publish("cm-0000", "UPDATE", {"i": "last"})  # replaces its CREATE in the stream (U1)
+    rig.publish("cm-0000", "UPDATE", {"i": "last"})  # applied in the second slice
     rig.drain(dead, "dead")
     rig.client.delete(rig.keys.branch_lease(rig.bk))  # the dead worker's lease expires
 
@@ -151,7 +151,7 @@ def test_a_claimed_backlog_is_applied_a_slice_per_wake_in_stream_order(rig: Rig)
     heir.handle([])
     rig.clock.now += 10
     heir.flush()
-    assert rig.commits() == [f"Mirror {SLICE + 10} API edits to apps", "seed"]
+    assert rig.commits() == [f"Mirror {SLICE + 11} API edits to apps", "seed"]
     assert "i: last" in rig.show("apps/team/configmaps/cm-0000.yaml")
     assert rig.events.pending_count(rig.bk) == 0
 
@@ -225,3 +225,22 @@ def test_a_write_restarts_the_quiet_period(rig: Rig) -> None:
     rig.publish("app", "UPDATE", {"k": "w"})
     rig.drain(loop)
     assert rig.states.read(rig.bk).last_write_at == rig.clock.now
+
+
+def test_a_healthy_branch_keeps_every_event_and_a_stalled_one_only_the_newest(rig: Rig) -> None:
+    """M6 and U1 together: with ``commitWindow: 0s`` each write is its own commit, so a branch
+    that pushes keeps every event of an object edited back to back; once the branch is recorded
+    stalled, its stream is compacted to each object's newest event and stays so."""
+    for i in range(3):
+        rig.publish("cm-a", "UPDATE", {"i": str(i)})
+    rig.publish("cm-b", "CREATE", {"i": "0"})
+    assert rig.client.xlen(rig.keys.branch_events(rig.bk)) == 4
+    rig.client.sadd(rig.keys.stalled_branches, rig.bk)  # as BranchHealth.stalled records it
+    assert rig.events.compact(rig.bk) == 2
+    rig.publish("cm-a", "UPDATE", {"i": "3"})
+    rig.events.ensure_group(rig.bk)
+    newest = rig.events.read(rig.bk, "w1", 100, None)
+    assert [(e.event.object_id.name, e.event.body["data"]["i"]) for e in newest if e.event] == [
+        ("cm-b", "0"),
+        ("cm-a", "3"),
+    ]
