@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from services.branch_worker.folder import Folder, IdentityKey, Located
 from shared.decide.placement import PlacementRefused, canonical_path
+from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
@@ -56,17 +57,21 @@ def apply_event(
             message=f"{label} is sensitive and is never written to Git",
         )
     folder = folder or Folder(workspace, target.path)
-    if not folder.verdict.accepted:
+    verdict = folder.verdict
+    if not verdict.accepted:
         return Applied(
             "refused",
-            reason=folder.verdict.reason,
-            message=f"{folder.verdict.offending} is not managed by gitops-reverser",
+            reason=verdict.reason,
+            message=verdict.detail or f"{verdict.offending} is not managed by gitops-reverser",
         )
     located = folder.find(key_of(event))
-    if event.operation == "DELETE" or event.body is None:
-        applied = _delete(workspace, target, located)
-    else:
-        applied = _upsert(workspace, target, event, located)
+    try:
+        if event.operation == "DELETE" or event.body is None:
+            applied = _delete(workspace, target, located)
+        else:
+            applied = _upsert(workspace, target, event, located)
+    except PathEscapes as err:  # the folder's check is the rule; this is the last defence
+        return Applied("refused", reason="PathOutsideTarget", message=str(err))
     if applied.kind == "write":
         folder.record(applied.path, list(applied.documents))
     return applied

@@ -96,3 +96,5 @@ class FolderVerdict:
     accepted: bool
     offending: str = ""
     reason: str = ""
+    #: What the user reads (the GitTarget's condition message); empty: the writer words it.
+    detail: str = ""
