@@ -23,7 +23,7 @@ import git
 from git.refs.symbolic import SymbolicReference
 
 from shared.git.errors import GitTemporary, PathEscapes, WriteNotHeld
-from shared.git.remote import NO_PROMPT, branch_ref
+from shared.git.remote import NETWORK_TIMEOUT_S, NO_PROMPT, branch_ref
 
 #: git's status flags in ``push --porcelain`` output that mean the ref moved as asked.
 _PUSHED_FLAGS = {" ", "*", "="}
@@ -67,9 +67,16 @@ class Workspace:
     """A clone of ``url`` kept in ``directory``, working on one ``branch``."""
 
     def __init__(
-        self, directory: Path, url: str, branch: str, env: Mapping[str, str] | None = None
+        self,
+        directory: Path,
+        url: str,
+        branch: str,
+        env: Mapping[str, str] | None = None,
+        timeout: float = NETWORK_TIMEOUT_S,
     ) -> None:
         self.directory = directory
+        #: Deadline of one fetch or push: git is killed after it (C3).
+        self.timeout = timeout
         self.url = url
         self.branch = branch
         self.ref = branch_ref(branch)
@@ -99,7 +106,9 @@ class Workspace:
         """Fetch the branch; returns the remote tip, or None when the branch does not exist."""
         remote_ref = f"refs/remotes/origin/{self.branch}"
         try:
-            self._repo.git.fetch("--prune", "origin", f"+{self.ref}:{remote_ref}")
+            self._repo.git.fetch(
+                "--prune", "origin", f"+{self.ref}:{remote_ref}", kill_after_timeout=self.timeout
+            )
         except git.GitCommandError as err:
             if "couldn't find remote ref" in str(err.stderr):
                 return None
@@ -300,6 +309,7 @@ class Workspace:
             lease,
             "origin",
             f"HEAD:{self.ref}",
+            kill_after_timeout=self.timeout,
             with_extended_output=True,
             with_exceptions=False,
         )
