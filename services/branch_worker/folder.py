@@ -4,7 +4,7 @@ Objects are found by identity (group, kind, namespace, name) wherever their file
 folder holding a file that is neither a manifest nor a recognised document is refused (M10).
 So is a folder whose real path is not its name (it, or a folder above it, is a symbolic link)
 and a folder holding a symbolic link anywhere: a write through a link would leave ``spec.path``
-(D1), or the work tree (C6).
+(the reliability probe's symlinked-folder finding), or the work tree (C6).
 """
 
 from __future__ import annotations

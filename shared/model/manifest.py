@@ -159,8 +159,9 @@ def ordered_document(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 class _Yaml11SafeRepresenter(RoundTripRepresenter):
     """ruamel's round-trip representer, but a plain string that YAML 1.1 would read as a bool,
-    null, number or date is single-quoted (D3): ruamel's YAML 1.2 writes ``yes`` or ``1:20``
-    plain, and kubectl, Argo CD (``sigs.k8s.io/yaml``) and PyYAML then read another object."""
+    null, number or date is single-quoted (M2; the probe's YAML 1.1 finding): ruamel's YAML
+    1.2 writes ``yes`` or ``1:20`` plain, and kubectl, Argo CD (``sigs.k8s.io/yaml``) and
+    PyYAML then read another object."""
 
     def represent_str(self, data: str) -> Any:
         if yaml11_typed(data):

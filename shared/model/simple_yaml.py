@@ -8,7 +8,7 @@ for anything it is not certain of (a string YAML might read as something else, a
 long string, a float, a nested list, non-ASCII text...), and the caller falls back to ruamel.
 Tests compare the two on generated documents.
 
-Both writers quote every string a YAML 1.1 reader would take for something else (D3): kubectl
+Both writers quote every string a YAML 1.1 reader would take for something else (M2): kubectl
 and Argo CD read manifests with ``sigs.k8s.io/yaml`` (YAML 1.1), PyYAML is 1.1, and ruamel's
 YAML 1.2 writes ``yes``, ``on`` or ``1:20`` plain, which those readers turn into a boolean or a
 number. ``yaml11_typed`` says which strings those are, from YAML 1.1's type definitions.

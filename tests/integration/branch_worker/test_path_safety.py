@@ -1,8 +1,9 @@
 """A write lands where its GitTarget's folder is, or is refused in status; never elsewhere, never
-a stalled branch (M4, M8, M10, T4). The reliability probe's D1, C6, C7 and C2 findings.
+a stalled branch (M4, M8, M10, T4): the reliability probe's symlinked-folder, C6, C7 and C2
+findings.
 
 Failed before the fix: a symlinked folder from a foreign commit swallowed the write and the
-event was acknowledged with no commit (D1); a link to an absolute path raised GitPermanent on
+event was acknowledged with no commit; a link to an absolute path raised GitPermanent on
 every wake (C6); ``spec.path: "."`` refused every write (C7); a 253-character name raised
 ENAMETOOLONG on every wake (C2).
 """
@@ -49,7 +50,8 @@ def _write(rig: Rig, name: str = "via-symlink", loop: BranchLoop | None = None) 
 
 
 def test_a_symlinked_namespace_folder_refuses_the_write_in_status(rig: Rig) -> None:
-    """D1: apps/team -> ../elsewhere. Before: written to elsewhere/, acknowledged, no commit."""
+    """The symlinked folder, apps/team -> ../elsewhere. Before: written to elsewhere/,
+    acknowledged, no commit."""
     _foreign_commit(rig, {"apps/team": "../elsewhere"}, files=("elsewhere/.gitkeep",))
     before = rig.head()
     _write(rig)
@@ -62,7 +64,7 @@ def test_a_symlinked_namespace_folder_refuses_the_write_in_status(rig: Rig) -> N
 
 
 def test_a_folder_that_is_itself_a_link_is_refused(rig: Rig) -> None:
-    """D1: spec.path's own folder leads elsewhere in the repository."""
+    """spec.path's own folder leads elsewhere in the repository."""
     _foreign_commit(rig, {"apps": "elsewhere"}, files=("elsewhere/.gitkeep",))
     _write(rig)
     assert not any(f.startswith("elsewhere/team") for f in rig.files())

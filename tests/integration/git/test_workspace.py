@@ -200,9 +200,9 @@ def test_a_small_commit_writes_loose_objects(tmp_path: Path, bare: Path) -> None
 
 
 def test_a_write_the_commit_does_not_hold_is_not_taken_as_done(tmp_path: Path, bare: Path) -> None:
-    """D1 (reliability probe): a write through a link inside the tree lands outside the
-    committed folder; before, the commit was taken as holding it. Now the commit's tree is
-    checked (one ls-tree) and WriteNotHeld is raised, so nothing is acknowledged."""
+    """M8 (the reliability probe's symlinked folder): a write through a link inside the tree
+    lands outside the committed folder; before, the commit was taken as holding it. Now the
+    commit's tree is checked (one ls-tree) and WriteNotHeld is raised: nothing is acknowledged."""
     ws = _workspace(tmp_path, bare)
     ws.reset(None)
     ws.write("elsewhere/.gitkeep", b"")

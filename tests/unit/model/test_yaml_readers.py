@@ -1,6 +1,7 @@
-"""D3 (reliability probe): the YAML written decodes to exactly the API object under every
-reader that applies it, YAML 1.1 (PyYAML, as kubectl's and Argo CD's ``sigs.k8s.io/yaml`` read
-plain scalars) and YAML 1.2 (ruamel), for any string as a key, a value or a name (M2).
+"""M2 (the reliability probe's YAML 1.1 finding): the YAML written decodes to exactly the API
+object under every reader that applies it, YAML 1.1 (PyYAML, as kubectl's and Argo CD's
+``sigs.k8s.io/yaml`` read plain scalars) and YAML 1.2 (ruamel), for any string as a key, a
+value or a name.
 
 Failed before the fix: ``yes``, ``on``, ``y``, ``off`` (values, keys and names) were written
 plain by both writers, and ``1:20`` by ruamel; PyYAML read booleans and a number back.
