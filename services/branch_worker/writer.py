@@ -7,6 +7,7 @@ the GitTarget's prune mode (M9).
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -72,6 +73,15 @@ def apply_event(
             applied = _upsert(workspace, target, event, located)
     except PathEscapes as err:  # the folder's check is the rule; this is the last defence
         return Applied("refused", reason="PathOutsideTarget", message=str(err))
+    except OSError as err:
+        if err.errno != errno.ENAMETOOLONG:
+            raise  # a full disk, say: the branch tries again later
+        # T4: a spec.path segment longer than a file name may be (names are shortened, C2)
+        return Applied(
+            "refused",
+            reason="PathNotWritable",
+            message=f"{err.strerror}: the path of {oid.kind} {oid.name} under {target.path!r}",
+        )
     if applied.kind == "write":
         folder.record(applied.path, list(applied.documents))
     return applied

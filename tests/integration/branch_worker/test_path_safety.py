@@ -127,3 +127,15 @@ def test_a_name_of_253_characters_is_written_and_found_again(rig: Rig) -> None:
     rig.clock.now += 10
     loop.flush()
     assert long_files[0] not in rig.files()
+
+
+def test_a_folder_name_the_file_system_refuses_is_a_refusal_not_a_stall(rig: Rig) -> None:
+    """T4: spec.path may hold a 300-byte segment (the CRD allows 1024 characters); the file
+    system refuses it (ENAMETOOLONG): the GitTarget is refused in status, the branch goes on."""
+    rig.target = replace(rig.target, path="apps/" + "x" * 300)
+    rig.configs.publish_target(rig.target)
+    _write(rig, "too-deep")
+    refusal = rig.configs.refusal(rig.target.uid)
+    assert refusal is not None and refusal["reason"] == "PathNotWritable"
+    assert "File name too long" in refusal["message"]
+    assert _pending(rig) == 0
