@@ -23,7 +23,9 @@ from services.branch_worker.writer import Applied, apply_event, key_of
 from shared.decide.tips import TipKind, classify_tip, on_notices, steady_tick_due
 from shared.decide.window import Window, closes_at, is_due, open_window
 from shared.git.workspace import Committer, Workspace
+from shared.model import templates
 from shared.model.config import BranchConfig, TargetConfig
+from shared.model.defaults import EVENT_TEMPLATE, GROUP_TEMPLATE
 from shared.model.events import ObjectEvent
 from shared.model.ids import GitTargetUid
 from shared.model.notices import PushNotice
@@ -43,6 +45,8 @@ MAX_PUSH_ATTEMPTS = 5
 #: worked in slices of this size, one per wake, so the worker renews its leases between them
 #: instead of losing the branch mid-claim and replaying it again (Q1, M8).
 SLICE = 500
+#: The reason a GitTarget shows while its GitProvider's commit template cannot be used.
+BAD_TEMPLATE = "InvalidCommitTemplate"
 
 
 class ProviderChanged(Exception):
@@ -330,7 +334,11 @@ class BranchLoop:
         self._publish_counts()
 
     def _commit(self, window: OpenWindow) -> None:
-        message = _message(self.config, window)
+        message, problem = _message(self.config, window)
+        if problem:  # T4: shown on this GitTarget; the commit is made with the built-in wording
+            self._configs.set_refusal(window.target.uid, BAD_TEMPLATE, problem, key="template")
+        elif "template" in self._configs.refusals(window.target.uid):
+            self._configs.clear_refusal(window.target.uid, key="template")
         self._closed.append(ClosedWindow(window.target, message, window.entries))
         if self.ws.commit(message, _committer(self.config), paths=(window.target.path or ".",)):
             metrics.COMMITS.inc()
@@ -395,15 +403,24 @@ def _committer(config: BranchConfig) -> Committer:
     return Committer(config.committer_name, config.committer_email)
 
 
-def _message(config: BranchConfig, window: OpenWindow) -> str:
+def _message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
+    """The commit message, and why the GitProvider's template could not be used ("" if it
+    could): a bad template falls back to the built-in one, so the write is still made (C1)."""
     events = [e.event for e in window.entries if e.event]
     if len(events) == 1:
         oid = events[0].object_id
-        return config.message_one.format(
-            operation=events[0].operation,
-            kind=oid.kind,
-            namespace=oid.namespace,
-            name=oid.name,
-            path=window.target.path,
-        )
-    return config.message_many.format(count=len(events), path=window.target.path or "/")
+        values: dict[str, object] = {
+            "operation": events[0].operation,
+            "kind": oid.kind,
+            "namespace": oid.namespace,
+            "name": oid.name,
+            "path": window.target.path,
+        }
+        own, fields, builtin = config.message_one, templates.EVENT_FIELDS, EVENT_TEMPLATE
+    else:
+        values = {"count": len(events), "path": window.target.path or "/"}
+        own, fields, builtin = config.message_many, templates.GROUP_FIELDS, GROUP_TEMPLATE
+    try:
+        return templates.render(own, fields, values), ""
+    except templates.TemplateError as err:
+        return templates.render(builtin, fields, values), str(err)

@@ -2,6 +2,9 @@
 
 Objects are found by identity (group, kind, namespace, name) wherever their file is (M4), and a
 folder holding a file that is neither a manifest nor a recognised document is refused (M10).
+So is a folder whose real path is not its name (it, or a folder above it, is a symbolic link)
+and a folder holding a symbolic link anywhere: a write through a link would leave ``spec.path``
+(the reliability probe's symlinked-folder finding), or the work tree (C6).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.decide.placement import FolderVerdict, is_manifest, is_recognised
+from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
 from shared.model.manifest import parse
 
@@ -54,16 +58,36 @@ class Folder:
         #: made it quadratic).
         self._keys_of: dict[str, list[IdentityKey]] = {}
         self._bad: dict[str, str] = {}
-        for file in workspace.files(path):
+        #: Why the folder itself cannot be written (its path leads elsewhere), if it cannot.
+        self._elsewhere: FolderVerdict | None = None
+        try:
+            if workspace.leads_elsewhere(path):
+                self._elsewhere = FolderVerdict(
+                    False, path, "PathOutsideTarget", f"{path!r} is a symbolic link, or inside one"
+                )
+                return
+            scan = workspace.scan(path)
+        except (PathEscapes, OSError) as err:  # a name the file system refuses, say
+            self._elsewhere = FolderVerdict(False, path, "PathOutsideTarget", str(err))
+            return
+        for link in scan.links:
+            self._bad[link] = "SymbolicLink"
+        for file in scan.files:
             self.reindex(file)
 
     @property
     def verdict(self) -> FolderVerdict:
         """Accepted, or the first file (by name) that makes the folder unsupported."""
+        if self._elsewhere is not None:
+            return self._elsewhere
         if not self._bad:
             return FolderVerdict(accepted=True)
         file = min(self._bad)
-        return FolderVerdict(False, file, self._bad[file])
+        reason = self._bad[file]
+        if reason == "SymbolicLink":
+            detail = f"{file} is a symbolic link; a write through it could leave {self.path!r}"
+            return FolderVerdict(False, file, reason, detail)
+        return FolderVerdict(False, file, reason)
 
     def reindex(self, file: str) -> None:
         """Read one file again after it changed outside the writer (or on first sight)."""

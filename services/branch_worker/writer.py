@@ -7,11 +7,13 @@ the GitTarget's prune mode (M9).
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from services.branch_worker.folder import Folder, IdentityKey, Located
 from shared.decide.placement import PlacementRefused, canonical_path
+from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
@@ -56,17 +58,30 @@ def apply_event(
             message=f"{label} is sensitive and is never written to Git",
         )
     folder = folder or Folder(workspace, target.path)
-    if not folder.verdict.accepted:
+    verdict = folder.verdict
+    if not verdict.accepted:
         return Applied(
             "refused",
-            reason=folder.verdict.reason,
-            message=f"{folder.verdict.offending} is not managed by gitops-reverser",
+            reason=verdict.reason,
+            message=verdict.detail or f"{verdict.offending} is not managed by gitops-reverser",
         )
     located = folder.find(key_of(event))
-    if event.operation == "DELETE" or event.body is None:
-        applied = _delete(workspace, target, located)
-    else:
-        applied = _upsert(workspace, target, event, located)
+    try:
+        if event.operation == "DELETE" or event.body is None:
+            applied = _delete(workspace, target, located)
+        else:
+            applied = _upsert(workspace, target, event, located)
+    except PathEscapes as err:  # the folder's check is the rule; this is the last defence
+        return Applied("refused", reason="PathOutsideTarget", message=str(err))
+    except OSError as err:
+        if err.errno != errno.ENAMETOOLONG:
+            raise  # a full disk, say: the branch tries again later
+        # T4: a spec.path segment longer than a file name may be (names are shortened, C2)
+        return Applied(
+            "refused",
+            reason="PathNotWritable",
+            message=f"{err.strerror}: the path of {oid.kind} {oid.name} under {target.path!r}",
+        )
     if applied.kind == "write":
         folder.record(applied.path, list(applied.documents))
     return applied

@@ -22,6 +22,8 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
+from shared.git.remote import SSH_OPTIONS
+
 #: Mode of the folder holding SSH files, and of the files: ours alone.
 PRIVATE_FOLDER = 0o700
 PRIVATE_FILE = 0o600
@@ -70,7 +72,7 @@ def ssh_env(secret: Mapping[str, bytes], folder: Path) -> dict[str, str]:
     if "known_hosts" in secret:
         known = _write_private(folder / "known_hosts", secret["known_hosts"])
         options += ["-o", f"UserKnownHostsFile={known}", "-o", "StrictHostKeyChecking=yes"]
-    return {"GIT_SSH_COMMAND": shlex.join(options)}
+    return {"GIT_SSH_COMMAND": shlex.join([*options, *SSH_OPTIONS])}  # bounded waits (C3)
 
 
 def env_for_secret(secret: Mapping[str, bytes] | None, ssh_folder: Path) -> dict[str, str]:

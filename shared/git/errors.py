@@ -17,3 +17,13 @@ class GitPermanent(GitError):
 
 class GitTemporary(GitError):
     """Retrying later may help: back off and try again."""
+
+
+class PathEscapes(GitPermanent):
+    """A path that leaves the work tree (by its words or through a symbolic link): the write is
+    refused, never retried."""
+
+
+class WriteNotHeld(GitPermanent):
+    """A commit that does not hold what was written for it (a write gone astray): nothing of
+    it may be acknowledged."""

@@ -7,16 +7,42 @@ so the output is filtered by the exact ref name.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 
 import git
 
 from shared.git.errors import GitPermanent, GitTemporary
 
-#: Environment for every git call: never prompt (an HTTP 401 must fail at once, not hang).
-NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/false", "SSH_ASKPASS": "/bin/false"}
+#: A remote that sends fewer than LOW_SPEED_BYTES a second for LOW_SPEED_S seconds is given
+#: up on by git itself (HTTP: ``http.lowSpeedLimit``/``lowSpeedTime``); ssh gives up on a host
+#: that does not answer the connection in SSH_CONNECT_S, or a keep-alive for 3 x SSH_ALIVE_S.
+LOW_SPEED_BYTES = 1000
+LOW_SPEED_S = 30
+SSH_CONNECT_S = 15
+SSH_ALIVE_S = 15
+#: ssh's options for every git call: bounded connect and silence, never a prompt.
+SSH_OPTIONS = (
+    "-o", f"ConnectTimeout={SSH_CONNECT_S}",
+    "-o", f"ServerAliveInterval={SSH_ALIVE_S}",
+    "-o", "ServerAliveCountMax=3",
+    "-o", "BatchMode=yes",
+)  # fmt: skip
+#: Environment for every git call: never prompt (an HTTP 401 must fail at once, not hang), and
+#: never wait on a silent remote for ever (C3, T4).
+NO_PROMPT = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ASKPASS": "/bin/false",
+    "SSH_ASKPASS": "/bin/false",
+    "GIT_HTTP_LOW_SPEED_LIMIT": str(LOW_SPEED_BYTES),
+    "GIT_HTTP_LOW_SPEED_TIME": str(LOW_SPEED_S),
+    "GIT_SSH_COMMAND": shlex.join(("ssh", *SSH_OPTIONS)),
+}
 #: ls-remote is a single round trip; anything slower than this is a sick remote.
 LS_REMOTE_TIMEOUT_S = 20
+#: The longest a fetch or a push may take, whatever the remote does: then git is killed and
+#: the branch tries again later (its own branch only: other branches run on other threads).
+NETWORK_TIMEOUT_S = 120.0
 
 
 def branch_ref(branch: str) -> str:
@@ -38,7 +64,7 @@ def ls_remote(url: str, branch: str, env: Mapping[str, str] | None = None) -> st
     """The sha ``branch`` points at on ``url``, or None when the branch does not exist."""
     ref = branch_ref(branch)
     cmd = git.cmd.Git()
-    cmd.update_environment(**NO_PROMPT, **(env or {}))
+    cmd.update_environment(**{**NO_PROMPT, **(env or {})})
     try:
         output = str(cmd.ls_remote(url, ref, kill_after_timeout=LS_REMOTE_TIMEOUT_S))
     except git.GitCommandError as err:

@@ -3,20 +3,27 @@
 Pushes are never forced (M7): ``--force-with-lease=<ref>:<expected>`` makes the push a
 compare-and-swap against the tip we built on, and the result is read from ``--porcelain``
 output, because GitPython cannot report the outcome of a push whose source is a raw sha.
+
+Every write is checked, not assumed (M8): a commit records what each written path should hold
+(its blob's sha), and after the commit one ``git ls-tree`` of the written paths must show
+exactly that (or the path absent, for a delete). A write that went astray (through a symbolic
+link, say) raises ``WriteNotHeld`` and nothing of it is acknowledged.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import git
 from git.refs.symbolic import SymbolicReference
 
-from shared.git.errors import GitPermanent, GitTemporary
-from shared.git.remote import NO_PROMPT, branch_ref
+from shared.git.errors import GitTemporary, PathEscapes, WriteNotHeld
+from shared.git.remote import NETWORK_TIMEOUT_S, NO_PROMPT, branch_ref
 
 #: git's status flags in ``push --porcelain`` output that mean the ref moved as asked.
 _PUSHED_FLAGS = {" ", "*", "="}
@@ -25,6 +32,18 @@ _PUSHED_FLAGS = {" ", "*", "="}
 #: and no ``gc --auto`` repacking them behind the push). Below it, loose objects as usual, so
 #: single edits do not pile up one small pack each.
 BULK_ADD_FILES = 200
+#: Up to this many written paths are named to ``ls-tree`` one by one; more, and the committed
+#: folders are listed whole (one process either way).
+CHECK_BY_NAME = 100
+
+
+@dataclass(frozen=True, slots=True)
+class FolderScan:
+    """What a folder of the work tree holds: regular files, and symbolic links (to anything,
+    or dangling), both as repo-relative paths, sorted. Links are not followed."""
+
+    files: list[str]
+    links: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +67,16 @@ class Workspace:
     """A clone of ``url`` kept in ``directory``, working on one ``branch``."""
 
     def __init__(
-        self, directory: Path, url: str, branch: str, env: Mapping[str, str] | None = None
+        self,
+        directory: Path,
+        url: str,
+        branch: str,
+        env: Mapping[str, str] | None = None,
+        timeout: float = NETWORK_TIMEOUT_S,
     ) -> None:
         self.directory = directory
+        #: Deadline of one fetch or push: git is killed after it (C3).
+        self.timeout = timeout
         self.url = url
         self.branch = branch
         self.ref = branch_ref(branch)
@@ -62,6 +88,9 @@ class Workspace:
         self._real_dirs: set[str] = set()
         #: Files written or deleted since the last commit (see ``BULK_ADD_FILES``).
         self._written = 0
+        #: Paths written since their last commit: the sha of the blob each must hold after
+        #: it, or None for a deleted file (see ``_check_held``).
+        self._expected: dict[str, str | None] = {}
 
     def _open(self) -> git.Repo:
         if (self.directory / ".git").is_dir():
@@ -77,7 +106,9 @@ class Workspace:
         """Fetch the branch; returns the remote tip, or None when the branch does not exist."""
         remote_ref = f"refs/remotes/origin/{self.branch}"
         try:
-            self._repo.git.fetch("--prune", "origin", f"+{self.ref}:{remote_ref}")
+            self._repo.git.fetch(
+                "--prune", "origin", f"+{self.ref}:{remote_ref}", kill_after_timeout=self.timeout
+            )
         except git.GitCommandError as err:
             if "couldn't find remote ref" in str(err.stderr):
                 return None
@@ -88,6 +119,7 @@ class Workspace:
         """Make the work tree exactly ``tip`` (or an empty tree when the branch is new)."""
         self._real_dirs.clear()
         self._written = 0
+        self._expected.clear()
         if tip is None:
             self._unborn()
             self._repo.git.rm("-r", "-q", "--cached", "--ignore-unmatch", ".")
@@ -130,19 +162,45 @@ class Workspace:
             target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
         self._written += 1
+        self._expected[_key(path)] = blob_sha(data)
 
     def delete(self, path: str) -> None:
         """Remove a file if present."""
         self._inside(path).unlink(missing_ok=True)
         self._written += 1
+        self._expected[_key(path)] = None
 
     def files(self, folder: str) -> list[str]:
         """Repo-relative paths of the files under ``folder``."""
+        return self.scan(folder).files
+
+    def scan(self, folder: str) -> FolderScan:
+        """The files and symbolic links under ``folder`` (links are listed, never followed)."""
+        files: list[str] = []
+        links: list[str] = []
         root = self._inside(folder)
-        if not root.is_dir():
-            return []
-        found = (p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
-        return sorted(str(p.relative_to(self.directory)) for p in found)
+        if root.is_symlink():
+            return FolderScan([], [_key(folder)])
+        stack = [root] if root.is_dir() else []
+        while stack:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if entry.name == ".git":
+                        continue
+                    rel = os.path.relpath(entry.path, self.directory)
+                    if entry.is_symlink():
+                        links.append(rel)
+                    elif entry.is_dir():
+                        stack.append(Path(entry.path))
+                    elif entry.is_file():
+                        files.append(rel)
+        return FolderScan(sorted(files), sorted(links))
+
+    def leads_elsewhere(self, folder: str) -> bool:
+        """Whether ``folder`` (or a folder above it) is a symbolic link, so that its real path
+        is not the path its name says (one resolve per call: callers ask once per folder)."""
+        logical = (self._root / PurePosixPath(_key(folder))).absolute()
+        return (self.directory / _key(folder)).resolve() != logical
 
     def _inside(self, path: str) -> Path:
         """``path`` in the work tree, refused when it leaves it: by its words (absolute, ``..``,
@@ -150,8 +208,10 @@ class Workspace:
         once per work-tree state and remembered (resolving every path was a tenth of a
         snapshot's time); the file itself is checked on every call, with one ``lstat``."""
         rel = PurePosixPath(path)
+        if not _key(path):
+            return self.directory  # the root of the work tree
         if rel.is_absolute() or ".." in rel.parts or ".git" in rel.parts:
-            raise GitPermanent(f"path {path!r} leaves the work tree")
+            raise PathEscapes(f"path {path!r} leaves the work tree")
         target = self.directory / rel
         folder = str(rel.parent)
         if folder not in self._real_dirs:
@@ -164,7 +224,7 @@ class Workspace:
 
     def _within(self, target: Path, path: str) -> None:
         if not target.resolve().is_relative_to(self._root):
-            raise GitPermanent(f"path {path!r} leaves the work tree")
+            raise PathEscapes(f"path {path!r} leaves the work tree")
 
     def commit(self, message: str, committer: Committer, paths: tuple[str, ...] = ()) -> str | None:
         """Commit the changes under ``paths`` (default: everything); None when none changed.
@@ -193,10 +253,53 @@ class Workspace:
             with_exceptions=False,
         )
         if status != 0:
-            if self._nothing_staged():
-                return None
-            raise GitTemporary(f"commit failed: {err.strip() or out.strip()}")
+            if not self._nothing_staged():
+                raise GitTemporary(f"commit failed: {err.strip() or out.strip()}")
+            self._check_held(paths)
+            return None
+        self._check_held(paths)
         return self.head()
+
+    def _check_held(self, paths: tuple[str, ...]) -> None:
+        """Every write under ``paths`` since the last commit is what HEAD's tree holds there:
+        one ``ls-tree`` for the whole commit; WriteNotHeld names the first that is not."""
+        folders = [_key(p) for p in paths] or [""]
+        checked = {path: sha for path, sha in self._expected.items() if _under(path, folders)}
+        if not checked:
+            return
+        for path in checked:
+            del self._expected[path]
+        names = sorted(checked) if len(checked) <= CHECK_BY_NAME else folders
+        held = self._tree(names)
+        for path, sha in sorted(checked.items()):
+            if held.get(path) != sha:
+                raise WriteNotHeld(
+                    f"the commit does not hold the write of {path!r}"
+                    + (" (it is missing)" if sha else " (it is still there)")
+                )
+
+    def _tree(self, names: Iterable[str]) -> dict[str, str]:
+        """{path: blob sha} of HEAD's tree under ``names`` (empty when there is no HEAD)."""
+        status, out, _ = self._repo.git(literal_pathspecs=True).ls_tree(
+            "-r",
+            "-z",
+            "--full-tree",
+            "HEAD",
+            "--",
+            *(n or "." for n in names),
+            with_extended_output=True,
+            with_exceptions=False,
+            strip_newline_in_stdout=False,
+        )
+        if status != 0:
+            return {}
+        held: dict[str, str] = {}
+        for record in out.split("\0"):
+            meta, _, path = record.partition("\t")
+            fields = meta.split()
+            if len(fields) == 3 and fields[1] == "blob":
+                held[path] = fields[2]
+        return held
 
     def _nothing_staged(self) -> bool:
         status, _, _ = self._repo.git.diff(
@@ -216,10 +319,26 @@ class Workspace:
             lease,
             "origin",
             f"HEAD:{self.ref}",
+            kill_after_timeout=self.timeout,
             with_extended_output=True,
             with_exceptions=False,
         )
         return _parse_push(self.ref, status, out, err)
+
+
+def blob_sha(data: bytes) -> str:
+    """The sha git gives a blob of ``data`` (``git hash-object``), computed in process."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _key(path: str) -> str:
+    """A repo-relative path as git names it (no ``./``, no trailing ``/``; ``""`` for the root)."""
+    text = str(PurePosixPath(path))
+    return "" if text == "." else text
+
+
+def _under(path: str, folders: list[str]) -> bool:
+    return any(not f or path == f or path.startswith(f + "/") for f in folders)
 
 
 def _parse_push(ref: str, status: int, out: str, err: str) -> PushResult:

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 
-from shared.model.simple_yaml import simple_dump
+from shared.model.simple_yaml import simple_dump, yaml11_typed
 
 #: Top-level fields that carry what the user wrote (payload), besides apiVersion/kind/metadata.
 PAYLOAD_FIELDS = frozenset(
@@ -156,8 +157,24 @@ def ordered_document(obj: Mapping[str, Any]) -> dict[str, Any]:
     return ordered
 
 
+class _Yaml11SafeRepresenter(RoundTripRepresenter):
+    """ruamel's round-trip representer, but a plain string that YAML 1.1 would read as a bool,
+    null, number or date is single-quoted (M2; the probe's YAML 1.1 finding): ruamel's YAML
+    1.2 writes ``yes`` or ``1:20`` plain, and kubectl, Argo CD (``sigs.k8s.io/yaml``) and
+    PyYAML then read another object."""
+
+    def represent_str(self, data: str) -> Any:
+        if yaml11_typed(data):
+            return self.represent_scalar("tag:yaml.org,2002:str", data, style="'")
+        return super().represent_str(data)
+
+
+_Yaml11SafeRepresenter.add_representer(str, _Yaml11SafeRepresenter.represent_str)
+
+
 def _dumper() -> YAML:
     yaml = YAML(typ="rt", pure=True)
+    yaml.Representer = _Yaml11SafeRepresenter
     yaml.default_flow_style = False
     yaml.indent(mapping=2, sequence=4, offset=2)
     yaml.width = 4096

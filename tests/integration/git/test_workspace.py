@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.githost.outside import git
-from shared.git.errors import GitPermanent, GitTemporary
+from shared.git.errors import GitPermanent, GitTemporary, WriteNotHeld
 from shared.git.remote import ls_remote, parse_advertisement
 from shared.git.workspace import BULK_ADD_FILES, Committer, Workspace
 from tests.configs import DEFAULT_COMMITTER
@@ -197,3 +197,53 @@ def test_a_small_commit_writes_loose_objects(tmp_path: Path, bare: Path) -> None
     assert ws.commit("one", DEFAULT_COMMITTER) is not None
     counts = _objects(ws.directory)
     assert counts["packs"] == 0 and counts["count"] == 4  # blob, two trees, commit
+
+
+def test_a_write_the_commit_does_not_hold_is_not_taken_as_done(tmp_path: Path, bare: Path) -> None:
+    """M8 (the reliability probe's symlinked folder): a write through a link inside the tree
+    lands outside the committed folder; before, the commit was taken as holding it. Now the
+    commit's tree is checked (one ls-tree) and WriteNotHeld is raised: nothing is acknowledged."""
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("elsewhere/.gitkeep", b"")
+    ws.commit("base", DEFAULT_COMMITTER)
+    (tmp_path / "ws" / "apps").mkdir()
+    (tmp_path / "ws" / "apps" / "team").symlink_to("../elsewhere")
+    ws.write("apps/team/cm.yaml", b"a: 1\n")  # lands in elsewhere/cm.yaml
+    with pytest.raises(WriteNotHeld, match=r"apps/team/cm\.yaml"):
+        ws.commit("cm", DEFAULT_COMMITTER, paths=("apps",))
+
+
+def test_writes_and_deletes_the_commit_holds_pass_the_check(tmp_path: Path, bare: Path) -> None:
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("apps/a.yaml", b"a\n")
+    ws.write("apps/b.yaml", b"b\n")
+    assert ws.commit("two", DEFAULT_COMMITTER, paths=("apps",)) is not None
+    ws.delete("apps/a.yaml")
+    ws.write("apps/b.yaml", b"b\n")  # the same bytes: nothing to commit, still held
+    assert ws.commit("one gone", DEFAULT_COMMITTER, paths=("apps",)) is not None
+    assert git("ls-tree", "-r", "--name-only", "HEAD", cwd=tmp_path / "ws").split() == [
+        "apps/b.yaml"
+    ]
+
+
+def test_a_delete_the_commit_does_not_hold_is_caught(tmp_path: Path, bare: Path) -> None:
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("apps/a.yaml", b"a\n")
+    ws.commit("one", DEFAULT_COMMITTER)
+    ws.delete("apps/a.yaml")
+    (tmp_path / "ws" / "apps" / "a.yaml").write_bytes(b"back\n")  # someone puts it back
+    with pytest.raises(WriteNotHeld, match="still there"):
+        ws.commit("gone?", DEFAULT_COMMITTER, paths=("apps",))
+
+
+def test_the_root_folder_is_the_work_tree(tmp_path: Path, bare: Path) -> None:
+    """C7: '.' names the root; scanning it lists the files, and no link leads elsewhere."""
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    ws.write("team/cm.yaml", b"a: 1\n")
+    assert ws.files(".") == ["team/cm.yaml"]
+    assert not ws.leads_elsewhere(".")
+    assert ws.commit("root", DEFAULT_COMMITTER, paths=(".",)) is not None

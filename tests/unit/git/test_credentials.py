@@ -24,6 +24,7 @@ from shared.git.credentials import (
     secret_of,
 )
 from shared.git.errors import GitPermanent
+from shared.git.remote import SSH_OPTIONS
 
 KEY = b"-----BEGIN OPENSSH PRIVATE KEY-----\nnot a real key\n-----END OPENSSH PRIVATE KEY-----\n"
 KNOWN = b"[git.example]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample\n"
@@ -70,7 +71,9 @@ def test_an_ssh_identity_and_known_hosts_give_this_exact_ssh_command(tmp_path: P
     assert env == {
         "GIT_SSH_COMMAND": (
             f"ssh -i {folder}/identity -o IdentitiesOnly=yes "
-            f"-o UserKnownHostsFile={folder}/known_hosts -o StrictHostKeyChecking=yes"
+            f"-o UserKnownHostsFile={folder}/known_hosts -o StrictHostKeyChecking=yes "
+            "-o ConnectTimeout=15 -o ServerAliveInterval=15 -o ServerAliveCountMax=3 "
+            "-o BatchMode=yes"
         )
     }
     assert (folder / "identity").read_bytes() == KEY
@@ -84,7 +87,7 @@ def test_without_known_hosts_ssh_is_not_told_to_trust_anything(tmp_path: Path) -
     folder = tmp_path / "ssh"
     env = env_for_secret({"identity": KEY}, folder)
     assert shlex.split(env["GIT_SSH_COMMAND"]) == [
-        "ssh", "-i", str(folder / "identity"), "-o", "IdentitiesOnly=yes",
+        "ssh", "-i", str(folder / "identity"), "-o", "IdentitiesOnly=yes", *SSH_OPTIONS,
     ]  # fmt: skip
     assert not (folder / "known_hosts").exists()
 

@@ -515,3 +515,40 @@ def test_an_ssh_user_name_in_a_git_provider_url_passes(
     provider = _example("GitProvider")
     provider["spec"]["url"] = url
     assert _check(schemas, provider).errors == []
+
+
+@pytest.mark.parametrize("template", ["{operation} {nope}", "{name:>200000}", "{name!r}", "{"])
+def test_a_bad_event_template_is_refused(schemas: dict[str, dict[str, Any]], template: str) -> None:
+    """T4, C1 of the reliability probe: a template the branch worker cannot render is refused
+    at admission (the product's own check, ``shared.model.templates``, is the same grammar)."""
+    provider = _example("GitProvider")
+    provider["spec"]["commit"]["message"]["eventTemplate"] = template
+    _refused_with(
+        schemas,
+        provider,
+        "spec.commit.message.eventTemplate",
+        "eventTemplate may name only {operation}, {kind}, {namespace}, {name} and {path}, each "
+        "with at most an alignment and a width up to 99 (e.g. {name:>20}); write {{ and }} for "
+        "literal braces",
+    )
+
+
+def test_a_bad_group_template_is_refused(schemas: dict[str, dict[str, Any]]) -> None:
+    provider = _example("GitProvider")
+    provider["spec"]["commit"]["message"]["groupTemplate"] = "{count} {name}"
+    _refused_with(
+        schemas,
+        provider,
+        "spec.commit.message.groupTemplate",
+        "groupTemplate may name only {count} and {path}, each with at most an alignment and a "
+        "width up to 99 (e.g. {count:>3}); write {{ and }} for literal braces",
+    )
+
+
+def test_the_built_in_templates_pass(schemas: dict[str, dict[str, Any]]) -> None:
+    provider = _example("GitProvider")
+    provider["spec"]["commit"]["message"] = {
+        "eventTemplate": "{operation} {kind} {namespace}/{name}",
+        "groupTemplate": "Mirror {count:>3} API edits to {path}",
+    }
+    assert _check(schemas, provider).errors == []
