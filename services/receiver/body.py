@@ -3,8 +3,9 @@
 Flask's ``MAX_CONTENT_LENGTH`` stops a body that declares its length, but with
 ``Transfer-Encoding: chunked`` under gunicorn ``request.get_data()`` silently returns the first
 MAX bytes (facts: webhooks-git-libs.md §3.7). So the receiver never calls ``get_data``: it
-reads ``request.stream`` itself, a chunk at a time, and gives up as soon as one byte more than
-the limit has arrived. Nothing larger than the limit (plus one chunk) is ever held in memory.
+reads werkzeug's guarded stream itself, a chunk at a time, and gives up as soon as one byte
+more than the limit has arrived. Nothing larger than the limit (plus one chunk) is ever held
+in memory.
 
 A body that cannot be read is the client's fault, never a reason to ask it to try again (R3,
 W1): broken chunked framing, or a client gone mid-body, is 400; a body that does not arrive
@@ -13,11 +14,12 @@ within the request's read deadline (``services.receiver.deadline``) is 408.
 
 from __future__ import annotations
 
-from typing import IO
+from collections.abc import Mapping
+from typing import IO, Any
 
 from gunicorn.http.errors import NoMoreData, ParseException
 from werkzeug.exceptions import RequestEntityTooLarge
-from werkzeug.wrappers import Request
+from werkzeug.wsgi import get_content_length, get_input_stream
 
 from services.receiver.deadline import SlowClient
 
@@ -68,11 +70,16 @@ def read_bounded(stream: IO[bytes], content_length: int | None, limit: int) -> b
             return b"".join(chunks)
 
 
-def request_body(request: Request, limit: int) -> bytes:
+def environ_body(environ: Mapping[str, Any], limit: int) -> bytes:
     """The request's body, bounded by ``limit``: werkzeug's and gunicorn's errors become ours
-    (BodyTooLarge, BodyMalformed, BodyTooSlow)."""
+    (BodyTooLarge, BodyMalformed, BodyTooSlow).
+
+    Read as a Flask view reads ``request.stream`` with ``MAX_CONTENT_LENGTH`` set to ``limit``
+    (werkzeug's ``get_input_stream``), without a ``Request`` object.
+    """
     try:
-        return read_bounded(request.stream, request.content_length, limit)
+        stream = get_input_stream(environ, max_content_length=limit)  # type: ignore[arg-type]
+        return read_bounded(stream, get_content_length(environ), limit)  # type: ignore[arg-type]
     except RequestEntityTooLarge as err:
         raise BodyTooLarge(f"the body exceeds {limit} bytes") from err
     except (ParseException, NoMoreData) as err:
