@@ -89,6 +89,8 @@ class Editor(Actor):
     kinds: dict[str, int] = field(default_factory=lambda: {"create": 0, "update": 0, "delete": 0})
     values: list[str] = field(default_factory=list)
     final: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    #: (time.time(), kind, namespace, name, value) of every edit, for a failure's timeline
+    history: list[tuple[float, str, str, str, str | None]] = field(default_factory=list)
 
     def act(self) -> None:
         while self.pace(EDIT_GAP_S):
@@ -120,6 +122,7 @@ class Editor(Actor):
         if value is not None:
             self.values.append(value)
         self.final[(ns, name)] = value
+        self.history.append((time.time(), kind, ns, name, value))
 
 
 @dataclass
@@ -175,7 +178,8 @@ class Chaos(Actor):
         while self.pace(KILL_GAP_S):
             victim = self.rng.choice(VICTIMS)
             down = self.rng.uniform(*(REDIS_DOWN_S if victim == "redis" else PROCESS_DOWN_S))
-            self.log.append(f"{time.monotonic() - started:7.1f}s kill -9 {victim}, {down:.1f}s")
+            at = f"{time.monotonic() - started:7.1f}s ({time.time():.1f})"
+            self.log.append(f"{at} kill -9 {victim}, {down:.1f}s")
             self.kill(victim)
             self.kills[victim] += 1
             self.stop.wait(down)  # the victim stays down this long (load, not synchronisation)

@@ -13,6 +13,7 @@ still counts once per change).
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,7 @@ class Stamp:
     namespace: str
     name: str
     token: str
+    seen_at: float  # time.time() when the watch delivered it
 
 
 class StampLog:
@@ -80,7 +82,7 @@ class StampLog:
         key = (plural, str(meta.get("namespace")), str(meta.get("name")))
         with self._lock:
             if value and self._last.get(key) != value:
-                self._stamps.append(Stamp(*key, str(value)))
+                self._stamps.append(Stamp(*key, str(value), time.time()))
             if value:
                 self._last[key] = str(value)
 

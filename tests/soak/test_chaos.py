@@ -26,6 +26,7 @@ import pytest
 import redis
 from rq import Queue
 
+from sandbox.flux.activity import Record
 from shared.store.attempts import Attempts
 from tests.e2e.conftest import (
     FLUX_SETTINGS,
@@ -41,6 +42,7 @@ from tests.integration.redis_server import RedisServer
 from tests.soak import checks
 from tests.soak.actors import Chaos, Editor, Outsider
 from tests.soak.stamps import StampLog
+from tests.soak.timeline import timeline
 
 pytestmark = pytest.mark.e2e
 
@@ -109,7 +111,9 @@ def test_nothing_lost_or_repeated_while_processes_and_redis_are_killed(
     problems = [e for a in actors for e in a.errors] + stamps.errors + waiting
     for line in chaos.log:
         say(line)
-    problems += _report(Run(tenants, editor, outsider, chaos, stamps), client, start_memory)
+    problems += _report(
+        Run(tenants, editor, outsider, chaos, stamps, _flux_log(running)), client, start_memory
+    )
     assert not problems, f"seed {SEED}: " + "; ".join(problems)
 
 
@@ -122,6 +126,7 @@ class Run:
     outsider: Outsider
     chaos: Chaos
     stamps: StampLog
+    flux: list[Record]
 
 
 def _everything_up(running: System, server: RedisServer) -> None:
@@ -165,7 +170,18 @@ def _report(run: Run, client: redis.Redis, start: tuple[int, int]) -> list[str]:
     for tenant in run.tenants:
         ns, want = tenant.ns, checks.expected(editor.final, tenant.ns)
         in_git = checks.differences(want, checks.git_objects(tenant))
-        in_cluster = checks.differences(want, checks.cluster_objects(tenant))
+        have = checks.cluster_objects(tenant)
+        in_cluster = checks.differences(want, have)
+        for name in sorted(n for n in want.keys() | have.keys() if want.get(n) != have.get(n)):
+            timeline(
+                tenant,
+                name,
+                history=editor.history,
+                stamps=run.stamps.stamps(),
+                flux=run.flux,
+                kills=run.chaos.log,
+                say=say,
+            )
         problems += [f"{ns} git: {d}" for d in in_git]
         problems += [f"{ns} cluster (edit overwritten): {d}" for d in in_cluster]
         say(
@@ -223,3 +239,8 @@ def _ancestor(tenant: FluxTenant, commit: str) -> bool:
     except subprocess.CalledProcessError:
         return False
     return True
+
+
+def _flux_log(running: System) -> list[Record]:
+    assert running.sbx.flux is not None, "the soak needs the sandbox's Flux doubles"
+    return running.sbx.flux.log.records()
