@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 VENV    := .venv/.installed
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: venv lint test test-unit test-integration test-e2e bench demo sandbox clean
+.PHONY: venv lint test test-unit test-integration test-e2e bench chaos demo sandbox clean
 
 venv: $(VENV)
 $(VENV): pyproject.toml constraints.txt
@@ -35,6 +35,14 @@ test-e2e: $(VENV)
 
 bench: $(VENV)
 	scripts/with-redis $(PY) -m bench
+
+# The soak (tests/soak): CHAOS_SECONDS of API edits, outside pushes and webhooks while every
+# process and Redis (its own, with AOF) are SIGKILLed at random; prints its figures and seed
+# (CHAOS_SEED=<seed> replays the choices). `make test` runs a two-minute version.
+CHAOS_SECONDS ?= 600
+CHAOS_VICTIMS ?= watcher,branch_worker,dispatcher,receiver,redis
+chaos: $(VENV)
+	CHAOS_SECONDS=$(CHAOS_SECONDS) CHAOS_VICTIMS=$(CHAOS_VICTIMS) .venv/bin/pytest -q -s tests/soak
 
 # The sandbox alone, in the foreground: a Kubernetes API double and a Git host (Ctrl-C stops it).
 sandbox: $(VENV)

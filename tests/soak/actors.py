@@ -169,19 +169,20 @@ class Chaos(Actor):
 
     system: System | None = None
     redis: RedisServer | None = None
-    kills: dict[str, int] = field(default_factory=lambda: dict.fromkeys(VICTIMS, 0))
+    victims: tuple[str, ...] = VICTIMS
+    kills: dict[str, int] = field(default_factory=dict)
     downtime_s: float = 0.0
     log: list[str] = field(default_factory=list)
 
     def act(self) -> None:
         started = time.monotonic()
         while self.pace(KILL_GAP_S):
-            victim = self.rng.choice(VICTIMS)
+            victim = self.rng.choice(self.victims)
             down = self.rng.uniform(*(REDIS_DOWN_S if victim == "redis" else PROCESS_DOWN_S))
             at = f"{time.monotonic() - started:7.1f}s ({time.time():.1f})"
             self.log.append(f"{at} kill -9 {victim}, {down:.1f}s")
             self.kill(victim)
-            self.kills[victim] += 1
+            self.kills[victim] = self.kills.get(victim, 0) + 1
             self.stop.wait(down)  # the victim stays down this long (load, not synchronisation)
             self.revive(victim)
             self.downtime_s += down
