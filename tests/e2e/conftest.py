@@ -534,6 +534,17 @@ class FluxTenants(Tenants):
             tenant.wait_condition("ApplierConfigured", "True")
         return flux
 
+    def make_hooked(self, name: str) -> ApplierTenant:
+        """A tenant (``Tenants.make``) mirroring ConfigMaps, with no applier, whose GitHub
+        receiver the Git host calls on every push; returns once a worker owns its branch."""
+        tenant = self.make(
+            name, rules=[CONFIGMAPS], receiver={"type": "github", "secretRef": {"name": "webhook"}}
+        )
+        self.secret(name, "webhook", {"token": WEBHOOK_TOKEN})
+        tenant.wait_owned()
+        self._hook(tenant)
+        return ApplierTenant(tenant, str(tenant.target()["metadata"]["uid"]))
+
     def add_target(self, flux: FluxTenant, name: str, quiet: str, rule: dict[str, Any]) -> str:
         """Another GitTarget (and WatchRule) ``name`` on ``clusters/<ns>-<name>`` naming the
         same Kustomization; its uid."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from kubernetes import client
 
 from sandbox.githost.outside import OutsideClone
-from tests.e2e.conftest import FluxTenant, kill_process, start_process
+from tests.e2e.conftest import ApplierTenant, kill_process, start_process
 from tests.e2e.system import ALL, System
 from tests.integration.redis_server import RedisServer
 
@@ -83,7 +83,7 @@ class Actor:
 class Editor(Actor):
     """API edits of ConfigMaps; ``final`` is what each object should end as (None: deleted)."""
 
-    tenants: list[FluxTenant] = field(default_factory=list)
+    tenants: list[ApplierTenant] = field(default_factory=list)
     api: client.CoreV1Api | None = None
     count: int = 0
     kinds: dict[str, int] = field(default_factory=lambda: {"create": 0, "update": 0, "delete": 0})

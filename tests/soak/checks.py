@@ -32,7 +32,7 @@ import redis
 import yaml
 from rq import Queue
 
-from tests.e2e.conftest import FluxTenant, git
+from tests.e2e.conftest import ApplierTenant, FluxTenant, git
 
 #: How far above its start Redis's used_memory may end. What legitimately stays after a
 #: drain: finished rq jobs (kept RESULT_TTL_S, 10 minutes, ~2 KB each), outcome guards (a day,
@@ -42,11 +42,11 @@ from tests.e2e.conftest import FluxTenant, git
 MEMORY_BOUND = 2 * 1024 * 1024
 
 
-def folder(tenant: FluxTenant) -> str:
+def folder(tenant: ApplierTenant) -> str:
     return f"{tenant.tenant.path}/{tenant.ns}/configmaps"
 
 
-def git_objects(tenant: FluxTenant) -> dict[str, dict[str, str]]:
+def git_objects(tenant: ApplierTenant) -> dict[str, dict[str, str]]:
     """name -> data of every ConfigMap file in the tenant's folder at the tip (two git runs)."""
     bare = tenant.tenant.bare
     listed = git("ls-tree", "-r", "main", "--", folder(tenant), cwd=bare).splitlines()
@@ -68,7 +68,7 @@ def git_objects(tenant: FluxTenant) -> dict[str, dict[str, str]]:
     return found
 
 
-def cluster_objects(tenant: FluxTenant) -> dict[str, dict[str, str]]:
+def cluster_objects(tenant: ApplierTenant) -> dict[str, dict[str, str]]:
     """name -> data of every ConfigMap in the tenant's namespace."""
     items = tenant.system.core.list_namespaced_config_map(tenant.ns).items
     return {str(cm.metadata.name): dict(cm.data or {}) for cm in items}
@@ -118,12 +118,14 @@ def repeated_patches(bare: Path) -> int:
     return sum(n - 1 for n in per.values() if n > 1)
 
 
-def drained(tenants: list[FluxTenant], queue: Queue) -> list[str]:
+def drained(tenants: list[ApplierTenant], queue: Queue) -> list[str]:
     """What is still in flight: unacknowledged events, obligations, attempts; [] when quiet."""
     waiting = []
     for tenant in tenants:
         if tenant.events_handled() < 0:
             waiting.append(f"{tenant.ns}: events not all acknowledged")
+        if not isinstance(tenant, FluxTenant):
+            continue
         applier = tenant.obligations()
         if applier.owes() or applier.attempt is not None:
             waiting.append(f"{tenant.ns}: applier owed {sorted(applier.owes())}, {applier.attempt}")

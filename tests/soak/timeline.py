@@ -11,7 +11,7 @@ from collections.abc import Callable
 from kubernetes.client.exceptions import ApiException
 
 from sandbox.flux.activity import Record
-from tests.e2e.conftest import FluxTenant
+from tests.e2e.conftest import ApplierTenant
 from tests.soak.stamps import Stamp
 
 History = list[tuple[float, str, str, str, str | None]]
@@ -20,7 +20,7 @@ AROUND_S = 20.0
 
 
 def timeline(
-    tenant: FluxTenant,
+    tenant: ApplierTenant,
     name: str,
     *,
     history: History,
