@@ -3,9 +3,11 @@
 ``make chaos`` runs it for ``CHAOS_SECONDS`` (600); ``make test`` runs it for 120 s. Every
 process of the Procfile runs against the sandbox (tests/e2e/system.py) on a private
 redis-server with AOF and ``appendfsync always`` (what the product needs of Redis to lose
-nothing: docs/architecture.md "Redis persistence"). Three tenants, each a GitTarget whose
-applier is a Flux Kustomization and whose GitProvider has a GitHub receiver the Git host calls
-on every push. During the soak the actors of ``tests/soak/actors.py`` edit, push and kill;
+nothing: docs/architecture.md "Redis persistence"). Five tenants, each a GitProvider with a
+GitHub receiver the Git host calls on every push: three GitTargets with no applier, whose
+ConfigMaps are edited, and two whose applier is a Flux Kustomization, which get outside pushes
+(as all five do) that Flux is asked to apply (``APPLY_EDITS`` below).
+During the soak the actors of ``tests/soak/actors.py`` edit, push and kill;
 then every process and Redis run again, the soak waits (bounded) until every event is
 acknowledged, nothing is owed and Git matches, and checks what ``tests/soak/checks.py`` says.
 ``CHAOS_SEED`` replays a run's random choices; the seed is printed first.
