@@ -5,7 +5,7 @@ VENV    := .venv/.installed
 STORY   ?= both
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: venv lint test test-unit test-integration test-e2e bench demo sandbox clean
+.PHONY: venv lint test test-unit test-integration test-e2e bench chaos demo sandbox clean
 
 venv: $(VENV)
 $(VENV): pyproject.toml constraints.txt
@@ -37,6 +37,14 @@ test-e2e: $(VENV)
 
 bench: $(VENV)
 	scripts/with-redis $(PY) -m bench
+
+# The soak (tests/soak): CHAOS_SECONDS of API edits, outside pushes and webhooks while every
+# process and Redis (its own, with AOF) are SIGKILLed at random; prints its figures and seed
+# (CHAOS_SEED=<seed> replays the choices). `make test` runs a two-minute version.
+# CHAOS_APPLY_EDITS=1 has Flux apply the edited folder too (the apply race: see the test).
+CHAOS_SECONDS ?= 600
+chaos: $(VENV)
+	CHAOS_SECONDS=$(CHAOS_SECONDS) .venv/bin/pytest -q -s tests/soak
 
 # The sandbox alone, in the foreground: a Kubernetes API double and a Git host (Ctrl-C stops it).
 sandbox: $(VENV)

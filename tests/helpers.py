@@ -11,10 +11,14 @@ from collections.abc import Callable
 POLL_S = 0.05
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Return as soon as ``condition()`` holds; fail the test after ``timeout`` seconds."""
+def wait_until(
+    condition: Callable[[], bool], timeout: float, what: str, poll: float = POLL_S
+) -> None:
+    """Return as soon as ``condition()`` holds; fail the test after ``timeout`` seconds.
+
+    ``poll``: how often to look again, longer for a condition that costs processes to read."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(POLL_S)
+        time.sleep(poll)

@@ -63,11 +63,13 @@ def e2e_redis() -> Iterator[redis.Redis]:
 
 
 class Launcher:
-    """Starts systems for one module and stops them (and drops their keys) at its end."""
+    """Starts systems for one module and stops them (and drops their keys) at its end, on the
+    test Redis or the one at ``redis_url`` (``client`` must reach the same)."""
 
-    def __init__(self, root: Path, client: redis.Redis) -> None:
+    def __init__(self, root: Path, client: redis.Redis, redis_url: str | None = None) -> None:
         self._root = root
         self._client = client
+        self._redis_url = redis_url or Settings.from_env().redis_url
         self._running: list[tuple[Iterator[System], str]] = []
 
     def start(self, identities: Identities | None = None, **settings: str) -> System:
@@ -79,7 +81,7 @@ class Launcher:
         prefix = f"test:e2e:{uuid.uuid4().hex[:10]}"
         values = {"key_prefix": prefix, "apply_queue": f"{prefix}:apply", **settings}
         directory = self._root / prefix.rsplit(":", 1)[1]
-        runner = run_system_as(identities, directory, Settings.from_env().redis_url, ALL, values)
+        runner = run_system_as(identities, directory, self._redis_url, ALL, values)
         system = next(runner)
         self._running.append((runner, prefix))
         system.create(
@@ -531,6 +533,17 @@ class FluxTenants(Tenants):
             wait_until(lambda: flux.applied(tip), WAIT_S, f"Flux's first apply in {name}")
             tenant.wait_condition("ApplierConfigured", "True")
         return flux
+
+    def make_hooked(self, name: str) -> ApplierTenant:
+        """A tenant (``Tenants.make``) mirroring ConfigMaps, with no applier, whose GitHub
+        receiver the Git host calls on every push; returns once a worker owns its branch."""
+        tenant = self.make(
+            name, rules=[CONFIGMAPS], receiver={"type": "github", "secretRef": {"name": "webhook"}}
+        )
+        self.secret(name, "webhook", {"token": WEBHOOK_TOKEN})
+        tenant.wait_owned()
+        self._hook(tenant)
+        return ApplierTenant(tenant, str(tenant.target()["metadata"]["uid"]))
 
     def add_target(self, flux: FluxTenant, name: str, quiet: str, rule: dict[str, Any]) -> str:
         """Another GitTarget (and WatchRule) ``name`` on ``clusters/<ns>-<name>`` naming the

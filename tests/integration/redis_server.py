@@ -1,7 +1,9 @@
 """A private redis-server a test can stop, restart empty and flush (C8, C9, D2).
 
 Like ``scripts/with-redis``: loopback, a free port, nothing kept on disk, so a restart comes
-back empty, as a Redis without persistence does after a crash.
+back empty, as a Redis without persistence does after a crash. With ``aof=True`` it persists
+as the product needs Redis to (docs/architecture.md "Redis persistence": AOF, fsync before
+every reply), so a kill -9 and a start come back with every acknowledged write (the soak).
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ import redis
 
 from shared.store.connection import connect
 
-#: How long a started server may take to answer.
-START_S = 10.0
+#: How long a started server may take to answer (with AOF: to load its file too).
+START_S = 30.0
+#: What the product needs of Redis to lose nothing to a crash: every write appended and
+#: fsync'ed before Redis replies (``everysec`` may lose the last second of acknowledged writes).
+PERSISTENT = ("--appendonly", "yes", "--appendfsync", "always")
 
 
 def _free_port() -> int:
@@ -31,9 +36,10 @@ def _free_port() -> int:
 class RedisServer:
     """One redis-server process on a fixed port, started and stopped by the test."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, aof: bool = False) -> None:
         self.port = _free_port()
         self.directory = directory
+        self.aof = aof
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -44,7 +50,7 @@ class RedisServer:
         return connect(self.url, client_name="tests")
 
     def start(self) -> None:
-        """Start it (empty) and wait until it answers."""
+        """Start it (empty, or with its AOF's data) and wait until it answers."""
         self.directory.mkdir(parents=True, exist_ok=True)
         self._process = subprocess.Popen(
             [
@@ -55,8 +61,7 @@ class RedisServer:
                 str(self.port),
                 "--save",
                 "",
-                "--appendonly",
-                "no",
+                *(PERSISTENT if self.aof else ("--appendonly", "no")),
                 "--dir",
                 str(self.directory),
             ],
@@ -76,8 +81,12 @@ class RedisServer:
                 time.sleep(0.02)
         probe.close()
 
+    def running(self) -> bool:
+        """Whether it was started and has not been stopped (or died)."""
+        return self._process is not None and self._process.poll() is None
+
     def stop(self) -> None:
-        """Kill it (its data goes with it) and wait until it is gone."""
+        """Kill it (SIGKILL; its data goes with it unless ``aof``) and wait until it is gone."""
         if self._process is not None:
             self._process.kill()
             self._process.wait()
