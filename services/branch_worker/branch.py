@@ -112,7 +112,7 @@ class BranchLoop:
         self._steady_tick = steady_tick
         self._max_window = max_window  # Settings.max_window: a process setting, not a CRD's
         self._tip_read_at = clock()
-        #: Why the last push did not land, while the remote keeps refusing it (W3); None once
+        #: Why the last push did not land, while the remote keeps refusing it (T4); None once
         #: a push lands. The pass's job records it as the branch's stall, and while it is set
         #: the owner reads no new events (U1: they wait in the stream, one per object, instead
         #: of piling up in this process); its pending writes are retried every pass.
@@ -120,7 +120,7 @@ class BranchLoop:
 
     @property
     def stalled(self) -> bool:
-        """Every push attempt of the last flush was refused (U1, W3)."""
+        """Every push attempt of the last flush was refused (U1, T4)."""
         return self.push_refused is not None
 
     @property

@@ -44,7 +44,7 @@ BRANCH_FAILURES: tuple[type[Exception], ...] = (
     *REDIS_DOWN,
 )
 
-#: Reasons of a branch's stall on its GitTargets (W3): its pushes fail (the remote refuses
+#: Reasons of a branch's stall on its GitTargets (T4): its pushes fail (the remote refuses
 #: them, or a git call fails), or it cannot start at all.
 PUSH_FAILING, BRANCH_STALLED = "PushFailing", "BranchStalled"
 
@@ -181,7 +181,7 @@ class BranchJobs:
         return Result(bk, Outcome.STARTED, loop)
 
     def _note_stall(self, bk: BranchKey, reason: str, problem: str | None) -> None:
-        """Record the branch's stall for its GitTargets' status (W3), or clear it once a pass
+        """Record the branch's stall for its GitTargets' status (T4), or clear it once a pass
         succeeds; Redis is written only when the branch is (or was) stalled."""
         try:
             if problem is not None:

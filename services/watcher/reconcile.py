@@ -54,7 +54,7 @@ COMPONENT = "gitops-reverser-watcher"
 
 
 def branch_problems(stalls: Mapping[BranchKey, Stall]) -> dict[BranchKey, Problem]:
-    """Each stalled branch as its GitTargets show it: the reason, since when, the error (W3)."""
+    """Each stalled branch as its GitTargets show it: the reason, since when, the error (T4)."""
     return {
         bk: Problem(s.reason, f"since {rfc3339(s.since)}: {s.message}", permanent=False)
         for bk, s in stalls.items()

@@ -54,7 +54,7 @@ class World:
     clusters: Mapping[str, ClusterProviderView]
     cluster_states: Mapping[str, ClusterState]
     namespace_labels: Mapping[str, dict[str, str]]
-    #: Branches that cannot push or start, as their GitTargets show it (W3).
+    #: Branches that cannot push or start, as their GitTargets show it (T4).
     branch_stalls: Mapping[BranchKey, Problem] = field(default_factory=dict)
 
 

@@ -123,7 +123,7 @@ class TargetFindings:
     cluster_problem: Problem | None  # its ClusterProvider's problem, if any
     provider_problems: tuple[Problem, ...]  # its GitProvider's problems
     applier: Condition | None = None  # ApplierConfigured, written by whoever checks it
-    branch_stall: Problem | None = None  # its branch cannot push or start (W3), if so
+    branch_stall: Problem | None = None  # its branch cannot push or start (T4), if so
 
 
 def _refusal_reason(refusal: Mapping[str, str]) -> str:

@@ -1,4 +1,4 @@
-"""Branch health: a branch that cannot push or start, recorded for its GitTargets' status (W3).
+"""Branch health: a branch that cannot push or start, recorded for its GitTargets' status (T4).
 
 The branch worker records a stall when a pass over a branch fails (a push the remote keeps
 refusing, a git call that fails, a branch that cannot start) and clears it when a pass

@@ -28,7 +28,7 @@ class ConfigStore:
         self._keys = keys
 
     def branch_health(self) -> BranchHealth:
-        """The branches' standing stalls, over the same connection (W3)."""
+        """The branches' standing stalls, over the same connection (T4)."""
         return BranchHealth(self._r, self._keys)
 
     def publish_branch(self, config: BranchConfig) -> BranchKey:

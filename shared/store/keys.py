@@ -35,7 +35,7 @@ each does or does not expire:
   since ``watch_cursors`` matches it too).
 - ``branch:{bk}:stall``: hash of a branch's standing stall (reason, message, since), set by
   its branch worker while its passes fail and deleted when one succeeds or the branch is
-  retired (W3);
+  retired (T4);
   ``stalled-branches``: the set of branch keys with one, which the watcher reads each pass.
 - ``watcher:epoch``: a random value the watcher sets once and reads every pass; finding it
   gone or changed means Redis lost its data, so every config is published again (C8; no TTL).
@@ -66,11 +66,11 @@ class Keys:
 
     @property
     def stalled_branches(self) -> str:
-        """Set of branch keys with a standing stall (W3)."""
+        """Set of branch keys with a standing stall (T4)."""
         return self._k("stalled-branches")
 
     def branch_stall(self, bk: BranchKey) -> str:
-        """Hash of a branch's standing stall: reason, message, since (W3)."""
+        """Hash of a branch's standing stall: reason, message, since (T4)."""
         return self._k("branch", bk, "stall")
 
     @property

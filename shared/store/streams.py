@@ -7,7 +7,7 @@ reads new ones.
 A healthy branch's stream keeps every event, so that with ``commitWindow: 0s`` every write
 is its own commit even when edits come back to back (M6). A stalled branch's does not need
 to (U1): each event carries the whole object and the API value wins whole (M5), so an object's
-newest event is all that will ever be written. While a branch is recorded stalled (W3: its
+newest event is all that will ever be written. While a branch is recorded stalled (T4: its
 pushes are refused; ``stalled-branches``), or once its stream holds ``MAX_ENTRIES``,
 publishing an event deletes the object's previous entry, read or not, in the same Lua call
 (``branch:{bk}:latest`` maps each object to its newest entry); ``compact`` does the same for the

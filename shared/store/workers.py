@@ -11,7 +11,7 @@ from shared.store.keys import Keys
 from shared.store.leases import Lease
 
 # KEYS[1] lease, KEYS[2] the branch's GitTarget set, KEYS[3] the branch list, KEYS[4] the set
-# of stalled branches (W3), KEYS[5..] the branch's other keys; ARGV[1] "owner|token", ARGV[2]
+# of stalled branches (T4), KEYS[5..] the branch's other keys; ARGV[1] "owner|token", ARGV[2]
 # the branch key.
 # Deletes the branch only while the caller holds its lease and no GitTarget writes to it: the
 # watcher publishes a GitTarget together with its branch (ConfigStore.publish_served), so a
@@ -61,7 +61,7 @@ class WorkerRegistry:
 
     def retire(self, lease: Lease) -> bool:
         """Remove a branch no GitTarget writes to any more: its events (all of GitTargets that
-        are gone), notices, outcomes, state, settings, lease and stall (W3), its place in the
+        are gone), notices, outcomes, state, settings, lease and stall (T4), its place in the
         branch list and in the stalled-branch set, and the records of the appliers its owners
         kept obligations in (their GitTargets are gone, so nothing is owed any more). True if
         it was removed; False if the lease is lost or a GitTarget came back."""

@@ -373,8 +373,8 @@ def test_retire_removes_a_branch_without_targets_and_keeps_its_fence(
     assert left == []
     assert registry.branches() == []
     assert store.client.get(k.branch_fence(bk)) == str(lease.token), "tokens stay monotonic"
-    assert not store.client.exists(k.branch_stall(bk)), "W3: its stall went with it"
-    assert list(health.stalls()) == [other], "W3: out of the stalled set; others' stay"
+    assert not store.client.exists(k.branch_stall(bk)), "T4: its stall went with it"
+    assert list(health.stalls()) == [other], "T4: out of the stalled set; others' stay"
 
 
 def test_retire_removes_the_appliers_tracked_under_the_branch(store: StoreUnderTest) -> None:

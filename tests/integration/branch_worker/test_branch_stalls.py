@@ -1,4 +1,4 @@
-"""W3: a branch that cannot push or start is recorded as stalled, for its GitTargets' status.
+"""T4: a branch that cannot push or start is recorded as stalled, for its GitTargets' status.
 
 The remote is a real bare repository whose ``pre-receive`` hook declines every push (as a
 host's branch protection does); removing the hook fixes it. Also: a remote that does not

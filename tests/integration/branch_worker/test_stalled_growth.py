@@ -123,7 +123,7 @@ def test_a_branch_that_cannot_push_stays_bounded_and_goes_with_its_gittarget(
         _edit(site, "stuck", EDITS)
         _turn(worker, clock)
         assert worker.loops[bk].stalled
-        assert site.stores.health.stalls()[bk].reason == "PushFailing"  # W3
+        assert site.stores.health.stalls()[bk].reason == "PushFailing"  # T4
         _, uid = site.repos["stuck"]
         config = site.stores.configs.target(uid)
         assert config is not None
@@ -134,7 +134,7 @@ def test_a_branch_that_cannot_push_stays_bounded_and_goes_with_its_gittarget(
         assert bk not in worker.loops
         keys = sorted(str(k) for k in site.client.scan_iter(f"{site.prefix}:branch:{bk}:*"))
         assert keys == [f"{site.prefix}:branch:{bk}:fence"]
-        assert site.stores.health.stalls() == {}, "W3: the stall went with the branch"
+        assert site.stores.health.stalls() == {}, "T4: the stall went with the branch"
         assert bk not in site.stores.registry.branches()
         tried = refusals.read_text().count("refused")
         for _ in range(3):

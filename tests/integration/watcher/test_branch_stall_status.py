@@ -1,4 +1,4 @@
-"""W3: a branch that cannot push shows on its GitTargets, as ``kubectl get gittargets`` shows
+"""T4: a branch that cannot push shows on its GitTargets, as ``kubectl get gittargets`` shows
 them, within a reconcile pass; and stops showing once a push lands.
 
 The whole path runs: the watcher (``--burst`` passes) over the sandbox's Kubernetes API, a
@@ -82,7 +82,7 @@ def _table(rig: Rig, ns: str) -> dict[str, dict[str, Any]]:
 def test_a_stalled_branch_shows_on_its_gittarget_until_a_push_lands(
     rig: Rig, tmp_path: Path, protected: tuple[str, Path]
 ) -> None:
-    """Fails with the watcher before W3 (services/watcher/reconcile.py and targets.py as of
+    """Fails with the watcher before T4 (services/watcher/reconcile.py and targets.py as of
     948f031^, checked): the GitTarget stayed Ready=True Succeeded while every push of its
     branch was declined."""
     url, hook = protected

@@ -1,4 +1,4 @@
-"""docs/crds.md "When its branch cannot push" (W3) states what the code does: its reasons are
+"""docs/crds.md "When its branch cannot push" (T4) states what the code does: its reasons are
 the ones the branch worker records, and its figures are the code's constants."""
 
 from __future__ import annotations
