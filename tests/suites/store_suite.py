@@ -84,9 +84,11 @@ def _edit(name: str, value: str) -> ObjectEvent:
 
 
 def test_an_objects_newer_event_replaces_its_unread_one(store: StoreUnderTest) -> None:
-    """U1: the stream holds one entry per object, its newest, however often it changes."""
+    """U1: a stalled branch's stream holds one entry per object, its newest, however often it
+    changes (a healthy branch's keeps every event: M6)."""
     events = EventStream(store.client, store.keys)
     events.ensure_group(BK)
+    store.client.sadd(store.keys.stalled_branches, BK)  # as BranchHealth.stalled records it
     for i in range(50):
         events.publish(BK, _edit("busy", str(i)))
     events.publish(BK, _event("other"))
@@ -100,9 +102,11 @@ def test_an_objects_newer_event_replaces_its_unread_one(store: StoreUnderTest) -
 
 def test_a_read_entry_replaced_meanwhile_is_not_claimed_again(store: StoreUnderTest) -> None:
     """U1, M8: an owner read an object's event and died before pushing it; a newer event of the
-    object replaced it, so the next owner gets the newer one only, and nothing is lost."""
+    object replaced it (the branch is stalled), so the next owner gets the newer one only, and
+    nothing is lost."""
     events = EventStream(store.client, store.keys)
     events.ensure_group(BK)
+    store.client.sadd(store.keys.stalled_branches, BK)
     events.publish(BK, _edit("busy", "1"))
     events.publish(BK, _event("other"))
     held = events.read(BK, "dead-worker", count=10, block_ms=None)
