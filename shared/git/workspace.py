@@ -116,7 +116,15 @@ class Workspace:
         return str(self._repo.git.rev_parse(remote_ref))
 
     def reset(self, tip: str | None) -> None:
-        """Make the work tree exactly ``tip`` (or an empty tree when the branch is new)."""
+        """Make the work tree exactly ``tip`` (or an empty tree when the branch is new); a git
+        failure is a ``GitTemporary`` (the pass gives the branch back), never a raw error that
+        would stop the process."""
+        try:
+            self._reset(tip)
+        except git.GitCommandError as err:
+            raise GitTemporary(f"reset to {tip or 'an empty tree'} failed: {err.stderr}") from err
+
+    def _reset(self, tip: str | None) -> None:
         self._real_dirs.clear()
         self._written = 0
         self._expected.clear()

@@ -247,3 +247,14 @@ def test_the_root_folder_is_the_work_tree(tmp_path: Path, bare: Path) -> None:
     assert ws.files(".") == ["team/cm.yaml"]
     assert not ws.leads_elsewhere(".")
     assert ws.commit("root", DEFAULT_COMMITTER, paths=(".",)) is not None
+
+
+def test_a_reset_git_cannot_make_is_temporary_not_a_raw_git_error(
+    tmp_path: Path, bare: Path
+) -> None:
+    """T4: a git failure in a reset (here a tip the clone does not hold) gives the branch back
+    as ``GitTemporary``; a raw GitCommandError escaped the pass and stopped the process."""
+    ws = _workspace(tmp_path, bare)
+    ws.fetch()
+    with pytest.raises(GitTemporary, match="reset to 0123456789"):
+        ws.reset("0123456789abcdef0123456789abcdef01234567")
