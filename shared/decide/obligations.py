@@ -35,13 +35,25 @@ def owe_catch_up(applier: Applier, commit: str, uids: Iterable[str]) -> Applier:
 
 
 def owe_refusal(applier: Applier, uid: str, consents: bool) -> Applier:
-    """A5: a Refusal is owed only while the GitTarget consents (onRefusal: Reapply)."""
-    return replace(applier, refusals=applier.refusals | {uid}) if consents else applier
+    """A5: a Refusal is owed only while the GitTarget consents (onRefusal: Reapply).
+
+    A GitTarget refused again while an attempt carrying its Refusal is out is remembered
+    apart: the applier may have applied before this edit, so that attempt's Delivered must
+    leave it owed (A4 clears only what the request covered)."""
+    if not consents:
+        return applier
+    attempt = applier.attempt
+    again = applier.refused_again
+    if attempt is not None and uid in attempt.reasons.get("Refusal", frozenset()):
+        again = again | {uid}
+    return replace(applier, refusals=applier.refusals | {uid}, refused_again=again)
 
 
 def cancel_refusal(applier: Applier, uid: str) -> Applier:
     """A5: a GitTarget that recovered or withdrew consent cancels its own Refusal."""
-    return replace(applier, refusals=applier.refusals - {uid})
+    return replace(
+        applier, refusals=applier.refusals - {uid}, refused_again=applier.refused_again - {uid}
+    )
 
 
 def keep_live(applier: Applier, live: Iterable[str]) -> Applier:
@@ -51,6 +63,7 @@ def keep_live(applier: Applier, live: Iterable[str]) -> Applier:
         applier,
         foreign_uids=applier.foreign_uids & alive,
         refusals=applier.refusals & alive,
+        refused_again=applier.refused_again & alive,
         catch_up_uids=applier.catch_up_uids & alive,
         quiet_periods={u: p for u, p in applier.quiet_periods.items() if u in alive},
     )
@@ -124,7 +137,7 @@ def on_outcome(
     attempt = applier.attempt
     if attempt is None or attempt.token != token:
         return applier
-    cleared = replace(applier, attempt=None)
+    cleared = replace(applier, attempt=None, refused_again=frozenset())
     if outcome == "Stale":
         return cleared  # decided again at the next quiet moment, no backoff
     if outcome == "Failed":
@@ -132,10 +145,14 @@ def on_outcome(
         delay = min(BACKOFF_BASE_S * 2 ** (failures - 1), BACKOFF_CAP_S)
         return replace(cleared, failures=failures, next_try_at=now + delay)
     covered = dropped if outcome == "NothingToAsk" else attempt.reasons
-    return _clear(replace(cleared, failures=0, next_try_at=0.0), attempt, covered)
+    again = applier.refused_again
+    return _clear(replace(cleared, failures=0, next_try_at=0.0), attempt, covered, again)
 
 
-def _clear(applier: Applier, attempt: Attempt, reasons: Iterable[Reason]) -> Applier:
+def _clear(
+    applier: Applier, attempt: Attempt, reasons: Iterable[Reason], again: frozenset[str]
+) -> Applier:
+    """Clear what the attempt covered; ``again``: GitTargets refused again while it was out."""
     for reason in reasons:
         if reason == "ForeignCommit" and applier.foreign_commit == attempt.commit:
             applier = replace(applier, foreign_commit=None, foreign_uids=frozenset())
@@ -143,7 +160,8 @@ def _clear(applier: Applier, attempt: Attempt, reasons: Iterable[Reason]) -> App
             applier = replace(applier, catch_up=None, catch_up_uids=frozenset())
         elif reason == "Refusal":
             held = attempt.reasons.get("Refusal", frozenset())
-            applier = replace(applier, refusals=applier.refusals - held)
+            kept = held & again
+            applier = replace(applier, refusals=applier.refusals - (held - kept))
     return applier
 
 

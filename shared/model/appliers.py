@@ -66,6 +66,9 @@ class Applier:
     foreign_commit: str | None = None
     foreign_uids: frozenset[str] = frozenset()
     refusals: frozenset[str] = frozenset()
+    #: GitTargets refused again while an attempt covering their Refusal was out: that apply may
+    #: have run before the new edit, so its Delivered must not clear them (A4, A5).
+    refused_again: frozenset[str] = frozenset()
     catch_up: str | None = None  # the commit of our latest push still to be caught up
     catch_up_uids: frozenset[str] = frozenset()
     attempt: Attempt | None = None
@@ -96,6 +99,7 @@ class Applier:
             "foreign_commit": self.foreign_commit,
             "foreign_uids": sorted(self.foreign_uids),
             "refusals": sorted(self.refusals),
+            "refused_again": sorted(self.refused_again),
             "catch_up": self.catch_up,
             "catch_up_uids": sorted(self.catch_up_uids),
             "failures": self.failures,
@@ -115,6 +119,7 @@ class Applier:
             foreign_commit=data["foreign_commit"],
             foreign_uids=frozenset(data["foreign_uids"]),
             refusals=frozenset(data["refusals"]),
+            refused_again=frozenset(data.get("refused_again", ())),
             catch_up=data["catch_up"],
             catch_up_uids=frozenset(data["catch_up_uids"]),
             attempt=Attempt.from_data(raw) if raw else None,

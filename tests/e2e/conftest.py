@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 import redis
+from _pytest.nodes import Item
+from _pytest.runner import CallInfo
 from kubernetes import watch
 from kubernetes.client import V1ObjectMeta, V1Secret
 from rq.job import Job
@@ -38,7 +40,7 @@ from shared.store.branch_state import BranchState, BranchStates
 from shared.store.connection import connect
 from shared.store.keys import Keys
 from shared.store.watches import WatchAddress, WatchState
-from tests.e2e.system import ALL, GROUP, System, git, run_system_as
+from tests.e2e.system import ALL, GROUP, RUNNING_LOGS, System, git, run_system_as
 from tests.helpers import wait_until
 
 VERSION = "v1alpha1"
@@ -581,3 +583,21 @@ class FluxTenants(Tenants):
 
         wait_until(lambda: bool(webhook_path()), WAIT_S, "the GitProvider's webhook path")
         self.system.hook(tenant.repo, webhook_path(), "github", "json", WEBHOOK_TOKEN)
+
+
+#: How much of each process log a failing test shows.
+LOG_TAIL_LINES = 80
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: Item, call: CallInfo[None]) -> Iterator[None]:
+    """A failing e2e test carries the tail of every running process's log in its report, so
+    a failure on a CI machine can be read afterwards (the logs' folder is gone by then)."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when != "call" or not report.failed:
+        return
+    for folder in RUNNING_LOGS:
+        for log in sorted(folder.glob("*.log")):
+            lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+            report.sections.append((f"log tail: {log.name}", "\n".join(lines)))

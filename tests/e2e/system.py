@@ -88,6 +88,10 @@ class System:
         self.sbx.stop()
 
 
+#: Log folders of the systems running now, newest last: a failing test shows their tails.
+RUNNING_LOGS: list[Path] = []
+
+
 def run_system(
     directory: Path, redis_url: str, processes: tuple[str, ...] = ALL, **settings: str
 ) -> Iterator[System]:
@@ -112,8 +116,10 @@ def run_system_as(
     env.update({f"GITOPS_REVERSER_{k.upper()}": v for k, v in settings.items()})
     procs = Processes(env, directory / "logs")
     system = System(directory, sbx, env, port, procs)
+    RUNNING_LOGS.append(directory / "logs")
     try:
         procs.start(processes)
         yield system
     finally:
+        RUNNING_LOGS.remove(directory / "logs")
         system.stop()

@@ -140,6 +140,34 @@ def test_an_outcome_for_another_token_changes_nothing() -> None:
     assert on_outcome(out, "t-old", "Delivered", 2.0) == out
 
 
+def test_a_refusal_made_while_its_refusal_is_out_survives_that_delivery() -> None:
+    """A4, A5: an edit refused while a Refusal for the same GitTarget is out may come after the
+    applier applied (the apply cannot have reverted it), so that Delivered leaves it owed and
+    the next quiet moment asks again; a refusal made before the request is cleared."""
+    applier = owe_refusal(KS, "u1", consents=True)
+    ask = decide(applier, QUIET, 1.0)
+    assert isinstance(ask, Ask)
+    out = owe_refusal(sent(applier, ask, "t1", 1.0, DEADLINE_S), "u1", consents=True)
+    assert out.refused_again == {"u1"}
+    done = on_outcome(out, "t1", "Delivered", 2.0)
+    assert done.refusals == {"u1"} and done.refused_again == frozenset()
+    again = decide(done, QUIET, 3.0)
+    assert isinstance(again, Ask) and again.reasons == {"Refusal": frozenset({"u1"})}
+    second = on_outcome(sent(done, again, "t2", 3.0, DEADLINE_S), "t2", "Delivered", 4.0)
+    assert second.owes() == {}
+
+
+def test_a_refusal_again_is_kept_through_json_and_dropped_by_recovery() -> None:
+    """A5: the record survives a restart of its owner; a recovery cancels it with the rest."""
+    applier = owe_refusal(KS, "u1", consents=True)
+    ask = decide(applier, QUIET, 1.0)
+    assert isinstance(ask, Ask)
+    out = owe_refusal(sent(applier, ask, "t1", 1.0, DEADLINE_S), "u1", consents=True)
+    assert Applier.from_json(out.to_json()) == out
+    assert cancel_refusal(out, "u1").refused_again == frozenset()
+    assert keep_live(out, []).refused_again == frozenset()
+
+
 def test_refusal_needs_consent_and_is_cancelled_by_recovery() -> None:
     assert owe_refusal(KS, "u1", consents=False).refusals == frozenset()
     owed = owe_refusal(KS, "u1", consents=True)
@@ -184,6 +212,7 @@ _steps = st.lists(
 def test_random_sequences_keep_the_invariants(steps: list[tuple[str, object]], kind: str) -> None:
     applier = Applier(kind, quiet_periods={"u1": 30.0})  # type: ignore[arg-type]
     branch, now, tokens = QUIET, 0.0, 0
+    refused_since_sent = False  # a consented refusal made while an attempt was out
     for step, arg in steps:
         before_attempt = applier.attempt
         if step == "foreign":
@@ -194,11 +223,15 @@ def test_random_sequences_keep_the_invariants(steps: list[tuple[str, object]], k
             branch = replace(branch, tip=str(arg), last_write_at=now)
         elif step == "refuse":
             applier = owe_refusal(applier, "u1", consents=bool(arg))
+            refused_since_sent = refused_since_sent or bool(arg and applier.attempt)
         elif step == "write":
             branch = replace(branch, pending_total=1 if arg else 0, last_write_at=now)
         elif step == "outcome" and applier.attempt:
             failures = applier.failures
             applier = on_outcome(applier, applier.attempt.token, arg, now)  # type: ignore[arg-type]
+            if refused_since_sent:
+                assert "u1" in applier.refusals, "an outcome never clears a later refusal"
+            refused_since_sent = False
             if arg == "Stale":
                 assert applier.failures == failures, "a Stale outcome never backs off"
         elif step == "tick":
@@ -212,6 +245,7 @@ def test_random_sequences_keep_the_invariants(steps: list[tuple[str, object]], k
             assert kind == "Kustomization" or "CatchUp" not in decision.reasons
             tokens += 1
             applier = sent(applier, decision, f"t{tokens}", now, DEADLINE_S)
+            refused_since_sent = False
         elif before_attempt is not None and applier.attempt is not None:
             assert (
                 applier.attempt == before_attempt or applier.attempt.token != before_attempt.token
