@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import redis
+from kubernetes import client
 
 from shared.kube.flux import REQUESTED_AT
 from shared.model.ids import GitTargetUid
@@ -85,13 +86,12 @@ def test_consent_withdrawn_while_the_branch_is_busy_sends_no_refusal(
     since = flux.resource_version()
     stamped = flux.kustomization()["metadata"].get("annotations", {}).get(REQUESTED_AT)
     states = BranchStates(flux.tenant.client, flux.tenant.keys)
-    flux.system.core.create_namespaced_config_map(
-        name, {"metadata": {"name": "busy"}, "data": {"a": "1"}}
-    )
-    wait_until(lambda: states.read(flux.tenant.bk).windows_open, WAIT_S, "a window to open")
+    busy = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="busy"), data={"a": "1"})
+    flux.system.core.create_namespaced_config_map(name, busy)
+    wait_until(lambda: states.read(flux.tenant.bk).windows_open > 0, WAIT_S, "a window to open")
     edited = base64.b64encode(b"edited").decode()
     flux.system.core.patch_namespaced_secret("token", name, {"data": {"password": edited}})
-    wait_until(lambda: flux.obligations().refusals, WAIT_S, "the Refusal to be owed")
+    wait_until(lambda: bool(flux.obligations().refusals), WAIT_S, "the Refusal to be owed")
     assert len(flux.requests()) == asked_before, "nothing is asked while the window is open"
     flux.system.custom.patch_namespaced_custom_object(
         GROUP, VERSION, name, "gittargets", "gt", {"spec": {"onRefusal": "None"}}
