@@ -161,6 +161,7 @@ class ApplierDesk:
         step = partial(
             consider,
             periods=periods,
+            refusing=self._refusing(targets),
             branch=view,
             now=now,
             token=token,
@@ -173,6 +174,12 @@ class ApplierDesk:
         elif decision.until is not None:
             self._wake_by(decision.until)
         return list(after.owes())
+
+    def _refusing(self, targets: list[TargetConfig]) -> set[str]:
+        """S1/A5 at the decision: the GitTargets that consent now (``onRefusal: Reapply`` as
+        the watcher last published it) and whose refusal of an edit still stands."""
+        consenting = [t.uid for t in targets if t.consents]
+        return {str(uid) for uid in self._configs.refusing(consenting)} if consenting else set()
 
     def _send(
         self, ref: ApplierRef, ask: Ask, token: str, now: float, webhook: WebhookEndpoint | None

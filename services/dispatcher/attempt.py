@@ -52,6 +52,9 @@ class Ports:
     pause: Callable[[float], None]
     handled_timeout_s: float = 300.0
     poll_s: float = 1.0
+    #: The objects the watches feeding the branch have not published yet (D3, issue 11;
+    #: ``services.dispatcher.mirrored.behind``); tests that run no watcher leave it empty.
+    behind: Callable[[ApplyRequest], list[str]] = lambda _request: []
 
 
 def run(request: ApplyRequest, ports: Ports) -> AttemptOutcome:
@@ -116,8 +119,11 @@ def _read_and_request(
         return _outcome(request, "Failed", pending.message, dropped, ports)
     if isinstance(pending, Busy):
         return pending
+    # In this order: what the API holds against what the watches published, then what the
+    # branch has not pushed of it, then the tip. An edit after the list is the apply window's.
+    late = ports.behind(request)
     state = ports.branch_state(request.branch_key)
-    why = stale_reason(request.commit, ports.tip(request), state.view())
+    why = stale_reason(request.commit, ports.tip(request), state.view(), late)
     if why:
         return _outcome(request, "Stale", why, dropped, ports)
     asked = pending.request(reasons, request.token)

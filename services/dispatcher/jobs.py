@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from services.dispatcher import attempt as attempts
 from services.dispatcher import metrics
 from services.dispatcher.facts import target_views
+from services.dispatcher.mirrored import behind
 from shared.git.credentials import resolved_once
 from shared.git.remote import ls_remote
 from shared.kube.api import KubeClient
@@ -32,6 +33,7 @@ from shared.store.config import ConfigStore
 from shared.store.connection import Client, connect
 from shared.store.keys import Keys
 from shared.store.ledger import Ledger
+from shared.store.watches import WatchState
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,7 @@ class Context:
     configs: ConfigStore
     ledger: Ledger
     clusters: ClientFactory
+    watches: WatchState
 
     @classmethod
     def build(cls, settings: Settings, client: Client, clusters: ClientFactory) -> Context:
@@ -56,6 +59,7 @@ class Context:
             ConfigStore(client, keys),
             Ledger(client, keys),
             clusters,
+            WatchState(client, keys),
         )
 
 
@@ -110,6 +114,9 @@ def ports(ctx: Context) -> attempts.Ports:
         for view in target_views(request, reader).values():
             writer.record_event(GIT_TARGETS, view.meta, "Normal", "ApplyRequested", message)
 
+    def late(request: ApplyRequest) -> list[str]:
+        return behind(BranchKey(request.branch_key), ctx.configs, ctx.watches, cluster_for)
+
     return attempts.Ports(
         reader,
         cluster_for,
@@ -118,6 +125,7 @@ def ports(ctx: Context) -> attempts.Ports:
         stamped,
         time.time,
         _pause,
+        behind=late,
     )
 
 

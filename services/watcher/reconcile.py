@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from services.watcher.applier_status import ApplierStatus
@@ -27,7 +27,7 @@ from services.watcher.rules import reconcile_rules
 from services.watcher.status import StatusPublisher
 from services.watcher.targets import TargetReconciler, World, verdict_of
 from shared.decide.conditions import Problem
-from shared.decide.watches import WatchKey, WatchSpec, desired_watches
+from shared.decide.watches import ServedTarget, WatchKey, WatchSpec, desired_watches
 from shared.kube.api import KubeClient
 from shared.kube.clients import ClientFactory
 from shared.kube.crds import CrdReader
@@ -45,7 +45,7 @@ from shared.store.branch_health import Stall
 from shared.store.config import ConfigStore
 from shared.store.ledger import Ledger
 from shared.store.receivers import ReceiverDirectory
-from shared.store.watches import WatchState
+from shared.store.watches import WatchFeed, WatchState
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +118,8 @@ class Reconciler:
         self._targets = TargetReconciler(config, state, self._status, self._checker)
         self._health = config.branch_health()
         self._state = state
+        #: The watches each GitTarget was last published with (``_publish_feeds``).
+        self._feeds: dict[GitTargetUid, set[WatchFeed]] = {}
         #: The marker of Redis's data as the last pass read it (C8); None before the first.
         self._epoch: str | None = None
         self._applier_status = ApplierStatus(writer, appliers.ledger)
@@ -161,7 +163,34 @@ class Reconciler:
         catalogs = {name: s.catalog for name, s in states.items() if s.catalog is not None}
         clients = {name: s.cluster.client for name, s in states.items() if s.cluster is not None}
         desired = desired_watches(served, snap.rules, catalogs, self._started)
+        self._publish_feeds(served, desired)
         return Plan(desired, clients, frozenset(t.meta.uid for t in snap.targets))
+
+    def _publish_feeds(
+        self, served: Sequence[ServedTarget], desired: Mapping[WatchKey, WatchSpec]
+    ) -> None:
+        """Record which watches feed each served GitTarget's branch, for the dispatcher's last
+        check before it stamps (D3, issue 11); only what changed since the last pass."""
+        feeds: dict[GitTargetUid, list[WatchFeed]] = {
+            GitTargetUid(s.target.uid): [] for s in served
+        }
+        for key, spec in desired.items():
+            r = spec.resource
+            feed = WatchFeed(
+                GitTargetUid(key.uid),
+                r.group,
+                r.version,
+                r.resource,
+                r.kind,
+                key.namespace,
+                spec.cluster,
+            )
+            feeds.setdefault(GitTargetUid(key.uid), []).append(feed)
+        changed = {
+            uid: listed for uid, listed in feeds.items() if self._feeds.get(uid) != set(listed)
+        }
+        self._state.publish_feeds(changed)
+        self._feeds = {uid: set(listed) for uid, listed in feeds.items()}
 
     def _check_epoch(self) -> None:
         """C8: Redis came back empty (or was flushed) since the last pass: forget what this
@@ -170,6 +199,7 @@ class Reconciler:
         if self._epoch is not None and epoch != self._epoch:
             logger.warning("Redis lost the published configs; publishing them again")
             self._targets.forget_published()
+            self._feeds = {}
         self._epoch = epoch
 
     def forget_gone(self, live: frozenset[str], busy: set[GitTargetUid]) -> list[GitTargetUid]:

@@ -56,6 +56,14 @@ def cancel_refusal(applier: Applier, uid: str) -> Applier:
     )
 
 
+def keep_consented(applier: Applier, refusing: Iterable[str]) -> Applier:
+    """S1/A5 at the decision: a Refusal stays owed only to the GitTargets in ``refusing``,
+    those that still consent (``onRefusal: Reapply``) and whose refusal still stands; the
+    others' are dropped without being sent. The attempt out keeps its own reasons: the
+    dispatcher checks consent again before it asks (D2)."""
+    return replace(applier, refusals=applier.refusals & frozenset(refusing))
+
+
 def keep_live(applier: Applier, live: Iterable[str]) -> Applier:
     """A5: obligations owed to GitTarget incarnations that are gone are dropped."""
     alive = frozenset(live)
@@ -177,17 +185,21 @@ def consider(
     applier: Applier,
     *,
     periods: Mapping[str, float],
+    refusing: Iterable[str],
     branch: BranchView,
     now: float,
     token: str,
     deadline_s: float,
 ) -> tuple[Applier, Ask | Wait]:
-    """One wake of the branch's owner for one applier (A2-A5): hand back an overdue attempt,
-    keep only the GitTargets still naming it (``periods``: uid -> its quietPeriod), decide,
-    and record the attempt when the decision is to ask, under ``token``."""
-    applier = replace(
-        hand_back_if_overdue(keep_live(applier, periods), now), quiet_periods=dict(periods)
-    )
+    """One wake of the branch's owner for one applier (A2-A5, S1): hand back an overdue
+    attempt, keep only the GitTargets still naming it (``periods``: uid -> its quietPeriod)
+    and the Refusals of those still ``refusing`` (consenting, with a refusal standing), decide,
+    and record the attempt when the decision is to ask, under ``token``.
+
+    A GitTarget whose Refusal is dropped here keeps what else it is owed: a CatchUp that rode
+    along with the Refusal now waits its own quiet period, as it would have alone."""
+    live = keep_consented(keep_live(applier, periods), refusing)
+    applier = replace(hand_back_if_overdue(live, now), quiet_periods=dict(periods))
     decision = decide(applier, branch, now)
     if isinstance(decision, Ask):
         return sent(applier, decision, token, now, deadline_s), decision

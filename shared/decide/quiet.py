@@ -10,7 +10,9 @@ needs the time the wait ends, not only whether it has.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +24,10 @@ class BranchView:
     pending_total: int
     push_in_flight: bool
     last_write_at: float
+    #: Events in the branch's stream not yet acknowledged: read and not pushed, or not read
+    #: at all. An event the owner has not read yet is an API edit on its way to Git that no
+    #: window or pending count shows (issue 11, the apply race while mirroring lags).
+    unacked: int = 0
 
 
 def busy_reasons(branch: BranchView) -> tuple[str, ...]:
@@ -33,6 +39,8 @@ def busy_reasons(branch: BranchView) -> tuple[str, ...]:
         reasons.append(f"{branch.pending_total} write(s) pending")
     if branch.push_in_flight:
         reasons.append("a push in flight")
+    if branch.unacked:
+        reasons.append(f"{branch.unacked} event(s) in the stream not yet pushed")
     return tuple(reasons)
 
 
@@ -41,16 +49,53 @@ def is_quiet(branch: BranchView) -> bool:
     return not busy_reasons(branch)
 
 
-def stale_reason(commit: str, tip: str | None, branch: BranchView) -> str | None:
+def stale_reason(
+    commit: str, tip: str | None, branch: BranchView, behind: Sequence[str] = ()
+) -> str | None:
     """D3: why a request decided at ``commit`` may not be stamped now, or None when it may.
 
     ``tip`` is the remote tip read just now (ls-remote), not the branch's published one: the
     request is stale when the branch moved since it was decided, or when writes that would
-    move it again are on their way (Q3, Q4).
+    move it again are on their way (Q3, Q4). ``behind`` names the watches feeding the branch
+    that have not yet published what the API holds (``unmirrored``, read before ``branch``
+    and ``tip``): an API edit the watcher has not seen is a write on its way too, and an apply
+    now would revert it (issue 11: an edit made while the watcher was down).
     """
+    if behind:
+        shown = ", ".join(behind[:3]) + (" ..." if len(behind) > 3 else "")
+        return f"the watches have not mirrored the API yet: {shown}"
     if tip != commit:
         return f"the branch tip moved to {tip or 'nothing'}"
     busy = busy_reasons(branch)
     if busy:
         return f"writes are pending on the branch: {', '.join(busy)}"
     return None
+
+
+def unmirrored(
+    listed: Iterable[Mapping[str, Any]], known: Mapping[str, tuple[str, str]]
+) -> list[str]:
+    """D3 (issue 11): the objects of one watch whose API state the watcher has not published.
+
+    ``listed`` are the objects the API lists now in the watch's namespace; ``known`` is what
+    the watch recorded after publishing (name -> (uid, resourceVersion)). The watch is caught
+    up when every listed object is known at its uid and resourceVersion, and every known
+    object is still listed; an object being deleted (``deletionTimestamp``) was published as
+    a DELETE, so it counts as caught up only once the watch has let it go. Comparing objects,
+    not the list's resourceVersion with the cursor, needs no ordering of resourceVersions (they
+    are opaque) and no bookmark from a watch whose own objects did not change.
+    """
+    late: list[str] = []
+    seen: set[str] = set()
+    for obj in listed:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        seen.add(name)
+        if meta.get("deletionTimestamp"):
+            if name in known:
+                late.append(name)
+            continue
+        if known.get(name) != (str(meta.get("uid", "")), str(meta.get("resourceVersion", ""))):
+            late.append(name)
+    late.extend(sorted(set(known) - seen))
+    return late

@@ -69,6 +69,9 @@ class BranchState:
     tip_read_at: float | None  # when ls-remote last read the tip (Q7)
     foreign_tip: str | None  # the latest commit found that we did not push (Q6)
     foreign_at: float | None
+    #: Events in the branch's stream not yet acknowledged (read and unpushed, or unread): an
+    #: acknowledged event is deleted from the stream, so this is its length.
+    unacked: int = 0
 
     @property
     def pending_total(self) -> int:
@@ -83,6 +86,7 @@ class BranchState:
             pending_total=self.pending_total,
             push_in_flight=self.push_in_flight,
             last_write_at=self.last_write_at,
+            unacked=self.unacked,
         )
 
 
@@ -153,8 +157,12 @@ class BranchStates:
             raise FencedOff(f"branch {lease.branch}: token {lease.token} is no longer current")
 
     def read(self, bk: BranchKey) -> BranchState:
-        """The branch's state as published (defaults when nothing was)."""
-        raw: dict[str, str] = self._r.hgetall(self._keys.branch_state(bk))  # type: ignore[assignment]
+        """The branch's state as published (defaults when nothing was), with the length of its
+        events stream read in the same round trip."""
+        pipe = self._r.pipeline(transaction=True)
+        pipe.hgetall(self._keys.branch_state(bk))
+        pipe.xlen(self._keys.branch_events(bk))
+        raw, unacked = pipe.execute()
         return BranchState(
             observed_tip=raw.get(_TIP) or None,
             ours=tuple(json.loads(raw.get(_OURS) or "[]")),
@@ -165,6 +173,7 @@ class BranchStates:
             tip_read_at=_optional_float(raw.get(_TIP_READ_AT)),
             foreign_tip=raw.get(_FOREIGN_TIP) or None,
             foreign_at=_optional_float(raw.get(_FOREIGN_AT)),
+            unacked=int(unacked),
         )
 
 

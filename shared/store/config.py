@@ -19,6 +19,10 @@ from shared.model.ids import BranchKey, GitTargetUid
 from shared.store.branch_health import BranchHealth
 from shared.store.keys import Keys
 
+#: Refusal slots that record no refused edit: a commit template the worker could not use (T4)
+#: makes the commit anyway, so nothing is owed a Refusal for it (A5).
+NOT_AN_EDIT = frozenset({"template"})
+
 
 class ConfigStore:
     """Publish (watcher) and read (branch worker) branch and GitTarget settings."""
@@ -154,6 +158,17 @@ class ConfigStore:
             for uid, raw in zip(uids, raws, strict=True)
         }
         return {uid: refusal for uid, refusal in found.items() if refusal is not None}
+
+    def refusing(self, uids: Sequence[GitTargetUid]) -> set[GitTargetUid]:
+        """The GitTargets among ``uids`` whose refusal of an edit still stands (A5), in one
+        round trip."""
+        pipe = self._r.pipeline(transaction=False)
+        for uid in uids:
+            pipe.hgetall(self._keys.target(uid))
+        raws = pipe.execute() if uids else []
+        return {
+            uid for uid, raw in zip(uids, raws, strict=True) if set(_refusals(raw)) - NOT_AN_EDIT
+        }
 
     def refusal(self, uid: GitTargetUid) -> dict[str, str] | None:
         """The GitTarget's first standing refusal, if any (what GitPathAccepted reports)."""

@@ -11,7 +11,7 @@ GitTarget that was deleted while it was down.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import redis
@@ -56,6 +56,39 @@ class WatchAddress:
     uid: GitTargetUid
     group_resource: str
     namespace: str
+
+
+@dataclass(frozen=True, slots=True)
+class WatchFeed:
+    """A watch that feeds a GitTarget's branch, as the dispatcher needs it to list what the
+    watch follows and compare with what it published (D3, issue 11)."""
+
+    uid: GitTargetUid
+    group: str
+    version: str
+    resource: str
+    kind: str
+    namespace: str
+    cluster: str  # the ClusterProvider the watch reads through
+
+    @property
+    def address(self) -> WatchAddress:
+        """The watch's cursor and seen-objects address."""
+        return WatchAddress(self.uid, f"{self.group}/{self.resource}", self.namespace)
+
+    def to_data(self) -> list[str]:
+        """Compact JSON data."""
+        return [self.group, self.version, self.resource, self.kind, self.namespace, self.cluster]
+
+    @classmethod
+    def from_data(cls, uid: GitTargetUid, data: list[str]) -> WatchFeed:
+        """The inverse of ``to_data``."""
+        group, version, resource, kind, namespace, cluster = data
+        return cls(uid, group, version, resource, kind, namespace, cluster)
+
+
+#: The field of ``target:{uid}`` that lists the GitTarget's watches (deleted with it).
+_FEEDS = "watches"
 
 
 class WatchState:
@@ -110,6 +143,41 @@ class WatchState:
             pipe.hset(known_key, mapping={n: o.to_json() for n, o in objects.items()})
         pipe.set(self._cursor_key(at), resource_version)
         pipe.execute()
+
+    def publish_feeds(self, feeds: Mapping[GitTargetUid, Sequence[WatchFeed]]) -> None:
+        """Record each GitTarget's watches (all of them: an empty list says it has none), in
+        one round trip, beside its published config (``target:{uid}``)."""
+        if not feeds:
+            return
+        pipe = self._r.pipeline(transaction=False)
+        for uid, listed in feeds.items():
+            data = sorted(f.to_data() for f in listed)
+            pipe.hset(self._keys.target(uid), _FEEDS, json.dumps(data))
+        pipe.execute()
+
+    def feeds(self, uids: Sequence[GitTargetUid]) -> list[WatchFeed]:
+        """The watches of the GitTargets ``uids`` as last published, in one round trip."""
+        pipe = self._r.pipeline(transaction=False)
+        for uid in uids:
+            pipe.hget(self._keys.target(uid), _FEEDS)
+        texts = pipe.execute() if uids else []
+        return [
+            WatchFeed.from_data(uid, data)
+            for uid, text in zip(uids, texts, strict=True)
+            if text
+            for data in json.loads(str(text))
+        ]
+
+    def known_many(self, at: Sequence[WatchAddress]) -> list[dict[str, KnownObject]]:
+        """``known`` of several watches in one round trip."""
+        pipe = self._r.pipeline(transaction=False)
+        for address in at:
+            pipe.hgetall(self._known_key(address))
+        raws = pipe.execute() if at else []
+        return [
+            {str(name): KnownObject.from_json(str(value)) for name, value in raw.items()}
+            for raw in raws
+        ]
 
     def epoch(self, fresh: str) -> str:
         """The marker of this Redis's data (C8): set to ``fresh`` if missing, then returned.

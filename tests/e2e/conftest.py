@@ -505,6 +505,7 @@ class FluxTenants(Tenants):
         files: dict[str, str] | None = None,
         suspend: bool = False,
         follows: str = "main",
+        commit_window: str = "1s",
     ) -> FluxTenant:
         """A tenant (``Tenants.make``) plus, when ``receiver``, a GitHub receiver whose hook
         the Git host calls; the GitTarget's applier; and Flux's GitRepository (following
@@ -513,6 +514,7 @@ class FluxTenants(Tenants):
         applier = {"kustomizationRef": {"name": "ks", "namespace": name}, "quietPeriod": quiet}
         tenant = self.make(
             name,
+            commit_window=commit_window,
             rules=rules or [CONFIGMAPS],
             receiver={"type": "github", "secretRef": {"name": "webhook"}} if receiver else None,
             target_spec={"onRefusal": on_refusal, "applier": applier},

@@ -1,0 +1,109 @@
+"""S1/A5 with every process running: consent withdrawn while a Refusal waits for a quiet
+branch sends no Refusal (issue 12 part 3); the CatchUp our push owes goes out instead.
+
+The system and tenants are made as in ``test_apply_trigger_e2e.py`` (``FLUX_SETTINGS``: the
+watcher publishes a changed GitTarget within a second). The tenant's GitProvider has a commit
+window of 8s, so the branch stays busy while the test withdraws consent.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+import redis
+from kubernetes import client
+
+from shared.kube.flux import REQUESTED_AT
+from shared.model.ids import GitTargetUid
+from shared.store.branch_state import BranchStates
+from shared.store.config import ConfigStore
+from tests.e2e.conftest import (
+    CONFIGMAPS,
+    FLUX_SETTINGS,
+    VERSION,
+    WAIT_S,
+    FluxTenant,
+    FluxTenants,
+    Launcher,
+)
+from tests.e2e.system import GROUP, System
+from tests.helpers import wait_until
+
+pytestmark = pytest.mark.e2e
+
+SECRETS: dict[str, Any] = {"apiGroups": [""], "resources": ["secrets"]}
+
+
+@pytest.fixture(scope="module")
+def system(launcher: Launcher) -> System:
+    return launcher.start(**FLUX_SETTINGS)
+
+
+@pytest.fixture
+def tenants(system: System, e2e_redis: redis.Redis) -> FluxTenants:
+    return FluxTenants(system, e2e_redis)
+
+
+def _secret(ns: str, value: str) -> str:
+    encoded = base64.b64encode(value.encode()).decode()
+    return (
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: token\n"
+        f"  namespace: {ns}\ntype: Opaque\ndata:\n  password: {encoded}\n"
+    )
+
+
+def _settled(flux: FluxTenant) -> bool:
+    owed, sent = flux.obligations(), flux.requests()
+    return not owed.owes() and owed.attempt is None and all(s.outcome for s in sent)
+
+
+def _consents(flux: FluxTenant, configs: ConfigStore) -> str | None:
+    published = configs.target(GitTargetUid(flux.uid))
+    return None if published is None else published.on_refusal
+
+
+def test_consent_withdrawn_while_the_branch_is_busy_sends_no_refusal(
+    tenants: FluxTenants,
+) -> None:
+    """S1, A5, A1: a refused Secret edit owes a Refusal while a ConfigMap write holds the
+    branch busy (its window is open); the GitTarget withdraws consent (``onRefusal: None``).
+    Once the branch is quiet no request names Refusal and the Kustomization is never stamped
+    (a Refusal is the only reason that stamps it, D4); the CatchUp of our push is asked alone
+    and delivered."""
+    name = "e2e-consent-withdrawn"
+    flux = tenants.make_flux(
+        name,
+        on_refusal="Reapply",
+        rules=[CONFIGMAPS, SECRETS],
+        commit_window="8s",
+        files={f"clusters/{name}/{name}/secrets/token.yaml": _secret(name, "from-git")},
+    )
+    configs = ConfigStore(flux.tenant.client, flux.tenant.keys)
+    wait_until(lambda: _settled(flux), WAIT_S, "the tenant to settle")
+    asked_before = len(flux.requests())
+    since = flux.resource_version()
+    stamped = flux.kustomization()["metadata"].get("annotations", {}).get(REQUESTED_AT)
+    states = BranchStates(flux.tenant.client, flux.tenant.keys)
+    busy = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="busy"), data={"a": "1"})
+    flux.system.core.create_namespaced_config_map(name, busy)
+    wait_until(lambda: states.read(flux.tenant.bk).windows_open > 0, WAIT_S, "a window to open")
+    edited = base64.b64encode(b"edited").decode()
+    flux.system.core.patch_namespaced_secret("token", name, {"data": {"password": edited}})
+    wait_until(lambda: bool(flux.obligations().refusals), WAIT_S, "the Refusal to be owed")
+    assert len(flux.requests()) == asked_before, "nothing is asked while the window is open"
+    flux.system.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, name, "gittargets", "gt", {"spec": {"onRefusal": "None"}}
+    )
+    wait_until(lambda: _consents(flux, configs) == "None", WAIT_S, "consent to be withdrawn")
+    wait_until(
+        lambda: _settled(flux) and len(flux.requests()) > asked_before,
+        WAIT_S,
+        "the CatchUp of the ConfigMap's push",
+    )
+    after = flux.requests()[asked_before:]
+    assert [tuple(r.reasons) for r in after] == [("CatchUp",)] * len(after)
+    assert all(r.outcome == "Delivered" for r in after)
+    kustomization = {at for kind, at in flux.stamps(since) if kind == "Kustomization"}
+    assert kustomization <= {stamped}, "the Kustomization was stamped again"
