@@ -72,7 +72,7 @@ class Actor:
             job()
         except SimCrash:
             pass
-        except BaseException as err:  # noqa: BLE001 - reported to the schedule, which fails
+        except BaseException as err:
             self.error = err
         finally:
             self._thread = None

@@ -115,9 +115,9 @@ def step_worker(world: World, w: Worker) -> None:
         w.actor.start(world.worker_job(w))
     w.actor.step()
     after = world.appliers_record()
-    if stale_only and not world.pending_outcomes() and before and after:
-        if (after.failures, after.next_try_at) != (before.failures, before.next_try_at):
-            raise Violation("a Stale outcome backed the applier off")
+    consumed = stale_only and not world.pending_outcomes() and before and after
+    if consumed and (after.failures, after.next_try_at) != (before.failures, before.next_try_at):
+        raise Violation("a Stale outcome backed the applier off")
 
 
 def heartbeat(world: World, w: Worker) -> None:

@@ -80,3 +80,26 @@ def test_the_core_promise_holds_for_edits_not_yet_seen() -> None:
     world = World()
     run_named(WATCHER_LAG, world, end=False)
     assert not any(k.startswith("collision") for k in world.counts)
+
+
+#: The same race one step later: the edit reaches the stream while the pass that decides the
+#: ForeignCommit is running (after it read the stream); D3 reads pending counts, not the stream.
+STREAM_LAG = [
+    *["step w0"] * 16,
+    "outside push b",
+    "webhook delivered",
+    *["step w0"] * 40,
+    "edit a",
+    "watcher publishes",
+    *["step d0"] * 12,
+    "flux source fetches",
+    "flux applies an object",
+]
+
+
+def test_an_edit_unread_in_the_stream_is_counted_as_the_known_race() -> None:
+    """D3, Q3: an event in the stream that no owner has read is not pending for D3; the suite
+    classes the revert as ``stream`` and counts it."""
+    world = World()
+    run_named(STREAM_LAG, world, end=False)
+    assert world.counts["collision stream"] == 1

@@ -363,7 +363,9 @@ class World:
                 lambda s: yield_point("pause"),
             )
             outcome = attempt_module.run(request, ports)
-            self.say(f"{d.actor.name} attempt {request.token[:6]}: {outcome.outcome} {outcome.message}")
+            self.say(
+                f"{d.actor.name} attempt {request.token[:6]}: {outcome.outcome} {outcome.message}"
+            )
             self._finish(d, request, outcome)
             d.token = None
 
@@ -459,7 +461,9 @@ class World:
         """The Git host queues one webhook per push that landed since last asked."""
         while self.remote.pushes:
             sha, _ = self.remote.pushes.pop(0)
-            self.deliveries.append(Delivery(f"dlv-{len(self.delivered) + len(self.deliveries)}", sha))
+            self.deliveries.append(
+                Delivery(f"dlv-{len(self.delivered) + len(self.deliveries)}", sha)
+            )
 
     def deliver(self, index: int) -> None:
         d = self.deliveries.pop(index)
@@ -583,13 +587,14 @@ class World:
                 if value is None or value_in(parent, n) == value:
                     continue
                 if value in introduced and value not in self.exempt:
-                    raise Violation(f"{n}={value} written twice ({introduced[value][:6]}, {sha[:6]})")
+                    raise Violation(
+                        f"{n}={value} written twice ({introduced[value][:6]}, {sha[:6]})"
+                    )
                 introduced[value] = sha
             parent = tree
-        for token, stamp in self.stamps.items():
+        for token in self.stamps:
             if self.outcomes[token] > 1:
                 raise Violation(f"token {token} has {self.outcomes[token]} outcomes")
-            del stamp
 
 
 def _entry_key(entry: str) -> tuple[int, int]:
