@@ -48,7 +48,7 @@ chaos: $(VENV)
 
 # The safety suite (tests/safety, docs/safety.md): SAFETY_EXAMPLES schedules of edits, pushes,
 # webhooks, Flux, crashes and takeovers over the real decide/store code on fakeredis; seeded by
-# SAFETY_SEED. `make test` runs 200 of them.
+# SAFETY_SEED. `make test` runs 100 of them.
 SAFETY_EXAMPLES ?= 10000
 safety: $(VENV)
 	SAFETY_EXAMPLES=$(SAFETY_EXAMPLES) .venv/bin/pytest -q tests/safety

@@ -1,7 +1,7 @@
 """The safety suite: schedules of API edits, outside pushes, webhooks, Flux, crashes and lease
 takeovers, searched by hypothesis over the real decision and store code (docs/safety.md).
 
-``make test`` runs ``SAFETY_EXAMPLES`` (default 200) schedules; ``make safety`` runs 10,000.
+``make test`` runs ``SAFETY_EXAMPLES`` (default 100) schedules; ``make safety`` runs 10,000.
 ``SAFETY_SEED`` fixes hypothesis's seed; a failure prints the seed, the shrunk list of choices
 and the readable schedule (the world's log) it played.
 """
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tests.safety.schedule import run, run_named
 from tests.safety.world import Violation, World
 
-EXAMPLES = int(os.environ.get("SAFETY_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("SAFETY_EXAMPLES", "100"))
 SEED = int(os.environ.get("SAFETY_SEED", "20261201"))
 #: Longest schedule drawn: a branch takes about fifteen interactions to start, a pass twenty.
 LENGTH = 200
