@@ -5,7 +5,7 @@ VENV    := .venv/.installed
 STORY   ?= both
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: venv lint test test-unit test-integration test-e2e bench chaos demo sandbox clean
+.PHONY: venv lint test test-unit test-integration test-e2e bench chaos safety demo sandbox clean
 
 venv: $(VENV)
 $(VENV): pyproject.toml constraints.txt
@@ -45,6 +45,13 @@ bench: $(VENV)
 CHAOS_SECONDS ?= 600
 chaos: $(VENV)
 	CHAOS_SECONDS=$(CHAOS_SECONDS) .venv/bin/pytest -q -s tests/soak
+
+# The safety suite (tests/safety, docs/safety.md): SAFETY_EXAMPLES schedules of edits, pushes,
+# webhooks, Flux, crashes and takeovers over the real decide/store code on fakeredis; seeded by
+# SAFETY_SEED. `make test` runs 100 of them.
+SAFETY_EXAMPLES ?= 10000
+safety: $(VENV)
+	SAFETY_EXAMPLES=$(SAFETY_EXAMPLES) .venv/bin/pytest -q tests/safety
 
 # The sandbox alone, in the foreground: a Kubernetes API double and a Git host (Ctrl-C stops it).
 sandbox: $(VENV)

@@ -1,0 +1,602 @@
+"""One schedule's world: the real product code on fakeredis, with Git, the watcher, the Git
+host's webhooks and Flux simulated, and the invariants checked after every action.
+
+Product code driven as it runs in production: ``BranchJobs.start``/``pass_`` (the branch
+worker's jobs, with its ``BranchLoop`` and ``ApplierDesk``), ``services.dispatcher.attempt.run``
+and ``jobs.finish`` (one attempt and its one outcome), every ``shared.store`` adapter and every
+``shared.decide`` rule they call. Substituted at the narrowest seams: the git work tree and
+``ls-remote`` (``simgit``), the rq transport (``SimAttempts.enqueue`` appends to a list the
+dispatcher actors take from), the dispatcher's Kubernetes reads of GitTargets
+(``target_facts``: the sim's one GitTarget, which always holds its reasons) and the applier
+module (``SimFlux`` implements ``shared.appliers.interface`` over ``cluster.Flux``, deciding
+with the product's own ``flux_plan``/``flux_handled``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import fakeredis
+from fakeredis._clients._sync import FakeRedisConnection
+
+import services.branch_worker.jobs as worker_jobs
+import services.dispatcher.attempt as attempt_module
+from services.branch_worker.heartbeat import HeldLeases
+from services.branch_worker.jobs import BranchJobs, Outcome, no_credentials
+from services.branch_worker.stores import Stores
+from services.dispatcher import jobs as dispatcher_jobs
+from shared.appliers.interface import Unneeded
+from shared.decide.attempt import TargetFacts, flux_handled, flux_plan
+from shared.model.appliers import Applier, Reason
+from shared.model.config import ApplierRef
+from shared.model.ids import BranchKey
+from shared.model.notices import PushNotice
+from shared.model.requests import ApplyRequest, AttemptOutcome
+from shared.settings import Settings
+from shared.store.appliers import ApplierStore
+from shared.store.attempts import Attempts
+from shared.store.branch_health import BranchHealth
+from shared.store.branch_state import BranchStates
+from shared.store.config import ConfigStore
+from shared.store.keys import Keys
+from shared.store.leases import Leases
+from shared.store.ledger import Ledger
+from shared.store.notice_reader import NoticeReader
+from shared.store.notices import NoticeWriter
+from shared.store.streams import GROUP, EventStream
+from shared.store.workers import WorkerRegistry
+from tests.configs import branch_config, target_config
+from tests.safety import cluster
+from tests.safety.actors import Actor, yield_point
+from tests.safety.cluster import NAMES, Flux, Live, Watcher, document, value_in
+from tests.safety.simgit import SimRemote, SimWorkspace
+
+URL = "https://git.example/team/repo.git"
+PROVIDER = "team/gp"
+APPLIER = ApplierRef("Kustomization", cluster.NAMESPACE, "apps", "")
+#: Short enough that a schedule of a few dozen actions sees windows close and CatchUps go out.
+COMMIT_WINDOW_S = 2.0
+QUIET_PERIOD_S = 5.0
+SETTINGS = Settings()
+#: Collision classes that are known open races, counted rather than failed (see docs/safety.md).
+KNOWN = ("window", "watcher", "stream")
+
+
+class Violation(AssertionError):
+    """An invariant of docs/safety.md does not hold."""
+
+
+class YieldingConnection(FakeRedisConnection):
+    """Every Redis command an actor sends is a point where the schedule may switch or crash."""
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        yield_point("redis")
+        super().send_packed_command(command, check_health)
+
+
+class SimAttempts(Attempts):
+    """The real outcome stream and guard; the rq transport replaced by the world's queue."""
+
+    def __init__(self, client: Any, keys: Keys, queue: list[ApplyRequest]) -> None:
+        super().__init__(client, keys, "apply-attempts")
+        self._jobs = queue
+
+    def enqueue(self, request: ApplyRequest) -> None:
+        yield_point("enqueue")
+        self._jobs.append(request)
+
+
+@dataclass(slots=True)
+class Stamp:
+    """What the product knew when a token stamped Flux: the request, and every API edit the
+    commit would revert, by where its event was (``watcher``, ``stream``, ``seen``)."""
+
+    request: ApplyRequest
+    exposed: dict[str, str]
+
+
+@dataclass(slots=True)
+class SimSent:
+    world: World
+    plan: Any
+    token: str
+    commit: str
+
+    def handled(self) -> bool:
+        yield_point("flux-read")
+        flux = self.world.flux
+        return flux_handled(self.plan, self.token, self.commit, flux.handled_at, flux.attempted)
+
+
+@dataclass(slots=True)
+class SimPending:
+    world: World
+    asked: ApplyRequest
+
+    def request(self, reasons: Iterable[Reason], token: str) -> Any:
+        yield_point("flux-stamp")
+        world, flux = self.world, self.world.flux
+        plan = flux_plan(list(reasons), f"main@sha1:{flux.artifact}", self.asked.commit)
+        if plan == "nothing":
+            return Unneeded("the artifact already holds the commit")
+        world.on_stamp(self.asked, token)
+        if plan == "stamp-source":
+            flux.source_stamp = token
+        else:
+            flux.kustomization_stamp = token
+        return SimSent(world, plan, token, self.asked.commit)
+
+
+class SimFlux:
+    """``shared.appliers.interface.ApplierAdapter`` for the simulated Flux."""
+
+    kind = "Kustomization"
+    product = "Flux"
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def validate(self, client: Any, subject: Any, min_interval_s: float) -> Any:
+        raise NotImplementedError  # the watcher's check is not part of a schedule
+
+    def read(self, client: Any, request: ApplyRequest) -> SimPending:
+        yield_point("flux-read")
+        return SimPending(self.world, request)
+
+
+@dataclass(slots=True)
+class Worker:
+    """A branch-worker process: its actor, identity and what it holds in memory."""
+
+    actor: Actor
+    ident: str
+    jobs: BranchJobs
+    held: HeldLeases
+    stores: Stores
+    loop: Any = None
+    dead: bool = False
+
+
+@dataclass(slots=True)
+class Dispatcher:
+    actor: Actor
+    ctx: dispatcher_jobs.Context
+    states: BranchStates
+    token: str | None = None  # the attempt in hand
+    dead: bool = False
+
+
+@dataclass(slots=True)
+class Delivery:
+    """One webhook the Git host sends for one push."""
+
+    ident: str
+    after: str
+
+
+@dataclass
+class World:
+    """Everything one schedule runs against."""
+
+    log: list[str] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self.now = 1000.0
+        self.server = fakeredis.FakeServer()
+        self.keys = Keys("safety")
+        self.env = self._client()
+        self.remote = SimRemote(say=self.say)
+        seed = {cluster.path_of(n): document(n, f"{n}0") for n in NAMES}
+        self.remote.outside_push(seed, "seed")
+        self.remote.pushes.clear()
+        self.live = {n: Live(f"{n}0", "flux", self.now) for n in NAMES}
+        self.flux = Flux(artifact=self.remote.tip or "")
+        self.watcher = Watcher()
+        self.queue: list[ApplyRequest] = []
+        self.deliveries: list[Delivery] = []
+        self.delivered: list[Delivery] = []
+        self.stamps: dict[str, Stamp] = {}
+        self.outcomes: Counter[str] = Counter()
+        self.entry_of: dict[str, str] = {}  # value -> its stream entry id
+        self.exempt: set[str] = set()  # values a collision may write again
+        self.edits = 0
+        configs = ConfigStore(self.env, self.keys)
+        self.branch = branch_config(URL, commit_window_s=COMMIT_WINDOW_S)
+        target = target_config(
+            cluster.TARGET.uid,
+            cluster.NAMESPACE,
+            cluster.TARGET.name,
+            URL,
+            "main",
+            path=cluster.FOLDER,
+            applier=APPLIER,
+            quiet_period_s=QUIET_PERIOD_S,
+        )
+        self.bk: BranchKey = configs.publish_served(self.branch, [target])
+        self.events = EventStream(self.env, self.keys)
+        self.states = BranchStates(self.env, self.keys)
+        # A running system: an earlier owner observed the seeded tip (see docs/safety.md,
+        # "first start", for what happens when no owner ever published one).
+        leases = Leases(self.env, self.keys, 1000)
+        first = leases.acquire(self.bk, "w-earlier")
+        assert first is not None
+        self.states.publish_takeover(first, self.remote.tip, [])
+        leases.release(first)
+        self.appliers = ApplierStore(self.env, self.keys)
+        self.notices = NoticeWriter(self.env, self.keys, clock=self.clock)
+        self.workers = [self._worker(f"w{i}") for i in range(2)]
+        self.dispatchers = [self._dispatcher(f"d{i}") for i in range(2)]
+        self.adapter = SimFlux(self)
+        self.running: dict[str, str] = {}  # token -> dispatcher running its attempt
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _client(self) -> Any:
+        return fakeredis.FakeRedis(
+            server=self.server, decode_responses=True, connection_class=YieldingConnection
+        )
+
+    def clock(self) -> float:
+        return self.now
+
+    def _stores(self) -> Stores:
+        c, k = self._client(), self.keys
+        return Stores(
+            EventStream(c, k),
+            BranchStates(c, k),
+            ConfigStore(c, k),
+            Leases(c, k, int(SETTINGS.lease_period.total_seconds() * 1000)),
+            WorkerRegistry(c, k),
+            NoticeReader(c, k),
+            ApplierStore(c, k),
+            SimAttempts(c, k, self.queue),
+            BranchHealth(c, k),
+        )
+
+    def _worker(self, ident: str) -> Worker:
+        stores, held = self._stores(), HeldLeases()
+
+        def workspaces(directory: Path, url: str, branch: str, env: dict[str, str]) -> Any:
+            return SimWorkspace(self.remote, directory)
+
+        jobs = BranchJobs(
+            SETTINGS,
+            stores,
+            ident,
+            self.clock,
+            held,
+            credentials=no_credentials,
+            workspaces=workspaces,
+        )
+        return Worker(Actor(ident), ident, jobs, held, stores)
+
+    def _dispatcher(self, ident: str) -> Dispatcher:
+        c = self._client()
+        ctx = dispatcher_jobs.Context(
+            SETTINGS,
+            SimAttempts(c, self.keys, self.queue),
+            BranchStates(c, self.keys),
+            ConfigStore(c, self.keys),
+            Ledger(c, self.keys),
+            None,  # type: ignore[arg-type]  # no cluster: the applier is simulated
+        )
+        return Dispatcher(Actor(ident), ctx, BranchStates(c, self.keys))
+
+    @contextlib.contextmanager
+    def patched(self) -> Iterator[None]:
+        """The seams: ls-remote, the applier module and the GitTargets' reads."""
+        saved = (worker_jobs.ls_remote, attempt_module.for_kind, attempt_module.target_facts)
+        worker_jobs.ls_remote = lambda url, branch, env=None: self.remote.ls_remote()  # type: ignore[assignment]
+        attempt_module.for_kind = lambda kind: self.adapter  # type: ignore[assignment]
+        attempt_module.target_facts = self._facts  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            worker_jobs.ls_remote, attempt_module.for_kind, attempt_module.target_facts = saved
+            for w in self.workers:
+                w.actor.crash()
+            for d in self.dispatchers:
+                d.actor.crash()
+
+    def _facts(self, request: ApplyRequest, reader: Any) -> dict[str, TargetFacts]:
+        yield_point("kube-read")
+        wanted = {uid for uids in request.reasons.values() for uid in uids}
+        return {u: TargetFacts(u, True, True, True, True, False) for u in wanted}
+
+    def say(self, text: str) -> None:
+        self.log.append(f"t={self.now - 1000:.1f} {text}")
+
+    # -- the worker and dispatcher jobs -----------------------------------------------------
+
+    def worker_job(self, w: Worker) -> Callable[[], None]:
+        def job() -> None:
+            if w.loop is None:
+                self._take(w)
+                return
+            batch = w.stores.events.read(self.bk, w.ident, 500, None)
+            news = w.stores.notices.read(self.bk)
+            result = w.jobs.pass_(self.bk, w.loop, batch, news)
+            self.say(f"{w.ident} pass: {len(batch)} events, {len(news)} notices: {result.outcome}")
+            if result.outcome in (Outcome.LOST, Outcome.FAILED):
+                self._drop(w, give_back=result.outcome is Outcome.FAILED)
+
+        return job
+
+    def _take(self, w: Worker) -> None:
+        lease = w.stores.leases.acquire(self.bk, w.ident)
+        if lease is None:
+            return
+        w.held.add(lease)
+        result = w.jobs.start(self.bk, self.branch, lease)
+        self.say(f"{w.ident} takes the branch (token {lease.token}): {result.outcome}")
+        if result.outcome is Outcome.STARTED:
+            w.loop = result.loop
+        else:
+            self._drop(w, give_back=result.outcome is Outcome.FAILED)
+
+    def _drop(self, w: Worker, give_back: bool) -> None:
+        lease = w.held.remove(self.bk)
+        w.stores.notices.forget(self.bk)
+        w.loop = None
+        if give_back and lease is not None:
+            w.stores.leases.release(lease)
+
+    def dispatcher_job(self, d: Dispatcher) -> Callable[[], None]:
+        def job() -> None:
+            if not self.queue:
+                return
+            request = self.queue.pop(0)
+            d.token = request.token
+            ports = attempt_module.Ports(
+                None,  # type: ignore[arg-type]  # target_facts is the sim's
+                lambda name: None,  # type: ignore[arg-type,return-value]
+                lambda r: self.remote.ls_remote(),
+                lambda bk: d.states.read(BranchKey(bk)),
+                lambda r, reasons, plan: yield_point("event"),
+                self.clock,
+                lambda s: yield_point("pause"),
+            )
+            outcome = attempt_module.run(request, ports)
+            self.say(
+                f"{d.actor.name} attempt {request.token[:6]}: {outcome.outcome} {outcome.message}"
+            )
+            self._finish(d, request, outcome)
+            d.token = None
+
+        return job
+
+    def _finish(self, d: Dispatcher, request: ApplyRequest, outcome: AttemptOutcome) -> None:
+        before = self.env.xlen(self.keys.branch_outcomes(self.bk))
+        dispatcher_jobs.finish(d.ctx, request, outcome)
+        if self.env.xlen(self.keys.branch_outcomes(self.bk)) > before:
+            self.outcomes[request.token] += 1
+            self.counts[f"outcome {outcome.outcome}"] += 1
+            if self.outcomes[request.token] > 1:
+                raise Violation(f"token {request.token} got a second outcome")
+        self.running.pop(request.token, None)
+
+    # -- what the product knew at a stamp (the core promise) --------------------------------
+
+    def ancestry_values(self, sha: str | None) -> dict[str, set[str]]:
+        """Every value each object had in the commits up to ``sha``."""
+        seen: dict[str, set[str]] = {n: set() for n in NAMES}
+        cursor = sha
+        while cursor is not None:
+            tree = self.remote.commits[cursor].tree
+            for n in NAMES:
+                value = value_in(tree, n)
+                if value is not None:
+                    seen[n].add(value)
+            cursor = self.remote.commits[cursor].parent
+        return seen
+
+    def where(self, value: str) -> str:
+        """Where an API edit's event is: the watcher's pipe, unread in the stream, or seen."""
+        if any(e.resource_version == value for e in self.watcher.pipe):
+            return "watcher"
+        entry = self.entry_of.get(value)
+        if entry is None:
+            return "seen"
+        groups = self.env.xinfo_groups(self.keys.branch_events(self.bk))
+        delivered = next((g["last-delivered-id"] for g in groups if g["name"] == GROUP), "0-0")
+        return "stream" if _entry_key(entry) > _entry_key(delivered) else "seen"
+
+    def on_stamp(self, request: ApplyRequest, token: str) -> None:
+        """A token stamps Flux: at most one attempt out per applier; note what it exposes."""
+        others = [t for t, who in self.running.items() if t != token and who != "dead"]
+        if others:
+            raise Violation(f"two attempts out for one applier: {token} while {others}")
+        self.running[token] = "live"
+        published = self.ancestry_values(request.commit)
+        exposed = {
+            n: self.where(live.value)
+            for n, live in self.live.items()
+            if live.by == "api" and live.value not in published[n]
+        }
+        self.stamps[token] = Stamp(request, exposed)
+        self.say(f"stamp {token[:6]} at {request.commit[:6]} exposing {exposed}")
+
+    def collide(self, name: str, live: Live) -> None:
+        """An apply reverts an API edit the Git commit does not hold: classify it."""
+        stamp = self.stamps.get(self.flux.cause)
+        if stamp is None:
+            kind = "unexplained"
+        elif live.at > stamp.request.sent_at:
+            kind = "window"
+        else:
+            kind = stamp.exposed.get(name, "unexplained")
+        self.counts[f"collision {kind}"] += 1
+        self.say(f"COLLISION {kind}: Flux reverts {name}={live.value}")
+        if kind not in KNOWN:
+            raise Violation(f"the core promise broke ({kind}): Flux reverted {name}={live.value}")
+
+    # -- environment actions ----------------------------------------------------------------
+
+    def api_edit(self, name: str) -> None:
+        self.edits += 1
+        value = f"{name}-api{self.edits}"
+        self.live[name] = Live(value, "api", self.now)
+        self.watcher.observe(name, value, "kubectl", self.now)
+        self.say(f"API edit {name}={value}")
+
+    def watch(self) -> None:
+        event = self.watcher.pipe.pop(0)
+        entry = self.events.publish(self.bk, event)
+        self.entry_of[event.resource_version] = entry
+        self.say(f"watcher publishes {event.object_id.name}={event.resource_version}")
+
+    def outside_push(self, name: str) -> None:
+        self.edits += 1
+        value = f"{name}-git{self.edits}"
+        sha = self.remote.outside_push({cluster.path_of(name): document(name, value)}, value)
+        self.say(f"outside push {name}={value} -> {sha[:6]}")
+
+    def hooks(self) -> None:
+        """The Git host queues one webhook per push that landed since last asked."""
+        while self.remote.pushes:
+            sha, _ = self.remote.pushes.pop(0)
+            self.deliveries.append(
+                Delivery(f"dlv-{len(self.delivered) + len(self.deliveries)}", sha)
+            )
+
+    def deliver(self, index: int) -> None:
+        d = self.deliveries.pop(index)
+        self._store(d)
+        self.delivered.append(d)
+
+    def replay(self) -> None:
+        self._store(self.delivered[-1])
+
+    def _store(self, d: Delivery) -> None:
+        notice = PushNotice(PROVIDER, URL, "refs/heads/main", d.after, d.ident, self.now)
+        stored = self.notices.store(PROVIDER, d.ident, [notice])
+        self.say(f"webhook {d.ident} after={d.after[:6]} {'stored' if stored else 'replay'}")
+
+    def flux_source(self) -> None:
+        flux = self.flux
+        token, flux.source_stamp = flux.source_stamp, None
+        if self.remote.tip and self.remote.tip != flux.artifact:
+            flux.artifact = self.remote.tip
+            self._start_apply("", token or "")
+        self.say(f"source fetched {flux.artifact[:6]}")
+
+    def flux_kustomization(self) -> None:
+        flux = self.flux
+        token, flux.kustomization_stamp = flux.kustomization_stamp, None
+        self._start_apply(token or "", token or "")
+
+    def _start_apply(self, token: str, cause: str) -> None:
+        flux = self.flux
+        flux.applying, flux.apply_token, flux.cause = flux.artifact, token, cause
+        flux.attempted = flux.artifact
+        flux.todo = list(NAMES)
+
+    def flux_apply(self) -> None:
+        flux = self.flux
+        assert flux.applying is not None
+        name = flux.todo.pop(0)
+        value = value_in(self.remote.tree(flux.applying), name)
+        live = self.live[name]
+        if value is not None and value != live.value:
+            if live.by == "api" and live.value not in self.ancestry_values(flux.applying)[name]:
+                self.collide(name, live)
+                self.exempt.add(value)
+            self.live[name] = Live(value, "flux", self.now)
+            self.watcher.observe(name, value, "kustomize-controller", self.now)
+            self.say(f"Flux applies {name}={value} from {flux.applying[:6]}")
+        if not flux.todo:
+            flux.handled_at = flux.apply_token or flux.handled_at
+            flux.applying = None
+
+    # -- bookkeeping for the schedule ---------------------------------------------------------
+
+    def restart(self, old: Worker) -> Worker:
+        """A crashed (or lost) worker process comes back under a new identity."""
+        old.actor.crash()
+        base, _, n = old.ident.partition("-")
+        fresh = self._worker(f"{base}-{int(n or 0) + 1}")
+        self.say(f"{old.ident} is gone; {fresh.ident} starts")
+        return fresh
+
+    def lease_holder(self) -> str | None:
+        value = self.env.get(self.keys.branch_lease(self.bk))
+        return str(value).partition("|")[0] if value else None
+
+    def appliers_record(self) -> Any:
+        text = self.env.get(self.keys.applier(APPLIER.key))
+        return Applier.from_json(str(text)) if text else None
+
+    def pending_outcomes(self) -> set[str]:
+        entries = self.env.xrange(self.keys.branch_outcomes(self.bk))
+        return {fields.get("outcome", "") for _, fields in entries}
+
+    def settled(self) -> bool:
+        """Nothing in flight anywhere, nothing owed, and every worker idle."""
+        record = self.appliers_record()
+        view = self.states.read(self.bk).view()
+        return not (
+            self.watcher.pipe
+            or self.events.pending_count(self.bk)
+            or self.deliveries
+            or self.queue
+            or any(d.actor.running for d in self.dispatchers)
+            or self.flux.source_stamp
+            or self.flux.kustomization_stamp
+            or self.flux.applying
+            or (record is not None and (record.owes() or record.attempt))
+            or any(w.loop is not None and w.loop.busy() for w in self.workers)
+            or view.windows_open
+            or view.pending_total
+            or view.push_in_flight
+            or not any(w.loop is not None for w in self.workers)
+        )
+
+    def pending_summary(self) -> str:
+        record = self.appliers_record()
+        return (
+            f"watcher={len(self.watcher.pipe)} queue={len(self.queue)} flux={self.flux} "
+            f"applier={record} state={self.states.read(self.bk)}"
+        )
+
+    # -- invariants -------------------------------------------------------------------------
+
+    def check_step(self) -> None:
+        if self.remote.forced:
+            raise Violation(f"a push was forced: {self.remote.forced}")
+
+    def check_end(self) -> None:
+        tip = self.remote.tree(self.remote.tip)
+        for n in NAMES:
+            if value_in(tip, n) != self.live[n].value:
+                raise Violation(
+                    f"no convergence: {n} is {self.live[n].value} in the cluster, "
+                    f"{value_in(tip, n)} in Git"
+                )
+        introduced: dict[str, str] = {}
+        parent: dict[str, bytes] = {}
+        for sha in self.remote.history():
+            tree = self.remote.commits[sha].tree
+            for n in NAMES:
+                value = value_in(tree, n)
+                if value is None or value_in(parent, n) == value:
+                    continue
+                if value in introduced and value not in self.exempt:
+                    raise Violation(
+                        f"{n}={value} written twice ({introduced[value][:6]}, {sha[:6]})"
+                    )
+                introduced[value] = sha
+            parent = tree
+        for token in self.stamps:
+            if self.outcomes[token] > 1:
+                raise Violation(f"token {token} has {self.outcomes[token]} outcomes")
+
+
+def _entry_key(entry: str) -> tuple[int, int]:
+    ms, _, seq = entry.partition("-")
+    return int(ms), int(seq or 0)
