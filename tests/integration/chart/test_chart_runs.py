@@ -100,7 +100,7 @@ def chart_run(tmp_path_factory: pytest.TempPathFactory, redis_ready: None) -> It
         yield run
 
 
-def tenant(run: ChartRun) -> None:
+def tenant(run: ChartRun, commit_window: str = "1s") -> None:
     """TENANT: a repository, a GitProvider with credentials and a GitHub receiver, a GitTarget
     naming Flux's Kustomization ``ks``, a WatchRule for ConfigMaps, Flux's objects."""
     core = client.CoreV1Api(run.api)
@@ -122,7 +122,7 @@ def tenant(run: ChartRun) -> None:
                 "url": url,
                 "secretRef": {"name": "git"},
                 "allowedBranches": ["main"],
-                "push": {"commitWindow": "1s"},
+                "push": {"commitWindow": commit_window},
                 "receiver": {"type": "github", "secretRef": {"name": "webhook"}},
             },
         ),
