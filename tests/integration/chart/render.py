@@ -54,15 +54,16 @@ class Rendered:
         return self.one("Deployment", f"{RELEASE}-gitops-reverser-{component}")
 
     def container(self, component: str) -> Obj:
-        containers: list[Obj] = self.deployment(component)["spec"]["template"]["spec"][
-            "containers"
-        ]
+        containers: list[Obj] = self.deployment(component)["spec"]["template"]["spec"]["containers"]
         assert len(containers) == 1
         return containers[0]
 
     def components(self) -> set[str]:
         """The process kinds with a Deployment."""
-        return {o["metadata"]["labels"]["app.kubernetes.io/component"] for o in self.of_kind("Deployment")}
+        return {
+            o["metadata"]["labels"]["app.kubernetes.io/component"]
+            for o in self.of_kind("Deployment")
+        }
 
 
 def render(values: Mapping[str, Any] | None = None, namespace: str = NAMESPACE) -> Rendered:

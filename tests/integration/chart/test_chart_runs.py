@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,7 @@ def without_rule(rendered: Rendered, role: str, resource: str) -> Rendered:
 
 @pytest.fixture(scope="module")
 def redis_ready() -> None:
-    import redis  # noqa: PLC0415  (the store's client, only to skip without Redis)
+    import redis
 
     try:
         redis.Redis.from_url(Settings.from_env().redis_url).ping()
@@ -85,7 +86,9 @@ def redis_ready() -> None:
         pytest.fail(f"chart runs need Redis (scripts/with-redis): {err}")
 
 
-def _run(tmp: Path, rendered: Rendered) -> Iterator[ChartRun]:
+@contextmanager
+def chart_running(tmp: Path, rendered: Rendered) -> Iterator[ChartRun]:
+    """The rendered chart running on a sandbox of its own (``harness.running``)."""
     with pytest.MonkeyPatch.context() as patch:
         yield from running(tmp, rendered, NAMESPACE, patch)
 
@@ -93,7 +96,7 @@ def _run(tmp: Path, rendered: Rendered) -> Iterator[ChartRun]:
 @pytest.fixture(scope="module")
 def chart_run(tmp_path_factory: pytest.TempPathFactory, redis_ready: None) -> Iterator[ChartRun]:
     rendered = render(chart_values(f"test:chart:{uuid.uuid4().hex[:8]}"))
-    for run in _run(tmp_path_factory.mktemp("chart"), rendered):
+    with chart_running(tmp_path_factory.mktemp("chart"), rendered) as run:
         tenant(run)
         for component in ("watcher", "branch-worker", "dispatcher", "receiver"):
             run.start(component)
@@ -108,7 +111,10 @@ def tenant(run: ChartRun, commit_window: str = "1s") -> None:
     url = run.githost.create_repo(
         TENANT, files={"README.md": b"chart\n", f"clusters/{TENANT}/README.md": b"gt\n"}
     )
-    for name, data in (("git", {"username": "git", "password": "pw"}), ("webhook", {"token": WEBHOOK_TOKEN})):
+    for name, data in (
+        ("git", {"username": "git", "password": "pw"}),
+        ("webhook", {"token": WEBHOOK_TOKEN}),
+    ):
         encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
         core.create_namespaced_secret(
             TENANT, client.V1Secret(metadata=client.V1ObjectMeta(name=name), data=encoded)
@@ -133,13 +139,28 @@ def tenant(run: ChartRun, commit_window: str = "1s") -> None:
                 "providerRef": {"name": "gp"},
                 "branch": "main",
                 "path": f"clusters/{TENANT}",
-                "applier": {"kustomizationRef": {"name": "ks", "namespace": TENANT}, "quietPeriod": "2s"},
+                "applier": {
+                    "kustomizationRef": {"name": "ks", "namespace": TENANT},
+                    "quietPeriod": "2s",
+                },
             },
         ),
-        ("WatchRule", "wr", {"targetRef": {"name": "gt"}, "rules": [{"apiGroups": [""], "resources": ["configmaps"]}]}),
+        (
+            "WatchRule",
+            "wr",
+            {
+                "targetRef": {"name": "gt"},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"]}],
+            },
+        ),
     ]
     for kind, name, spec in objects:
-        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": name}, "spec": spec}
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": kind,
+            "metadata": {"name": name},
+            "spec": spec,
+        }
         plural = kind.lower() + "s"
         if kind == "ClusterProvider":
             custom.create_cluster_custom_object(GROUP, VERSION, plural, body)
@@ -156,11 +177,18 @@ def tenant(run: ChartRun, commit_window: str = "1s") -> None:
         (SOURCES, "GitRepository", "src", source),
         (KUSTOMIZATIONS, "Kustomization", "ks", kustomization),
     ):
-        body = {"apiVersion": f"{group}/{version}", "kind": kind, "metadata": {"name": name}, "spec": spec}
+        body = {
+            "apiVersion": f"{group}/{version}",
+            "kind": kind,
+            "metadata": {"name": name},
+            "spec": spec,
+        }
         custom.create_namespaced_custom_object(group, version, TENANT, plural, body)
 
 
-def get(run: ChartRun, plural: str, name: str, group: str = GROUP, version: str = VERSION) -> dict[str, Any]:
+def get(
+    run: ChartRun, plural: str, name: str, group: str = GROUP, version: str = VERSION
+) -> dict[str, Any]:
     found: dict[str, Any] = client.CustomObjectsApi(run.api).get_namespaced_custom_object(  # type: ignore[assignment]
         group, version, TENANT, plural, name
     )
@@ -187,7 +215,12 @@ def hook(run: ChartRun) -> None:
     """Point the Git host's webhook at the receiver once the watcher published its path."""
 
     def path() -> str:
-        return str(get(run, "gitproviders", "gp").get("status", {}).get("receiver", {}).get("webhookPath", ""))
+        return str(
+            get(run, "gitproviders", "gp")
+            .get("status", {})
+            .get("receiver", {})
+            .get("webhookPath", "")
+        )
 
     wait_until(lambda: bool(path()), WAIT_S, "the GitProvider's webhook path")
     port = run.rendered.container("receiver")["ports"][0]["containerPort"]
@@ -199,7 +232,11 @@ def test_the_chart_mirrors_an_edit_and_asks_flux(chart_run: ChartRun, tmp_path: 
     """O4 (M1, R1, D4): with only the chart's permissions, an API edit becomes a commit and an
     outside push, delivered as a GitHub webhook, becomes one Flux request that applies it."""
     run = chart_run
-    wait_until(lambda: condition(run, "ApplierConfigured").get("status") == "True", WAIT_S, "ApplierConfigured=True")
+    wait_until(
+        lambda: condition(run, "ApplierConfigured").get("status") == "True",
+        WAIT_S,
+        "ApplierConfigured=True",
+    )
     hook(run)
     base = tip(run)
     client.CoreV1Api(run.api).create_namespaced_config_map(
@@ -211,7 +248,14 @@ def test_the_chart_mirrors_an_edit_and_asks_flux(chart_run: ChartRun, tmp_path: 
     outside = push(run.githost.repo_url(TENANT), tmp_path / "clone", {"other.txt": "x\n"})
     wait_until(lambda: applied(run, outside), WAIT_S, "Flux applying the outside push")
     wait_until(
-        lambda: get(run, "gittargets", "gt").get("status", {}).get("applier", {}).get("lastRequest", {}).get("commit") == outside,
+        lambda: (
+            get(run, "gittargets", "gt")
+            .get("status", {})
+            .get("applier", {})
+            .get("lastRequest", {})
+            .get("commit")
+            == outside
+        ),
         WAIT_S,
         "status.applier.lastRequest for the outside commit",
     )
@@ -228,11 +272,9 @@ def test_no_request_was_refused_and_every_permission_was_used(chart_run: ChartRu
         (user.removeprefix(prefix), verb, group, resource)
         for user, verb, group, resource in chart_run.audit.unused(chart_run.rules)
     }
-    watchable = {
-        resource
-        for rule in _watched(chart_run)
-        for resource in rule["resources"]
-    } - {"configmaps"}
+    watchable = {resource for rule in _watched(chart_run) for resource in rule["resources"]} - {
+        "configmaps"
+    }
     unexplained = {
         (who, verb, resource)
         for who, verb, _, resource in unused
@@ -256,10 +298,14 @@ def test_a_missing_rule_fails(tmp_path: Path, redis_ready: None) -> None:
         f"{RELEASE}-gitops-reverser-flux-grant",
         "kustomizations",
     )
-    for run in _run(tmp_path, rendered):
+    with chart_running(tmp_path, rendered) as run:
         tenant(run)
         run.start("watcher")
-        wait_until(lambda: condition(run, "ApplierConfigured").get("status") == "False", WAIT_S, "ApplierConfigured=False")
+        wait_until(
+            lambda: condition(run, "ApplierConfigured").get("status") == "False",
+            WAIT_S,
+            "ApplierConfigured=False",
+        )
         found = condition(run, "ApplierConfigured")
         assert "kustomizations" in found.get("message", ""), found
         user = user_of(NAMESPACE, f"{RELEASE}-gitops-reverser-watcher")

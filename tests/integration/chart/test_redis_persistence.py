@@ -28,7 +28,7 @@ from shared.model.ids import Branch
 from shared.store.keys import Keys
 from tests.helpers import wait_until
 from tests.integration.chart.render import RELEASE, render
-from tests.integration.chart.test_chart_runs import TENANT, _run, chart_values, tenant
+from tests.integration.chart.test_chart_runs import TENANT, chart_running, chart_values, tenant
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 PASSWORD = "chart-redis-password"
@@ -57,7 +57,9 @@ class ChartRedis:
         self.conf.write_text("\n".join([*local, f"port {self.port}", "bind 127.0.0.1", ""]))
         assert container["command"] == ["redis-server"]
         self.args = [
-            str(self.conf) if a == "/etc/redis/redis.conf" else a.replace("$(REDIS_PASSWORD)", PASSWORD)
+            str(self.conf)
+            if a == "/etc/redis/redis.conf"
+            else a.replace("$(REDIS_PASSWORD)", PASSWORD)
             for a in container["args"]
         ]
         self.process: subprocess.Popen[bytes] | None = None
@@ -104,7 +106,7 @@ def test_the_chart_redis_keeps_an_unpushed_edit_through_a_kill(
     values["redis"]["url"] = chart_redis.url
     conf = chart_redis.conf.read_text().splitlines()
     assert "appendfsync always" in conf and "appendonly yes" in conf
-    for run in _run(tmp_path / "run", render(values)):
+    with chart_running(tmp_path / "run", render(values)) as run:
         tenant(run, commit_window="20s")
         run.start("watcher")
         run.start("branch-worker")

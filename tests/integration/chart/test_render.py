@@ -148,7 +148,9 @@ def test_branch_worker_clones_into_an_empty_dir() -> None:
 
 def test_nobody_has_a_wildcard(rendered: Rendered) -> None:
     """O4: no rule of any Role or ClusterRole names "*" (verbs, groups or resources)."""
-    rules = [r for kind in ("Role", "ClusterRole") for o in rendered.of_kind(kind) for r in o["rules"]]
+    rules = [
+        r for kind in ("Role", "ClusterRole") for o in rendered.of_kind(kind) for r in o["rules"]
+    ]
     assert rules
     for rule in rules:
         for field in ("verbs", "apiGroups", "resources"):
@@ -168,13 +170,17 @@ def test_grants_have_exactly_the_documented_verbs() -> None:
     Applications; a namespace list makes Roles, none makes a ClusterRole; no list, no watch."""
     found = render(VALUE_SETS["external-flux"])
     roles = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in found.of_kind("Role")}
-    assert roles == {(ns, f"{RELEASE}-gitops-reverser-flux-grant") for ns in ("flux-system", "team-a")}
+    assert roles == {
+        (ns, f"{RELEASE}-gitops-reverser-flux-grant") for ns in ("flux-system", "team-a")
+    }
     rules = found.of_kind("Role")[0]["rules"]
     assert {(r["resources"][0], tuple(r["verbs"])) for r in rules} == {
         ("gitrepositories", ("get", "patch")),
         ("kustomizations", ("get", "patch")),
     }
-    argo = render(VALUE_SETS["everything"]).one("ClusterRole", f"{RELEASE}-gitops-reverser-argocd-grant")
+    argo = render(VALUE_SETS["everything"]).one(
+        "ClusterRole", f"{RELEASE}-gitops-reverser-argocd-grant"
+    )
     assert argo["rules"] == [
         {"apiGroups": ["argoproj.io"], "resources": ["applications"], "verbs": ["get", "update"]}
     ]
@@ -193,7 +199,9 @@ def test_receiver_when_enabled_scales_on_its_own() -> None:
     fixed = render(VALUE_SETS["everything"])
     assert fixed.deployment("receiver")["spec"]["replicas"] == 3
     assert fixed.deployment("branch-worker")["spec"]["replicas"] == 3
-    assert {p["metadata"]["name"].rsplit("-", 1)[-1] for p in fixed.of_kind("PodDisruptionBudget")} >= {"receiver", "worker", "dispatcher"}
+    assert {
+        p["metadata"]["name"].rsplit("-", 1)[-1] for p in fixed.of_kind("PodDisruptionBudget")
+    } >= {"receiver", "worker", "dispatcher"}
 
 
 def test_external_redis_keeps_the_url_in_a_secret() -> None:
@@ -214,7 +222,10 @@ def test_external_redis_keeps_the_url_in_a_secret() -> None:
     [
         ({"redis": {"builtin": False}}, "no Redis"),
         ({"redis": {"url": "redis://elsewhere:6379/0"}}, "more than one way"),
-        ({"receiver": {"enabled": True, "ingress": {"enabled": True}}}, "needs receiver.ingress.host"),
+        (
+            {"receiver": {"enabled": True, "ingress": {"enabled": True}}},
+            "needs receiver.ingress.host",
+        ),
         ({"receiver": {"ingress": {"enabled": True, "host": "x"}}}, "needs receiver.enabled"),
     ],
 )
@@ -231,7 +242,10 @@ def test_impossible_combinations_fail_with_a_message(values: dict[str, Any], say
         ({"settings": {"redis_url": "redis://x"}}, "redis_url"),
         ({"branchWorker": {"settings": {"branch_threads": 0}}}, "branch_threads"),
         ({"redis": {"url": "http://redis:6379"}}, "/redis/url"),
-        ({"watcher": {"watchedResources": [{"apiGroups": ["*"], "resources": ["pods"]}]}}, "apiGroups"),
+        (
+            {"watcher": {"watchedResources": [{"apiGroups": ["*"], "resources": ["pods"]}]}},
+            "apiGroups",
+        ),
         ({"receiver": {"replica": 2}}, "replica"),
     ],
 )
@@ -246,18 +260,30 @@ def test_schema_settings_are_the_product_settings() -> None:
     new setting cannot be missed and a removed one cannot linger."""
     schema = yaml.safe_load((CHART / "values.schema.json").read_text())
     offered = set(schema["properties"]["settings"]["properties"])
-    chart_owned = {"redis_url", "namespace", "kubeconfig", "metrics_port", "key_prefix", "work_dir", "receiver_bind"}
+    chart_owned = {
+        "redis_url",
+        "namespace",
+        "kubeconfig",
+        "metrics_port",
+        "key_prefix",
+        "work_dir",
+        "receiver_bind",
+    }
     assert offered == {f.name for f in fields(Settings)} - chart_owned
 
 
 def test_settings_reach_every_process_as_the_product_reads_them() -> None:
     """Values' settings become GITOPS_REVERSER_* variables that Settings.from_env accepts."""
-    found = render(VALUE_SETS["everything"] | {"settings": {"steady_tick": "30s", "max_window": "2m"}})
+    found = render(
+        VALUE_SETS["everything"] | {"settings": {"steady_tick": "30s", "max_window": "2m"}}
+    )
     config = found.one("ConfigMap", f"{RELEASE}-gitops-reverser-settings")["data"]
     for component in found.components() - {"dashboard"}:
         env = dict(config)
         for entry in found.container(component)["env"]:
-            env[entry["name"]] = entry.get("value", "redis://x:6379/0" if "REDIS" in entry["name"] else "ns")
+            env[entry["name"]] = entry.get(
+                "value", "redis://x:6379/0" if "REDIS" in entry["name"] else "ns"
+            )
         settings = Settings.from_env(env)
         assert settings.steady_tick.total_seconds() == 30
         assert settings.key_prefix == "team-b:v1"
