@@ -1,5 +1,8 @@
 """Sending apply attempts (rq jobs on ``apply-attempts``) and their outcomes (a stream).
 
+The queue's name is formed under the key prefix (``Keys.apply_queue``), so two installs that
+share one Redis each work only their own attempts (O4).
+
 The attempt is recorded in the applier before the job is enqueued, so a crash between the two
 leaves an attempt that is handed back after its deadline (never one sent twice); the job id is
 derived from the token, so one token is one job (D1). rq job ids may hold only letters,
@@ -61,7 +64,7 @@ class Attempts:
     def __init__(self, client: redis.Redis, keys: Keys, queue: str) -> None:
         self._r = client
         self._keys = keys
-        self._queue_name = queue
+        self._queue_name = keys.apply_queue(queue)
         self._report_once = client.register_script(_REPORT_ONCE)
 
     def queue(self) -> Queue:

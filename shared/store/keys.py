@@ -39,6 +39,9 @@ each does or does not expire:
   ``stalled-branches``: the set of branch keys with one, which the watcher reads each pass.
 - ``watcher:epoch``: a random value the watcher sets once and reads every pass; finding it
   gone or changed means Redis lost its data, so every config is published again (C8; no TTL).
+- ``queue:{name}``: the rq queue of apply attempts (``Settings.apply_queue``; rq stores it as
+  ``rq:queue:{prefix}:queue:{name}``), so two installs sharing one Redis never take each
+  other's jobs (O4; rq's own bookkeeping, with the jobs' TTLs).
 - ``watcher:targets``: set of GitTarget uids whose config the watcher published, so a
   GitTarget deleted while no watcher ran is still forgotten (no TTL: the live list).
 """
@@ -58,6 +61,10 @@ class Keys:
 
     def _k(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))
+
+    def apply_queue(self, name: str) -> str:
+        """The rq queue named ``name`` (``Settings.apply_queue``), under the prefix (O4)."""
+        return self._k("queue", name)
 
     @property
     def branches(self) -> str:
