@@ -132,7 +132,11 @@ def test_strategic_merge_patch_and_common_labels_are_rendered() -> None:
         KUST
         + "patches:\n- path: more.yaml\ncommonLabels:\n  team: a\ncommonAnnotations:\n  owner: me\n"
     )
-    patch = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        env:\n        - name: MODE\n          value: fast\n"
+    patch = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n"
+        "    spec:\n      containers:\n      - name: web\n        env:\n        - name: MODE\n"
+        "          value: fast\n"
+    )
     web = _live(_files(kust, apps__more_yaml=patch))
     container = web["spec"]["template"]["spec"]["containers"][0]
     assert container == {
@@ -151,7 +155,9 @@ def test_an_overlay_renders_its_base_then_its_own_entries() -> None:
     files = {
         "base/kustomization.yaml": b"resources:\n- deploy.yaml\n",
         "base/deploy.yaml": render(DEPLOY),
-        "prod/kustomization.yaml": b"resources:\n- ../base\nnamespace: prod\nimages:\n- name: nginx\n  newTag: '2'\n",
+        "prod/kustomization.yaml": (
+            b"resources:\n- ../base\nnamespace: prod\nimages:\n- name: nginx\n  newTag: '2'\n"
+        ),
     }
     tree = kz.render_folder("prod", ["prod/kustomization.yaml"], files.get)
     web = _obj(tree, "Deployment", "web")
@@ -303,7 +309,10 @@ def test_an_entry_shared_by_two_objects_refuses_the_write() -> None:
 def test_a_change_a_patch_overrides_refuses_the_write() -> None:
     """P2: a field a read-only patch sets cannot take another value: the edit would not land."""
     kust = KUST + "patches:\n- path: more.yaml\n"
-    patch = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  minReadySeconds: 5\n"
+    patch = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
+        "spec:\n  minReadySeconds: 5\n"
+    )
     files = _files(kust, apps__more_yaml=patch)
     live = _live(files)
     live["spec"]["minReadySeconds"] = 9

@@ -87,7 +87,8 @@ def test_overlay_namespace_replicas_labels_and_patch(tmp_path: Path) -> None:
             ),
             "prod/env.yaml": (
                 "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: the-deployment}\n"
-                "spec: {template: {spec: {containers: [{name: myapp, env: [{name: A, value: b}]}]}}}\n"
+                "spec: {template: {spec: {containers:\n"
+                "  [{name: myapp, env: [{name: A, value: b}]}]}}}\n"
             ),
         },
     )
