@@ -134,15 +134,15 @@ class Folder:
     def record(self, file: str, documents: list[dict[str, Any]]) -> None:
         """The writer just wrote ``documents`` to ``file`` (rendered, M2), or deleted it when
         there are none: index them as written, without reading the file back and parsing it
-        (parsing was the largest cost of a snapshot). A kustomize folder is read again whole:
-        a write there may change a kustomization too."""
-        if self.tree is not None:
-            self.files = self._ws.scan(self.path).files
-            self._render()
-            return
+        (parsing was the largest cost of a snapshot)."""
         self._forget(file)
         if documents:
             self._index(file, documents)
+
+    def rendered(self, files: list[str], tree: kustomize.Tree) -> None:
+        """A kustomize folder after a write (P2): its files and the render the writer just
+        verified, so the next write starts from it without reading the folder again."""
+        self.files, self.tree = files, tree
 
     def _forget(self, file: str) -> None:
         self._bad.pop(file, None)

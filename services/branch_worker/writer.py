@@ -87,7 +87,7 @@ def apply_event(
             reason="PathNotWritable",
             message=f"{err.strerror}: the path of {oid.kind} {oid.name} under {target.path!r}",
         )
-    if applied.kind == "write":
+    if applied.kind == "write" and folder.tree is None:
         folder.record(applied.path, list(applied.documents))
     return applied
 
@@ -155,6 +155,7 @@ def _through_kustomize(
             workspace.delete(path)
         else:
             workspace.write(path, data)
+    folder.rendered(files, after)
     return Applied("write", path=min(edits))
 
 

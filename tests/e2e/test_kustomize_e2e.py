@@ -17,7 +17,7 @@ import yaml
 from kubernetes import client
 
 from shared.model.manifest import render
-from tests.e2e.conftest import FLUX_SETTINGS, WAIT_S, FluxTenants, Launcher
+from tests.e2e.conftest import CONFIGMAPS, FLUX_SETTINGS, WAIT_S, FluxTenants, Launcher
 from tests.e2e.system import System
 from tests.helpers import wait_until
 
@@ -132,3 +132,27 @@ def test_an_image_and_replica_edit_updates_the_entries_and_flux_applies_the_same
     after = apps.read_namespaced_deployment("web", NAME)
     assert after.spec.template.spec.containers[0].image == "nginx:1.28"
     assert after.spec.replicas == 5
+
+
+def test_a_feature_outside_the_subset_is_named_in_the_gittarget_condition(
+    tenants: FluxTenants,
+) -> None:
+    """P2/M10: a kustomization with namePrefix refuses the folder; the GitTarget's
+    GitPathAccepted=False condition says UnsupportedContent and names the feature, and
+    nothing is written."""
+    name = "e2e-kustomize-refused"
+    folder = f"clusters/{name}"
+    kust = f"namespace: {name}\nnamePrefix: dev-\nresources: []\n"
+    tenant = tenants.make(
+        name, rules=[CONFIGMAPS], files={f"{folder}/kustomization.yaml": kust.encode()}
+    )
+    tenant.wait_owned()
+    base = tenant.tip()
+    tenant.system.core.create_namespaced_config_map(
+        name, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="app"), data={"k": "v"})
+    )
+    refused = tenant.wait_condition("GitPathAccepted", "False")
+    assert refused["reason"] == "UnsupportedContent"
+    assert "namePrefix" in refused["message"]
+    assert f"{folder}/kustomization.yaml" in refused["message"]
+    assert tenant.tip() == base

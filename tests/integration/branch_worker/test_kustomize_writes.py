@@ -171,3 +171,16 @@ def test_an_edit_that_would_move_another_object_is_refused(rig: Rig) -> None:
     refusal = rig.configs.refusal(rig.target.uid)
     assert refusal is not None and refusal["reason"] == "KustomizeRenderRefused"
     assert "Deployment team/api" in refusal["message"]
+
+
+def test_an_unknown_file_still_refuses_a_kustomize_folder(rig: Rig) -> None:
+    """M10 holds in a kustomize folder: a file neither manifest nor recognised refuses it."""
+    _seed(rig, **{"apps/deploy.sh": "#!/bin/sh\n"})
+    loop = rig.loop()
+    _publish(rig, _live(image="nginx:1.28"))
+    _flush(rig, loop)
+    assert len(rig.commits()) == 2
+    assert rig.configs.refusal(rig.target.uid) == {
+        "reason": "UnsupportedContent",
+        "message": "apps/deploy.sh is not managed by gitops-reverser",
+    }
