@@ -142,7 +142,7 @@ def _through_kustomize(
             return NO_WRITE
         files = sorted({*folder.files, *(p for p, d in edits.items() if d is not None)})
         files = [f for f in files if edits.get(f, b"") is not None]
-        after = kustomize.render_folder(target.path, files, plan.reader())
+        after = kustomize.render_folder(target.path, files, plan.reader(), previous=tree)
         kustomize_edit.verify(tree, after, key, body)
     except PlacementRefused as err:
         return Applied("refused", reason="PathOutsideTarget", message=str(err))

@@ -145,6 +145,10 @@ class Tree:
     #: Every file the render read as a resource, with its object documents.
     documents: dict[str, list[dict[str, Any]]]
     patches: set[str]
+    #: The bytes each resource file had, so a later render reuses its parsed documents.
+    sources: dict[str, bytes] = field(default_factory=dict)
+    #: The render this one may reuse unchanged files of (a write re-renders the folder).
+    previous: Tree | None = None
 
     def find(self, key: tuple[str, str, str, str]) -> Rendered | None:
         return next((r for r in self.objects if r.key == key), None)
@@ -242,11 +246,14 @@ def build(directory: str, read: Reader, tree: Tree | None = None) -> Tree:
     return tree
 
 
-def render_folder(folder: str, files: list[str], read: Reader) -> Tree:
+def render_folder(
+    folder: str, files: list[str], read: Reader, previous: Tree | None = None
+) -> Tree:
     """The render of a GitTarget's folder: each kustomization no other one lists (a root), and
     every manifest outside a kustomization's directory as it is. A manifest inside a
     kustomization's directory that no kustomization lists is refused (nothing would apply it),
-    and so is an object rendered twice (kustomize refuses the build)."""
+    and so is an object rendered twice (kustomize refuses the build). ``previous``: an
+    earlier render whose files are not parsed again where their bytes are the same."""
     kdirs = {posixpath.dirname(f) for f in files if is_kustomization(f)}
     listed: set[str] = set()
     for kdir in sorted(kdirs):
@@ -256,7 +263,7 @@ def render_folder(folder: str, files: list[str], read: Reader) -> Tree:
         assert data is not None
         kust = load(file, data)
         listed.update(_join(file, kdir, entry) for entry in kust.entries())
-    tree = Tree([], {}, {}, set())
+    tree = Tree([], {}, {}, set(), previous=previous)
     for root in sorted(kdirs - listed):
         build(root, read, tree)
     for file in files:
@@ -268,7 +275,7 @@ def render_folder(folder: str, files: list[str], read: Reader) -> Tree:
             raise Unsupported(file, "file outside every kustomization", "list it in resources")
         data = read(file)
         assert data is not None
-        docs = tree.documents[file] = _objects(file, data)
+        docs = _parsed(tree, file, data)
         tree.objects.extend(Rendered(copy.deepcopy(d), file, i) for i, d in enumerate(docs))
     seen: dict[tuple[str, str, str, str], str] = {}
     for r in tree.objects:
@@ -277,6 +284,7 @@ def render_folder(folder: str, files: list[str], read: Reader) -> Tree:
                 r.file, "duplicate object", f"{'/'.join(r.key)} also in {seen[r.key]}"
             )
         seen[r.key] = r.file
+    tree.previous = None  # reused, not kept: a chain of renders would hold every file ever
     return tree
 
 
@@ -317,9 +325,19 @@ def _resource(file: str, path: str, read: Reader, tree: Tree) -> list[Rendered]:
     data = read(path)
     if data is None:
         raise Unsupported(file, "resources", f"{path} not found")
-    docs = _objects(path, data)
-    tree.documents[path] = docs
+    docs = _parsed(tree, path, data)
     return [Rendered(copy.deepcopy(doc), path, i) for i, doc in enumerate(docs)]
+
+
+def _parsed(tree: Tree, path: str, data: bytes) -> list[dict[str, Any]]:
+    """A resource file's objects, parsed once for as long as its bytes stay the same."""
+    before = tree.previous
+    if before is not None and before.sources.get(path) == data:
+        docs = before.documents[path]
+    else:
+        docs = _objects(path, data)
+    tree.documents[path], tree.sources[path] = docs, data
+    return docs
 
 
 def _objects(path: str, data: bytes) -> list[dict[str, Any]]:

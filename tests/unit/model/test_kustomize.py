@@ -333,3 +333,15 @@ def test_a_base_outside_the_folder_is_never_written() -> None:
     with pytest.raises(ke.Refused) as err:
         ke.plan_upsert(tree, "prod", live, "prod/x.yaml", files.get)
     assert err.value.reason == "WriteBoundaryRefused"
+
+
+def test_a_render_after_a_write_parses_only_the_files_that_changed() -> None:
+    """P2 (cost of the second render): an unchanged file's documents are reused, a changed
+    one is read anew, and the new render keeps no link to the old one."""
+    files = _files()
+    first = _tree(files)
+    changed = dict(files, **{"apps/cm.yaml": render(dict(CM, data={"a": "2"}))})
+    second = kz.render_folder("apps", sorted(changed), changed.get, previous=first)
+    assert second.documents["apps/deploy.yaml"] is first.documents["apps/deploy.yaml"]
+    assert _obj(second, "ConfigMap", "cfg")["data"] == {"a": "2"}
+    assert second.previous is None
