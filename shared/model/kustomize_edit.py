@@ -29,7 +29,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from shared.model import kustomize as kz
-from shared.model.manifest import render
+from shared.model.manifest import _Yaml11SafeRepresenter, render
 
 MISSING = object()
 
@@ -81,6 +81,7 @@ def _yaml(data: bytes) -> YAML:
     """A round-trip dumper that keeps the file's sequence style (``- x`` under its key, or
     indented by two)."""
     yaml = YAML(typ="rt", pure=True)
+    yaml.Representer = _Yaml11SafeRepresenter  # a tag like `on` stays a string (M2)
     yaml.width = 4096
     lines = data.decode().splitlines()
     flush = any(

@@ -345,3 +345,13 @@ def test_a_render_after_a_write_parses_only_the_files_that_changed() -> None:
     assert second.documents["apps/deploy.yaml"] is first.documents["apps/deploy.yaml"]
     assert _obj(second, "ConfigMap", "cfg")["data"] == {"a": "2"}
     assert second.previous is None
+
+
+def test_an_entry_value_a_yaml_1_1_reader_would_retype_is_quoted() -> None:
+    """M2 in kustomization files too: a new tag ``on`` (a boolean to YAML 1.1, which
+    PyYAML and kubectl read) is written quoted, so the entry stays a string."""
+    files = _files()
+    live = _live(files)
+    live["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:on"
+    after = _upsert(files, live)
+    assert yaml.safe_load(after["apps/kustomization.yaml"])["images"][0]["newTag"] == "on"
