@@ -12,7 +12,8 @@ kustomization_controller.go`` (``Reconcile``, ``reconcile``, ``finalizeStatus``)
    revision R with a timeout of T"), then, once the artifact is unpacked and ``spec.path``
    exists, ``lastAttemptedRevision`` with "Building manifests ...", then "Detecting drift ...";
    each is its own status patch, so a watcher sees the attempt before the apply;
-4. build (``manifests``), apply and prune (``ssa``), new inventory, then
+4. build (``manifests``, or ``kustomize_build`` when ``spec.path`` holds a kustomization),
+   apply and prune (``ssa``), new inventory, then
    ``lastAppliedRevision`` and ``Ready=True/ReconciliationSucceeded`` "Applied revision: R";
    failures are ``Ready=False`` with ``ArtifactFailed``/``BuildFailed``/
    ``ReconciliationFailed``/``PruneFailed`` and retry after ``spec.retryInterval``;
@@ -21,7 +22,8 @@ kustomization_controller.go`` (``Reconcile``, ``reconcile``, ``finalizeStatus``)
    ``ProgressingWithRetry``.
 
 Differences: no finalizer (deleting a Kustomization prunes nothing), no jitter, no health
-checks, ``dependsOn``, decryption, post-build substitution, patches or history.
+checks, ``dependsOn``, decryption, post-build substitution, ``spec.patches``/``spec.images``
+or history; kustomize beyond the subset the product writes fails the build.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.flux import conditions as cond
-from sandbox.flux import durations, inventory, manifests
+from sandbox.flux import durations, inventory, kustomize_build, manifests
 from sandbox.flux.activity import APPLIED, FAILED, SUSPENDED, ActivityLog, Record
 from sandbox.flux.kubeapi import FluxApi
 from sandbox.flux.schedule import Outcome
@@ -105,7 +107,7 @@ class KustomizeReconciler:
             self._progress(
                 key, obj, f"Building manifests for revision {revision} with a timeout of {timeout}"
             )
-            objects = self._build(key, root)
+            objects = self._build(key, root, Path(scratch))
         self._progress(
             key, obj, f"Detecting drift for revision {revision} with a timeout of {timeout}"
         )
@@ -153,9 +155,12 @@ class KustomizeReconciler:
             )
         return root
 
-    def _build(self, key: ObjectKey, root: Path) -> list[dict[str, Any]]:
+    def _build(self, key: ObjectKey, root: Path, artifact: Path) -> list[dict[str, Any]]:
         try:
-            objects = manifests.read_objects(root)
+            if kustomize_build.kustomization_file(root) is not None:
+                objects = kustomize_build.build(root, artifact)  # the subset (P2)
+            else:
+                objects = manifests.read_objects(root)
         except manifests.BuildFailed as err:
             raise Failure("BuildFailed", str(err)) from err
         manifests.set_owner(objects, key.name, key.namespace)

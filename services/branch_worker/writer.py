@@ -2,7 +2,9 @@
 
 The API value wins (M5): the whole sanitised object replaces its document. A document already
 in the folder is edited where it lives; a new one goes to the canonical path. Deletes follow
-the GitTarget's prune mode (M9).
+the GitTarget's prune mode (M9). A folder holding a kustomization is written through the
+kustomize subset (P2): its files and kustomizations are planned together, and the write is
+made only when the folder, rendered again, shows exactly the edit and nothing else moved.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from services.branch_worker.folder import Folder, IdentityKey, Located
 from shared.decide.placement import PlacementRefused, canonical_path
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
+from shared.model import kustomize, kustomize_edit
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
 from shared.model.manifest import render
@@ -67,7 +70,9 @@ def apply_event(
         )
     located = folder.find(key_of(event))
     try:
-        if event.operation == "DELETE" or event.body is None:
+        if folder.tree is not None:
+            applied = _through_kustomize(workspace, target, event, folder)
+        elif event.operation == "DELETE" or event.body is None:
             applied = _delete(workspace, target, located)
         else:
             applied = _upsert(workspace, target, event, located)
@@ -82,7 +87,7 @@ def apply_event(
             reason="PathNotWritable",
             message=f"{err.strerror}: the path of {oid.kind} {oid.name} under {target.path!r}",
         )
-    if applied.kind == "write":
+    if applied.kind == "write" and folder.tree is None:
         folder.record(applied.path, list(applied.documents))
     return applied
 
@@ -112,6 +117,46 @@ def _delete(workspace: Workspace, target: TargetConfig, located: Located | None)
         workspace.delete(located.path)
         return Applied("write", path=located.path)
     return _write_file(workspace, located.path, docs)
+
+
+def _through_kustomize(
+    workspace: Workspace, target: TargetConfig, event: ObjectEvent, folder: Folder
+) -> Applied:
+    """P2: plan the edit on the folder's render, render again, and write only what verifies."""
+    tree = folder.tree
+    assert tree is not None
+    key = key_of(event)
+    body = None if event.operation == "DELETE" else event.body
+    try:
+        if body is None:
+            if target.prune == "Never":
+                return NO_WRITE
+            plan = kustomize_edit.plan_delete(tree, target.path, key, workspace.read)
+        else:
+            new_path = canonical_path(target.path, event.object_id)
+            plan = kustomize_edit.plan_upsert(tree, target.path, body, new_path, workspace.read)
+        if plan is None:
+            return NO_WRITE
+        edits = {p: d for p, d in plan.finish().items() if workspace.read(p) != d}
+        if not edits:
+            return NO_WRITE
+        files = sorted({*folder.files, *(p for p, d in edits.items() if d is not None)})
+        files = [f for f in files if edits.get(f, b"") is not None]
+        after = kustomize.render_folder(target.path, files, plan.reader(), previous=tree)
+        kustomize_edit.verify(tree, after, key, body)
+    except PlacementRefused as err:
+        return Applied("refused", reason="PathOutsideTarget", message=str(err))
+    except kustomize_edit.Refused as err:
+        return Applied("refused", reason=err.reason, message=str(err))
+    except kustomize.Unsupported as err:
+        return Applied("refused", reason="UnsupportedContent", message=str(err))
+    for path, data in sorted(edits.items()):
+        if data is None:
+            workspace.delete(path)
+        else:
+            workspace.write(path, data)
+    folder.rendered(files, after)
+    return Applied("write", path=min(edits))
 
 
 def _write_file(workspace: Workspace, path: str, docs: list[dict[str, Any]]) -> Applied:
