@@ -2,10 +2,13 @@
 
 ``shared.decide.apply_window`` decides; this module gathers what it decides on and acts:
 
-- the applier's window: the attempt out (its ``sent_at`` in the applier's record) and the
-  GitTarget's last finished request (``sent_at``/``finished_at`` in the ledger the dispatcher
-  writes when the attempt ends, S3); an event is judged against each and the strongest verdict
-  wins, so the trailing events of a finished apply are caught while the next request is out;
+- the applier's window: its latest request, which is the attempt out (its ``sent_at`` in the
+  applier's record) or else the GitTarget's last finished request (``sent_at``/``finished_at``
+  in the ledger the dispatcher writes when the attempt ends, S3). Only the latest counts: an
+  edit made after an older request but before the latest one is in the commit the latest one
+  applies, so that apply is no revert (judging it against the older window would withhold a
+  correct apply); the trailing events of an older apply that arrive once a newer request is
+  out are mirrored, which only proof could prevent;
 - when the API side last edited each object: the time the watcher observed the last event
   that was not the applier's alone. It is kept in this owner's memory, so a new owner of the
   branch starts with none: it mirrors (only proof withholds, W2), never withholds wrongly.
@@ -43,8 +46,6 @@ log = logging.getLogger(__name__)
 #: How long an API edit is remembered: past any attempt's deadline (5 minutes, D6) and the
 #: window's 10 s after it, so no edit a window could need is forgotten.
 REMEMBER_S = 900.0
-#: Strength of a verdict when an event is judged against more than one window.
-_RANK = {Verdict.MIRROR: 0, Verdict.AMBIGUOUS: 1, Verdict.WITHHELD: 2}
 
 EditKey = tuple[str, str, str, str, str]
 
@@ -90,33 +91,25 @@ class ApplyWindowGuard:
     def _judge(
         self, ref: ApplierRef, target: TargetConfig, event: ObjectEvent, key: EditKey
     ) -> Decision:
-        now = self._clock()
-        verdicts = [
-            decide(
-                operation=event.operation,
-                newest=event.managers,
-                applier_kind=ref.kind,
-                window=window,
-                api_edited_at=self._edited.get(key),
-                now=now,
-            )
-            for window in self._windows(ref, target)
-        ]
-        return max(verdicts, key=lambda d: _RANK[d.verdict], default=Decision(Verdict.MIRROR, ""))
+        return decide(
+            operation=event.operation,
+            newest=event.managers,
+            applier_kind=ref.kind,
+            window=self._window(ref, target),
+            api_edited_at=self._edited.get(key),
+            now=self._clock(),
+        )
 
-    def _windows(self, ref: ApplierRef, target: TargetConfig) -> list[ApplyWindow]:
-        """The applier's attempt out and the GitTarget's last finished request."""
-        windows = []
+    def _window(self, ref: ApplierRef, target: TargetConfig) -> ApplyWindow | None:
+        """The applier's latest request: the attempt out, else the GitTarget's last one."""
         attempt = self._appliers.load(ref.key, ref.kind).attempt
         if attempt is not None:
-            windows.append(ApplyWindow(attempt.sent_at))
+            return ApplyWindow(attempt.sent_at)
         try:
             last, _ = self._ledger.last_request(target.uid)
         except ValueError:
-            last = None
-        if last is not None:
-            windows.append(ApplyWindow(last.sent_at, last.finished_at))
-        return windows
+            return None
+        return None if last is None else ApplyWindow(last.sent_at, last.finished_at)
 
     def _remember(self, key: EditKey, at: float) -> None:
         self._edited[key] = max(at, self._edited.get(key, at))
