@@ -219,3 +219,16 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
 #: Variables of the test tooling that share the prefix but configure no process.
 _TOOLING = frozenset({PREFIX + "SHARED_DIR"})
 _KNOWN = frozenset(PREFIX + name.upper() for name in _PARSERS) | _TOOLING
+
+
+#: A test seam, not a user setting: the e2e tests set it to ``1`` in a branch worker's
+#: environment to switch the apply window (W1) off and show that their collision test catches
+#: the race without it (issue 12). It lies outside the ``GITOPS_REVERSER_`` prefix on purpose:
+#: ``Settings`` does not list it, the docs do not offer it, and the chart never sets it.
+APPLY_WINDOW_TEST_SEAM = "GR_TEST_SEAM_APPLY_WINDOW_OFF"
+
+
+def apply_window_switched_off(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the test seam ``APPLY_WINDOW_TEST_SEAM`` switched the apply window off."""
+    env = os.environ if environ is None else environ
+    return env.get(APPLY_WINDOW_TEST_SEAM, "") == "1"

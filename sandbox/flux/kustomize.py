@@ -21,6 +21,10 @@ kustomization_controller.go`` (``Reconcile``, ``reconcile``, ``finalizeStatus``)
    ``Reconciling`` and set ``observedGeneration``; when failed, ``Reconciling`` becomes
    ``ProgressingWithRetry``.
 
+Pacing (``sandbox.flux.pacing``): once its artifact is found, a reconcile waits at the gate and
+pauses ``before_apply_s`` before it writes its progress and applies (the seconds a real apply
+takes after its stamp), and pauses ``between_objects_s`` between two objects.
+
 Differences: no finalizer (deleting a Kustomization prunes nothing), no jitter, no health
 checks, ``dependsOn``, decryption, post-build substitution, ``spec.patches``/``spec.images``
 or history; kustomize beyond the subset the product writes fails the build.
@@ -29,6 +33,7 @@ or history; kustomize beyond the subset the product writes fails the build.
 from __future__ import annotations
 
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,6 +42,7 @@ from sandbox.flux import conditions as cond
 from sandbox.flux import durations, inventory, kustomize_build, manifests
 from sandbox.flux.activity import APPLIED, FAILED, SUSPENDED, ActivityLog, Record
 from sandbox.flux.kubeapi import FluxApi
+from sandbox.flux.pacing import Pacing
 from sandbox.flux.schedule import Outcome
 from sandbox.flux.ssa import CONFIGURED, CREATED, DELETED, Applier, ApplyFailed, Change
 from sandbox.flux.storage import ArtifactMissing, Storage
@@ -61,12 +67,21 @@ class KustomizeReconciler:
     """Reconciles Kustomizations from their GitRepository's artifact."""
 
     def __init__(
-        self, api: FluxApi, storage: Storage, clock: Callable[[], float], log: ActivityLog
+        self,
+        api: FluxApi,
+        storage: Storage,
+        clock: Callable[[], float],
+        log: ActivityLog,
+        *,
+        pacing: Pacing | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self._api = api
         self._storage = storage
         self._clock = clock
         self._log = log
+        self._pacing = pacing or Pacing()
+        self._stop = stop or threading.Event()
 
     def reconcile(self, key: ObjectKey) -> Outcome:
         """One reconcile of ``key``; the outcome says when it is due again."""
@@ -95,6 +110,7 @@ class KustomizeReconciler:
 
     def _run(self, key: ObjectKey, obj: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
         artifact = self._artifact(obj)
+        self._pacing.hold(self._stop)  # Stopping: abandoned, as a killed controller's would be
         revision = str(artifact["revision"])
         timeout = durations.format_go(_timeout(obj["spec"]))
         self._set(obj, cond.READY, cond.UNKNOWN, "Progressing", "Reconciliation in progress")
@@ -171,7 +187,7 @@ class KustomizeReconciler:
     ) -> list[Change]:
         applier = Applier(self._api.dynamic(), str(obj["spec"].get("targetNamespace") or ""))
         try:
-            changes = applier.apply_all(objects)
+            changes = applier.apply_all(objects, lambda: self._pacing.between(self._stop))
         except ApplyFailed as err:
             raise Failure("ReconciliationFailed", str(err)) from err
         old = inventory.entries_of(obj["status"])

@@ -74,16 +74,22 @@ class Launcher:
         self._redis_url = redis_url or Settings.from_env().redis_url
         self._running: list[tuple[Iterator[System], str]] = []
 
-    def start(self, identities: Identities | None = None, **settings: str) -> System:
+    def start(
+        self,
+        identities: Identities | None = None,
+        *,
+        seams: dict[str, str] | None = None,
+        **settings: str,
+    ) -> System:
         """A running system with a fresh key prefix and rq queue; ``identities`` and
-        ``settings`` as run_system's.
+        ``settings`` as run_system's, ``seams`` test seams for the processes' environment.
 
         The ClusterProvider ``default`` admits every namespace (docs/crds.md: ``selector: {}``).
         """
         prefix = f"test:e2e:{uuid.uuid4().hex[:10]}"
         values = {"key_prefix": prefix, "apply_queue": f"{prefix}:apply", **settings}
         directory = self._root / prefix.rsplit(":", 1)[1]
-        runner = run_system_as(identities, directory, self._redis_url, ALL, values)
+        runner = run_system_as(identities, directory, self._redis_url, ALL, values, seams=seams)
         system = next(runner)
         self._running.append((runner, prefix))
         system.create(
