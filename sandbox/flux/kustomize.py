@@ -21,7 +21,9 @@ kustomization_controller.go`` (``Reconcile``, ``reconcile``, ``finalizeStatus``)
    ``ProgressingWithRetry``.
 
 Differences: no finalizer (deleting a Kustomization prunes nothing), no jitter, no health
-checks, ``dependsOn``, decryption, post-build substitution, patches or history.
+checks, ``dependsOn``, post-build substitution, patches or history. Decryption
+(``spec.decryption``: SOPS with age identities) is ``sandbox.flux.sops``; an encrypted object
+in a Kustomization without ``spec.decryption`` is applied as built (not modelled further).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.flux import conditions as cond
-from sandbox.flux import durations, inventory, manifests
+from sandbox.flux import durations, inventory, manifests, sops
 from sandbox.flux.activity import APPLIED, FAILED, SUSPENDED, ActivityLog, Record
 from sandbox.flux.kubeapi import FluxApi
 from sandbox.flux.schedule import Outcome
@@ -105,7 +107,7 @@ class KustomizeReconciler:
             self._progress(
                 key, obj, f"Building manifests for revision {revision} with a timeout of {timeout}"
             )
-            objects = self._build(key, root)
+            objects = self._decrypt(key, obj, self._build(key, root))
         self._progress(
             key, obj, f"Detecting drift for revision {revision} with a timeout of {timeout}"
         )
@@ -160,6 +162,23 @@ class KustomizeReconciler:
             raise Failure("BuildFailed", str(err)) from err
         manifests.set_owner(objects, key.name, key.namespace)
         return objects
+
+    def _decrypt(
+        self, key: ObjectKey, obj: dict[str, Any], objects: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Decrypt SOPS objects with the age identities of ``spec.decryption.secretRef``; a
+        missing Secret, a wrong key or a bad MAC fails the build (nothing is applied)."""
+        decryption = obj["spec"].get("decryption") or {}
+        name = (decryption.get("secretRef") or {}).get("name")
+        if decryption.get("provider") != "sops" or not any(map(sops.is_encrypted, objects)):
+            return objects
+        data = self._api.secret_data(key.namespace, name) if name else {}
+        if data is None:
+            raise Failure("BuildFailed", f"cannot get decryption Secret '{key.namespace}/{name}'")
+        try:
+            return sops.decrypt_all(objects, sops.identities_of(data))
+        except sops.DecryptionFailed as err:
+            raise Failure("BuildFailed", str(err)) from err
 
     def _apply(
         self, key: ObjectKey, obj: dict[str, Any], objects: list[dict[str, Any]]

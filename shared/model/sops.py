@@ -127,6 +127,8 @@ def _leaves(node: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
 
 def _typed(value: Any) -> tuple[bytes, str, bytes]:
     """(the bytes encrypted, sops's type name, the bytes the MAC hashes) of a leaf."""
+    if value is None:
+        return b"", "str", b""
     if isinstance(value, bool):
         return (b"true" if value else b"false"), "bool", (b"True" if value else b"False")
     if isinstance(value, int):
@@ -163,8 +165,8 @@ def _encrypt_tree(node: Any, path: list[str], key: bytes, random: RandomBytes) -
         return {k: _encrypt_tree(v, [*path, str(k)], key, random) for k, v in node.items()}
     if isinstance(node, list):
         return [_encrypt_tree(item, path, key, random) for item in node]
-    if not _encrypted(path):
-        return node
+    if not _encrypted(path) or node is None or node == "":
+        return node  # sops leaves empty strings and nulls as they are
     plain, kind, _ = _typed(node)
     return encrypt_value(plain, kind, key, random(NONCE_BYTES), ":".join(path) + ":")
 
