@@ -110,4 +110,4 @@ class FluxApi:
             if err.status == NOT_FOUND:
                 return None
             raise
-        return dict(found.data or {})
+        return {str(k): str(v) for k, v in (found.data or {}).items()}

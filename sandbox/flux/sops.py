@@ -61,7 +61,8 @@ def _data_key(block: Mapping[str, Any], identities: list[pyrage.x25519.Identity]
         armored = str(entry.get("enc", ""))
         lines = [ln for ln in armored.strip().splitlines() if not ln.startswith("-----")]
         try:
-            return pyrage.decrypt(base64.b64decode("".join(lines)), identities)
+            key: bytes = pyrage.decrypt(base64.b64decode("".join(lines)), identities)
+            return key
         except Exception:  # pyrage.DecryptError: not for these identities, try the next
             continue
     raise DecryptionFailed("no age identity of the decryption Secret opens the data key")
@@ -92,7 +93,9 @@ class _Walk:
     def __init__(self, block: Mapping[str, Any], key: bytes) -> None:
         self.key = key
         self.digest = hashlib.sha512()
-        self.rule = next(((k, block[k]) for k in (*_SUFFIX_KEYS, *_REGEX_KEYS) if block.get(k)), None)
+        self.rule = next(
+            ((k, block[k]) for k in (*_SUFFIX_KEYS, *_REGEX_KEYS) if block.get(k)), None
+        )
 
     def encrypted(self, path: list[str]) -> bool:
         if self.rule is None:  # sops's default: unencrypted_suffix "_unencrypted"

@@ -68,7 +68,9 @@ def test_real_sops_decrypts_what_the_writer_renders(
 ) -> None:
     """P3: the rendered document decrypts, for every recipient, to the Secret itself."""
     recipients = tuple(sorted(str(k.to_public()) for k in identities))
-    sealed = seal(SECRET, recipients, now=datetime.now(UTC), random=os.urandom, fingerprint_key=b"k")
+    sealed = seal(
+        SECRET, recipients, now=datetime.now(UTC), random=os.urandom, fingerprint_key=b"k"
+    )
     (tmp_path / "db.sops.yaml").write_bytes(render(sealed))
     for index, key in enumerate(identities):
         (tmp_path / f"one-{index}.txt").write_text(f"{key}\n")
@@ -83,7 +85,9 @@ def test_real_sops_refuses_a_tampered_file(
 ) -> None:
     """The MAC is real: a clear field changed without the data key fails decryption."""
     recipients = (str(identities[0].to_public()),)
-    sealed = seal(SECRET, recipients, now=datetime.now(UTC), random=os.urandom, fingerprint_key=b"k")
+    sealed = seal(
+        SECRET, recipients, now=datetime.now(UTC), random=os.urandom, fingerprint_key=b"k"
+    )
     text = render(sealed).decode().replace("tier: web", "tier: api")
     (tmp_path / "db.sops.yaml").write_text(text)
     result = run_sops("decrypt", "db.sops.yaml")
@@ -114,7 +118,9 @@ def test_the_flux_double_and_real_sops_agree_on_the_writers_file(
     from sandbox.flux import sops as flux_sops
 
     recipients = (str(identities[0].to_public()),)
-    sealed = seal(SECRET, recipients, now=datetime.now(UTC), random=os.urandom, fingerprint_key=b"k")
+    sealed = seal(
+        SECRET, recipients, now=datetime.now(UTC), random=os.urandom, fingerprint_key=b"k"
+    )
     (tmp_path / "db.sops.yaml").write_bytes(render(sealed))
     by_sops = yaml.safe_load(run_sops("decrypt", "db.sops.yaml").stdout)
     by_double = flux_sops.decrypt(yaml.safe_load(render(sealed)), [identities[0]])

@@ -102,7 +102,9 @@ def test_fingerprint_is_stable_for_the_same_plaintext_and_readers_only() -> None
     """No-op detection: the same Secret sealed twice has equal fingerprints and different
     ciphertext; another value, recipient or key gives another fingerprint."""
     first = sops.seal(SECRET, (RECIPIENT,), now=NOW, random=_counter(), fingerprint_key=b"k")
-    again = sops.seal(SECRET, (RECIPIENT,), now=NOW, random=lambda n: b"\x09" * n, fingerprint_key=b"k")
+    again = sops.seal(
+        SECRET, (RECIPIENT,), now=NOW, random=lambda n: b"\x09" * n, fingerprint_key=b"k"
+    )
     assert sops.stored_fingerprint(first) == sops.stored_fingerprint(again) != ""
     assert first["data"] != again["data"]
     changed = {**SECRET, "data": {"password": "b3RoZXI=", "user": "YWRtaW4="}}

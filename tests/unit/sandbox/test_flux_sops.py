@@ -1,11 +1,12 @@
 """The Flux double's SOPS decryption (sandbox/flux/sops.py) is pinned to the real format: a file
 the real ``sops`` 3.11.0 binary wrote (``sops encrypt --age ... --encrypted-regex
-'^(data|stringData)$'``, kept here verbatim with the test-only age identity it was made for)
+'^(data|stringData)$'``, kept verbatim in data/ with the test-only age identity it was made for)
 decrypts to its plaintext; a changed value or MAC, or another identity, is refused (P3)."""
 
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
 
 import pyrage
@@ -16,37 +17,7 @@ from sandbox.flux import sops
 
 #: A test-only age identity; the file below was encrypted for its recipient by real sops.
 IDENTITY = "AGE-SECRET-KEY-1RSZDFZUP5V70R8AK8RD0GM0EU9JE08MLPPJQ3AFJZC0WVC48SU6SZ7JHMN"
-WRITTEN_BY_SOPS = """\
-apiVersion: v1
-kind: Secret
-metadata:
-    name: db
-    namespace: demo
-    labels:
-        tier: backend
-data:
-    password: ENC[AES256_GCM,data:AQCiPQK4fvrzcC+L,iv:2iZkx5VyJOOO5EjD9gggC8pCaIFNZ/G31Qfv87tModY=,tag:maVB0Xu7z3z63fPjXnat4w==,type:str]
-stringData:
-    port: ENC[AES256_GCM,data:3TKJ0w==,iv:W16SQzw6ntv+Y5xYTIiQoBNB0j5bm6+JZoYhla+0eyo=,tag:Ja7qJoaU0o3Yggu+9bkcYg==,type:int]
-    note: ENC[AES256_GCM,data:KakDZdOdHXoV,iv:fJ9dSKICz2NXW2rqsr0bJXUInN/HAIsA8rdndQSZij8=,tag:XtPX0bCxlYKxy3o272VT4A==,type:str]
-immutable: true
-type: Opaque
-sops:
-    age:
-        - recipient: age1pnmunneu2j4cer7vwkdjus77chz7qllcvhjt4fgv5wwchyyjj43sjzl4am
-          enc: |
-            -----BEGIN AGE ENCRYPTED FILE-----
-            YWdlLWVuY3J5cHRpb24ub3JnL3YxCi0+IFgyNTUxOSBUUDlUTzVHalNlMXhzcnhF
-            Z2RUR2pxRjJXNnhYTGtzQnVIc0JQRTFuWEVBCk1NQzNYRDltUjFKbWx2dUtEd0o2
-            dnREZEFxZTE0aC8vcXhhZkNscnkrd28KLS0tIFdLdXlNMExQWndsWE1kNzNYRXJp
-            ZUlVMVRWYmxkdFdmYVRjckMyMWFLQUEKs/aN/+ymNcgOJIjFHn4RJ77cZOuQP35F
-            IRc4GC+RKnbPY+B6VJRsrm4N6wRI+y9vHE5uTn2SDUfdP4+GPNysbA==
-            -----END AGE ENCRYPTED FILE-----
-    lastmodified: "2026-12-02T06:24:17Z"
-    mac: ENC[AES256_GCM,data:qz9M/zMgrXVjmztDbeTEJ6azPkC/JRsEatGvEIDueVJQJBuRUYLzjx2XBiA/ECWk3j9CRun7ZasU8K3RuW1rhLVD3nQUl5P/v2sE88csNL1+y78l7szgpoW77P3Ys54IujSZsSzt6HTuj+kr9y58gxX5zdYDihqAJLc8tClD8So=,iv:DIW2fiWP0TlKK0zyz8DDH45d+3E5LMY9xSnh+GjokJw=,tag:4hRoIdS9JupC+c+kv1SSIQ==,type:str]
-    encrypted_regex: ^(data|stringData)$
-    version: 3.11.0
-"""
+WRITTEN_BY_SOPS = (Path(__file__).parent / "data" / "secret-by-sops-3.11.0.yaml").read_text()
 PLAINTEXT = {
     "apiVersion": "v1",
     "kind": "Secret",
