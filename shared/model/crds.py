@@ -19,7 +19,7 @@ from shared.model.config import ApplierRef, OnRefusal, PruneMode
 from shared.model.duration import DurationError, parse_duration
 from shared.model.events import OPERATIONS, Operation
 from shared.model.ids import GitTargetUid
-from shared.model.sops import SopsError, parse_recipients
+from shared.model.recipients import SopsError, parse_recipients
 from shared.model.webhook import MAX_TIMEOUT_S, WebhookEndpoint, url_problem
 
 Raw = Mapping[str, Any]

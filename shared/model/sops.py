@@ -40,6 +40,9 @@ import pyrage
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from shared.model.manifest import ordered_document
+from shared.model.recipients import SopsError, parse_recipients
+
+__all__ = ["SopsError", "parse_recipients"]  # re-exported: the encoder's errors and inputs
 
 #: The keys whose values are encrypted: a Secret's payload. The same regex goes in the
 #: document's metadata and in the ``.sops.yaml`` bootstrap file, so ``sops`` run by a person
@@ -62,29 +65,6 @@ _ARMOR_END = "-----END AGE ENCRYPTED FILE-----"
 _ARMOR_COLUMNS = 64
 
 RandomBytes = Callable[[int], bytes]
-
-
-class SopsError(ValueError):
-    """A document or recipient that cannot be sealed (a permanent, user-visible problem)."""
-
-
-def parse_recipients(values: list[str] | tuple[str, ...] | str) -> tuple[str, ...]:
-    """Age recipients from a list, or from a recipients file's text (one a line, ``#``
-    comments), checked and sorted; raises SopsError naming the first bad one."""
-    lines = values.splitlines() if isinstance(values, str) else list(values)
-    found: list[str] = []
-    for line in lines:
-        text = line.split("#", 1)[0].strip()
-        if not text:
-            continue
-        try:
-            pyrage.x25519.Recipient.from_str(text)
-        except Exception as err:  # pyrage raises its own RecipientError, or ValueError
-            raise SopsError(f"{text[:20]!r} is not an age recipient (age1...)") from err
-        found.append(text)
-    if not found:
-        raise SopsError("no age recipient given")
-    return tuple(sorted(set(found)))
 
 
 def is_sealed(doc: Mapping[str, Any]) -> bool:
