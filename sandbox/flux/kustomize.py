@@ -107,7 +107,7 @@ class KustomizeReconciler:
             self._progress(
                 key, obj, f"Building manifests for revision {revision} with a timeout of {timeout}"
             )
-            objects = self._decrypt(key, obj, self._build(key, root))
+            objects = self._build(key, obj, root)
         self._progress(
             key, obj, f"Detecting drift for revision {revision} with a timeout of {timeout}"
         )
@@ -155,11 +155,12 @@ class KustomizeReconciler:
             )
         return root
 
-    def _build(self, key: ObjectKey, root: Path) -> list[dict[str, Any]]:
+    def _build(self, key: ObjectKey, obj: dict[str, Any], root: Path) -> list[dict[str, Any]]:
         try:
             objects = manifests.read_objects(root)
         except manifests.BuildFailed as err:
             raise Failure("BuildFailed", str(err)) from err
+        objects = self._decrypt(key, obj, objects)  # before the owner labels: the MAC is over Git
         manifests.set_owner(objects, key.name, key.namespace)
         return objects
 
