@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from services.branch_worker.folder import Folder, IdentityKey, Located
+from services.branch_worker.sops_bootstrap import stage_sops_bootstrap
 from shared.decide.placement import PlacementRefused, canonical_path
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
@@ -103,6 +104,7 @@ def _upsert(
             path = canonical_path(target.path, event.object_id)
             if is_sealed(event.body):
                 path = path.removesuffix(".yaml") + SEALED_SUFFIX
+                stage_sops_bootstrap(workspace, target)  # P4 (the bootstrap hook's to stage)
         except PlacementRefused as err:
             return Applied("refused", reason="PathOutsideTarget", message=str(err))
         return _write_file(workspace, path, [event.body])

@@ -121,6 +121,20 @@ def test_a_sealed_secret_is_written_encrypted_and_decrypts(
     assert sealed_rig.configs.refusal(sealed_rig.target.uid) is None
 
 
+def test_the_first_sealed_write_stages_the_sops_rule_and_the_folder_accepts_it(
+    sealed_rig: Rig, loop: BranchLoop
+) -> None:
+    """P4: ``.sops.yaml`` (the creation rule, the recipients) comes with the first sealed
+    Secret, is a recognised file (the folder is not refused for it) and is kept as written."""
+    _settle(sealed_rig, loop, "CREATE", "aHVudGVyMg==")
+    rule = yaml.safe_load(sealed_rig.show("apps/.sops.yaml"))
+    assert rule["creation_rules"][0]["age"] == RECIPIENTS[0]
+    assert rule["creation_rules"][0]["encrypted_regex"] == "^(data|stringData)$"
+    _settle(sealed_rig, loop, "UPDATE", "bmV3")
+    assert sealed_rig.commits()[:2] == ["UPDATE Secret team/creds", "CREATE Secret team/creds"]
+    assert sealed_rig.configs.refusal(sealed_rig.target.uid) is None
+
+
 def test_the_same_plaintext_sealed_again_is_no_commit(sealed_rig: Rig, loop: BranchLoop) -> None:
     """M3 for sealed Secrets: a relist or a metadata-only watch event seals the same plaintext
     under a new data key; the fingerprint says it is unchanged, so Git keeps its ciphertext."""
@@ -153,3 +167,15 @@ def test_nothing_secret_is_left_in_redis(sealed_rig: Rig) -> None:
     )
     assert b"c2VjcmV0LXZhbHVl" not in dump and b"secret-value" not in dump
     assert b"ENC[AES256_GCM" in dump
+
+
+def test_without_encryption_a_sealed_secret_is_still_refused(rig: Rig) -> None:
+    """M10: a GitTarget whose spec.encryption was removed writes no Secret, sealed or not."""
+    loop = rig.loop()
+    _publish(rig, "CREATE", "aHVudGVyMg==")
+    rig.drain(loop)
+    rig.clock.now += 10
+    loop.flush()
+    assert rig.commits() == ["seed"]
+    refusal = rig.configs.refusal(rig.target.uid)
+    assert refusal is not None and refusal["reason"] == "SensitiveResource"
