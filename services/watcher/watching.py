@@ -221,8 +221,8 @@ class WatchWorker:
             return
         if self.spec.prune == "OnEvent" and not lost:
             return
-        if is_sensitive(self.spec.resource):
-            return  # never written, so nothing to find in the folder
+        if is_sensitive(self.spec.resource) and not self.spec.recipients:
+            return  # never written, so nothing to find in the folder (sealed ones are, P3)
         self._deps.events.publish(
             self.spec.branch, listing_of(self.spec, present, self._deps.clock())
         )
