@@ -61,7 +61,7 @@ class Watcher:
     def __init__(self, parts: WatcherParts, burst: bool = False) -> None:
         self._parts = parts
         self._burst = burst
-        sealer = Sealer()
+        sealer = Sealer(clock=parts.clock)
         self._deps = WatchDeps(
             events=parts.events,
             state=parts.state,

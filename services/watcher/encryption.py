@@ -19,7 +19,8 @@ import hashlib
 import hmac
 import logging
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
 from shared.model.crds import GitTargetView
-from shared.model.sops import SopsError, parse_recipients, seal
+from shared.model.sops import RandomBytes, SopsError, parse_recipients, seal
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +41,16 @@ RANDOM_KEY_BYTES = 32
 class Sealer:
     """Seals Secrets for a GitTarget's recipients; holds the fingerprint master key."""
 
-    def __init__(self, master: bytes | None = None) -> None:
-        self._master = master or os.urandom(RANDOM_KEY_BYTES)
+    def __init__(
+        self,
+        master: bytes | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        random: RandomBytes = os.urandom,
+    ) -> None:
+        self._clock = clock  # ``lastmodified`` of each sealing
+        self._random = random  # data keys, nonces and the key of a process without the Secret
+        self._master = master or random(RANDOM_KEY_BYTES)
         self._from_cluster = master is not None
 
     def use_master(self, master: bytes | None) -> None:
@@ -67,8 +76,8 @@ class Sealer:
         return seal(
             doc,
             recipients,
-            now=datetime.now(UTC),
-            random=os.urandom,
+            now=datetime.fromtimestamp(self._clock(), UTC),
+            random=self._random,
             fingerprint_key=self.key_for(target_uid),
         )
 

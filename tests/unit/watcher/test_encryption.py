@@ -130,3 +130,13 @@ def test_the_fingerprint_key_comes_from_the_clusters_secret() -> None:
     before = sealer.key_for("u")
     sealer.use_master(key)
     assert sealer.key_for("u") != before and sealer.key_for("u") == Sealer(key).key_for("u")
+
+
+def test_the_sealer_takes_its_clock_and_randomness_injected() -> None:
+    """Conventions 7: lastmodified is the injected clock's time; the data key and nonces come
+    from the injected source (so the same inputs seal to the same values but the age part)."""
+    sealer = Sealer(b"m", clock=lambda: 1_800_000_000.0, random=lambda n: b"\x07" * n)
+    one = sealer.seal({"apiVersion": "v1", "kind": "Secret", "data": {"a": "b"}}, (RECIPIENT,), "u")
+    two = sealer.seal({"apiVersion": "v1", "kind": "Secret", "data": {"a": "b"}}, (RECIPIENT,), "u")
+    assert one["sops"]["lastmodified"] == "2027-01-15T08:00:00Z"
+    assert one["data"] == two["data"] and one["sops"]["mac"] == two["sops"]["mac"]
