@@ -1,7 +1,9 @@
 """The kustomize-controller double decrypts SOPS objects (``spec.decryption``) before it
 applies them, with the age identities of the Secret it names (``*.agekey`` entries): a file
 the real sops 3.11 wrote (tests/unit/sandbox/data) reaches the API double as the plain Secret;
-without the right identity the build fails and nothing is applied (P3)."""
+without the right identity the build fails and nothing is applied (P3). A folder's
+``.sops.yaml`` never reaches the build: source-controller excludes ``**/.sops.yaml`` from every
+artifact (fluxcd/pkg ``sourceignore`` ``ExcludeExtra``)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,12 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[FluxEnv]:
-    yield from open_env(tmp_path, clock=FakeClock(), files={"deploy/db.sops.yaml": APPLICABLE})
+    files = {
+        "deploy/db.sops.yaml": APPLICABLE,
+        # a SOPS creation rule is no object: source-controller leaves it out of the artifact
+        "deploy/.sops.yaml": "creation_rules:\n  - encrypted_regex: '^(data|stringData)$'\n",
+    }
+    yield from open_env(tmp_path, clock=FakeClock(), files=files)
 
 
 def _key_secret(env: FluxEnv, identity: str) -> None:
