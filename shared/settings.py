@@ -101,6 +101,10 @@ class Settings:
     #: busy at once are each pushed again within about 6-25 s, well inside a commit window's
     #: 60 s maximum; a deployment with more branches runs more workers.
     max_branches: int = 100
+    #: The Secret, in ``namespace``, whose key ``key`` keys the fingerprints of sealed Secrets
+    #: (P3; services/watcher/encryption.py). Missing: each watcher uses a random key of its
+    #: own, and a restart re-encrypts each Secret once at its next event.
+    sops_fingerprint_secret: str = "gitops-reverser-sops-fingerprint"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -195,6 +199,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "log_level": str.upper,
     "kubeconfig": str,
     "namespace": str,
+    "sops_fingerprint_secret": str,
     "reconcile_period": _duration,
     "steady_tick": _duration,
     "lease_period": _duration,

@@ -26,8 +26,10 @@ pauses ``before_apply_s`` before it writes its progress and applies (the seconds
 takes after its stamp), and pauses ``between_objects_s`` between two objects.
 
 Differences: no finalizer (deleting a Kustomization prunes nothing), no jitter, no health
-checks, ``dependsOn``, decryption, post-build substitution, ``spec.patches``/``spec.images``
-or history; kustomize beyond the subset the product writes fails the build.
+checks, ``dependsOn``, post-build substitution, ``spec.patches``/``spec.images`` or
+history; kustomize beyond the subset the product writes fails the build. Decryption
+(``spec.decryption``: SOPS with age identities) is ``sandbox.flux.sops``; an encrypted object
+in a Kustomization without ``spec.decryption`` is applied as built (not modelled further).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.flux import conditions as cond
-from sandbox.flux import durations, inventory, kustomize_build, manifests
+from sandbox.flux import durations, inventory, kustomize_build, manifests, sops
 from sandbox.flux.activity import APPLIED, FAILED, SUSPENDED, ActivityLog, Record
 from sandbox.flux.kubeapi import FluxApi
 from sandbox.flux.pacing import Pacing
@@ -123,7 +125,7 @@ class KustomizeReconciler:
             self._progress(
                 key, obj, f"Building manifests for revision {revision} with a timeout of {timeout}"
             )
-            objects = self._build(key, root, Path(scratch))
+            objects = self._build(key, obj, root, Path(scratch))
         self._progress(
             key, obj, f"Detecting drift for revision {revision} with a timeout of {timeout}"
         )
@@ -171,7 +173,9 @@ class KustomizeReconciler:
             )
         return root
 
-    def _build(self, key: ObjectKey, root: Path, artifact: Path) -> list[dict[str, Any]]:
+    def _build(
+        self, key: ObjectKey, obj: dict[str, Any], root: Path, artifact: Path
+    ) -> list[dict[str, Any]]:
         try:
             if kustomize_build.kustomization_file(root) is not None:
                 objects = kustomize_build.build(root, artifact)  # the subset (P2)
@@ -179,8 +183,26 @@ class KustomizeReconciler:
                 objects = manifests.read_objects(root)
         except manifests.BuildFailed as err:
             raise Failure("BuildFailed", str(err)) from err
+        objects = self._decrypt(key, obj, objects)  # before the owner labels: the MAC is over Git
         manifests.set_owner(objects, key.name, key.namespace)
         return objects
+
+    def _decrypt(
+        self, key: ObjectKey, obj: dict[str, Any], objects: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Decrypt SOPS objects with the age identities of ``spec.decryption.secretRef``; a
+        missing Secret, a wrong key or a bad MAC fails the build (nothing is applied)."""
+        decryption = obj["spec"].get("decryption") or {}
+        name = (decryption.get("secretRef") or {}).get("name")
+        if decryption.get("provider") != "sops" or not any(map(sops.is_encrypted, objects)):
+            return objects
+        data = self._api.secret_data(key.namespace, name) if name else {}
+        if data is None:
+            raise Failure("BuildFailed", f"cannot get decryption Secret '{key.namespace}/{name}'")
+        try:
+            return sops.decrypt_all(objects, sops.identities_of(data))
+        except sops.DecryptionFailed as err:
+            raise Failure("BuildFailed", str(err)) from err
 
     def _apply(
         self, key: ObjectKey, obj: dict[str, Any], objects: list[dict[str, Any]]

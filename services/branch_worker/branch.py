@@ -250,7 +250,7 @@ class BranchLoop:
         if target.uid not in self._folder_ok:
             self._configs.clear_refusal(target.uid, key="folder")
             self._folder_ok.add(target.uid)
-        if event.operation == "DELETE":
+        if event.operation == "DELETE" or event.sensitive:  # P3: a sealed Secret is written
             self._configs.clear_refusal(target.uid, key=key)
         if self.desk and target.applier and self._configs.refusal(target.uid) is None:
             self.desk.on_recovery(target)

@@ -5,6 +5,10 @@ in the folder is edited where it lives; a new one goes to the canonical path. De
 the GitTarget's prune mode (M9). A folder holding a kustomization is written through the
 kustomize subset (P2): its files and kustomizations are planned together, and the write is
 made only when the folder, rendered again, shows exactly the edit and nothing else moved.
+A Secret arrives sealed when its GitTarget encrypts (P3): it is written as it came
+(ciphertext; a new one to ``{name}.sops.yaml``), and it is no write when the document in Git
+carries the same plaintext fingerprint (M3: every sealing differs in bytes, so bytes cannot
+say "unchanged").
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from services.branch_worker.folder import Folder, IdentityKey, Located
+from services.branch_worker.sops_bootstrap import stage_sops_bootstrap
 from shared.decide.placement import PlacementRefused, canonical_path
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
@@ -21,6 +26,7 @@ from shared.model import kustomize, kustomize_edit
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
 from shared.model.manifest import render
+from shared.model.sops import SEALED_SUFFIX, is_sealed, stored_fingerprint
 
 Kind = Literal["write", "none", "refused"]
 
@@ -51,9 +57,12 @@ def apply_event(
 ) -> Applied:
     """Apply ``event`` to the work tree under ``target.path`` (``folder``: its current index)."""
     oid = event.object_id
-    if event.sensitive and event.operation == "DELETE":
+    sealed = event.sensitive and bool(target.recipients)
+    if event.sensitive and event.body is not None and not is_sealed(event.body):
+        sealed = False  # not a Secret (sops encrypts data only), or sealed by nobody
+    if event.sensitive and event.operation == "DELETE" and not sealed:
         return NO_WRITE  # it was never written; its refusal is lifted by the caller
-    if event.sensitive:
+    if event.sensitive and not sealed:
         label = f"{oid.kind} {oid.namespace}/{oid.name}".replace(" /", " ")
         return Applied(
             "refused",
@@ -99,14 +108,28 @@ def _upsert(
     if located is None:
         try:
             path = canonical_path(target.path, event.object_id)
+            if is_sealed(event.body):
+                path = path.removesuffix(".yaml") + SEALED_SUFFIX
+                stage_sops_bootstrap(workspace, target)  # P4 (the bootstrap hook's to stage)
         except PlacementRefused as err:
             return Applied("refused", reason="PathOutsideTarget", message=str(err))
         return _write_file(workspace, path, [event.body])
-    if located.documents[located.index] == event.body:
+    if located.documents[located.index] == event.body or _same_plaintext(
+        located.documents[located.index], event.body
+    ):
         return NO_WRITE  # same object, whatever the file's formatting (M3)
     docs = list(located.documents)
     docs[located.index] = event.body  # the whole API object replaces the document (M5)
     return _write_file(workspace, located.path, docs)
+
+
+def _same_plaintext(in_git: dict[str, Any], new: dict[str, Any]) -> bool:
+    """P3: two sealed documents with one fingerprint hold the same plaintext for the same
+    recipients (a document without one, or re-encrypted by a person, never matches)."""
+    if not (is_sealed(in_git) and is_sealed(new)):
+        return False
+    found = stored_fingerprint(in_git)
+    return bool(found) and found == stored_fingerprint(new)
 
 
 def _delete(workspace: Workspace, target: TargetConfig, located: Located | None) -> Applied:

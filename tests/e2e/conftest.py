@@ -512,18 +512,26 @@ class FluxTenants(Tenants):
         suspend: bool = False,
         follows: str = "main",
         commit_window: str = "1s",
+        encryption: dict[str, Any] | None = None,
+        decryption: dict[str, Any] | None = None,
     ) -> FluxTenant:
         """A tenant (``Tenants.make``) plus, when ``receiver``, a GitHub receiver whose hook
         the Git host calls; the GitTarget's applier; and Flux's GitRepository (following
         ``follows``) and Kustomization. Returns once a worker owns the branch and, unless
-        suspended or mismatched, Flux applied the first commit with ApplierConfigured True."""
+        suspended or mismatched, Flux applied the first commit with ApplierConfigured True.
+        ``encryption`` is the GitTarget's ``spec.encryption``, ``decryption`` the
+        Kustomization's ``spec.decryption`` (P3)."""
         applier = {"kustomizationRef": {"name": "ks", "namespace": name}, "quietPeriod": quiet}
         tenant = self.make(
             name,
             commit_window=commit_window,
             rules=rules or [CONFIGMAPS],
             receiver={"type": "github", "secretRef": {"name": "webhook"}} if receiver else None,
-            target_spec={"onRefusal": on_refusal, "applier": applier},
+            target_spec={
+                "onRefusal": on_refusal,
+                "applier": applier,
+                **({"encryption": encryption} if encryption else {}),
+            },
             files={
                 "README.md": b"e2e\n",
                 f"clusters/{name}/README.md": b"The folder of GitTarget gt.\n",
@@ -532,7 +540,7 @@ class FluxTenants(Tenants):
         )
         if receiver:
             self.secret(name, "webhook", {"token": WEBHOOK_TOKEN})
-        self._flux(name, tenant.url, follows, suspend)
+        self._flux(name, tenant.url, follows, suspend, decryption)
         found = tenant.target()
         flux = FluxTenant(tenant, str(found["metadata"]["uid"]))
         tenant.wait_owned()
@@ -566,7 +574,14 @@ class FluxTenants(Tenants):
         found = self.system.get(GROUP, VERSION, ns, "gittargets", name)
         return str(found["metadata"]["uid"])
 
-    def _flux(self, ns: str, url: str, follows: str, suspend: bool) -> None:
+    def _flux(
+        self,
+        ns: str,
+        url: str,
+        follows: str,
+        suspend: bool,
+        decryption: dict[str, Any] | None = None,
+    ) -> None:
         source = {"url": url, "interval": "24h", "ref": {"branch": follows}}
         kustomization = {
             "interval": "24h",
@@ -574,6 +589,7 @@ class FluxTenants(Tenants):
             "prune": False,
             "suspend": suspend,
             "sourceRef": {"kind": "GitRepository", "name": "src"},
+            **({"decryption": decryption} if decryption else {}),
         }
         for (group, version, plural), kind, obj, spec in (
             (SOURCES, "GitRepository", "src", source),
