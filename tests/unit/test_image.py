@@ -1,4 +1,5 @@
-"""The image (issue 13 part 1), tested as far as it can be without building one.
+"""The image (issue 13 part 1; O4: what the chart runs), tested as far as it can be without
+building one.
 
 No container can be built on these machines, so this reads what the build reads: the
 ``Dockerfile`` (two stages; the runtime one installs git and openssh-client, copies the

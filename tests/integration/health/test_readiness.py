@@ -1,4 +1,5 @@
-"""Every process answers ``/healthz`` and ``/readyz`` on its metrics port (issue 13, O1, C9).
+"""Every process answers ``/healthz`` and ``/readyz`` on its metrics port (issue 13; O1, and
+O4: the chart's probes use them; C9).
 
 Each process is started by its console script, as the Procfile, the image and the chart start
 it, against a private redis-server and the sandbox's Kubernetes API double. ``/readyz`` is 200
