@@ -16,10 +16,12 @@ the product stopped cleanly.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import multiprocessing
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -138,9 +140,24 @@ def _try_this(directory: Path, repo_url: str, urls: dict[str, str]) -> None:
     say("  rq-dashboard: http://127.0.0.1:9181")
 
 
+class _ToTheProcess:
+    """honcho's process manager, but SIGTERM goes to the process alone, as Kubernetes stops a
+    container (honcho signals the whole process group, which killed the git command of the
+    branch worker's work in hand); SIGKILL still goes to the group."""
+
+    def terminate(self, pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+
+    def kill(self, pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
 def _manager(env: dict[str, str], skip: set[str]) -> tuple[Manager, dict[str, str]]:
     """honcho's manager with every Procfile process not skipped; their /readyz URLs."""
     manager = Manager()
+    manager._procmgr = _ToTheProcess()
     urls: dict[str, str] = {}
     receiver = env["GITOPS_REVERSER_RECEIVER_BIND"]
     for name, command in procfile().items():
@@ -152,8 +169,7 @@ def _manager(env: dict[str, str], skip: set[str]) -> tuple[Manager, dict[str, st
             own["GITOPS_REVERSER_METRICS_PORT"] = str(port)
             address = receiver if name == "receiver" else f"127.0.0.1:{port}"
             urls[name] = f"http://{address}/readyz"
-        # exec: honcho signals the whole session, and a shell left in front of the process
-        # would die of the SIGTERM the process itself handles (an exit status of -15).
+        # exec: the shell gives way to the process, so the SIGTERM sent to the pid reaches it.
         manager.add_process(name, f"exec {command.strip()}", env=own, cwd=str(REPO_ROOT))
     return manager, urls
 
