@@ -66,10 +66,13 @@ class Sandbox:
         }
 
     def stop(self) -> None:
-        """Stop the servers, then the controllers; the files in ``directory`` stay.
+        """Stop the controllers' work, the servers, then the controllers' watches; the files
+        in ``directory`` stay.
 
-        The API server goes first: closing it ends the controllers' open watch streams, which
-        a client cannot interrupt while no event arrives.
+        The controllers finish the reconcile in hand first (``stopping``), while the servers
+        answer, so nothing fails against a closed server. Then the API server goes: closing it
+        ends the controllers' open watch streams, which a client cannot interrupt while no
+        event arrives.
         """
         controllers = [c for c in (self.flux, self.argocd) if c is not None]
         for controller in controllers:

@@ -130,9 +130,15 @@ class ArgoCDController:
         self._worker.start()
 
     def stopping(self) -> None:
-        """Announce ``stop()``: closed watches are expected from now on."""
+        """Announce ``stop()``: closed watches are expected from now on. Nothing new is
+        processed, a held sync gives up, and the Application in hand is finished before this
+        returns, while the API server and the Git host still answer."""
         if self._watcher is not None:
             self._watcher.stopping()
+        self._stop.set()
+        self._schedule.close()
+        if self._worker is not None:
+            self._worker.join(STOP_TIMEOUT_S)
 
     def stop(self) -> None:
         """Stop watching; a sync held by the gate or a pause gives up, leaving it Running."""

@@ -122,9 +122,14 @@ class FluxControllers:
 
     def stopping(self) -> None:
         """Announce ``stop()``: the API server may go first without its closed watches being
-        reported as failures."""
+        reported as failures. Nothing new is reconciled from now on, and the reconcile in
+        hand finishes before this returns, while the API server and the Git host still answer
+        (stopping them under it printed connection errors at the end of ``make demo``)."""
         for watcher in self._watchers:
             watcher.stopping()
+        self._schedule.close()
+        if self._worker is not None:
+            self._worker.join(STOP_TIMEOUT_S)
 
     def stop(self) -> None:
         """Stop watching; the reconcile in progress (if any) finishes first, or is abandoned
