@@ -268,6 +268,7 @@ def test_schema_settings_are_the_product_settings() -> None:
         "key_prefix",
         "work_dir",
         "receiver_bind",
+        "sops_fingerprint_secret",  # the chart generates that Secret (sops-fingerprint.yaml)
     }
     assert offered == {f.name for f in fields(Settings)} - chart_owned
 
