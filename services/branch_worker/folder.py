@@ -5,6 +5,9 @@ folder holding a file that is neither a manifest nor a recognised document is re
 So is a folder whose real path is not its name (it, or a folder above it, is a symbolic link)
 and a folder holding a symbolic link anywhere: a write through a link would leave ``spec.path``
 (the reliability probe's symlinked-folder finding), or the work tree (C6).
+
+Paths the folder's ``.gittargetignore`` matches are neither indexed nor refused (P4); a pattern
+that hides what the writer writes refuses the folder (``IgnoreShadowsManagedPath``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared.decide.placement import FolderVerdict, is_manifest, is_recognised
+from shared.decide.ignore import IGNORE_FILE, Ignore
+from shared.decide.ignore import REASON as SHADOWS
+from shared.decide.placement import FolderVerdict, inside, is_manifest, is_recognised
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
 from shared.model.manifest import parse
@@ -60,6 +65,10 @@ class Folder:
         self._bad: dict[str, str] = {}
         #: Why the folder itself cannot be written (its path leads elsewhere), if it cannot.
         self._elsewhere: FolderVerdict | None = None
+        self.ignore = Ignore(path)
+        #: Objects whose documents are in ignored files: the writer must not write them.
+        self._hidden: dict[IdentityKey, str] = {}
+        self._rendered: set[str] = set()
         try:
             if workspace.leads_elsewhere(path):
                 self._elsewhere = FolderVerdict(
@@ -72,8 +81,57 @@ class Folder:
             return
         for link in scan.links:
             self._bad[link] = "SymbolicLink"
+        self._read_ignore()
         for file in scan.files:
             self.reindex(file)
+
+    def _read_ignore(self) -> None:
+        ignore_file = inside(self.path, IGNORE_FILE)
+        data = self._ws.read(ignore_file)
+        self.ignore = Ignore.parse(self.path, data.decode(errors="replace") if data else None)
+        probe = self.ignore.hides_every_manifest()
+        if probe is not None:
+            self._elsewhere = FolderVerdict(
+                False,
+                ignore_file,
+                SHADOWS,
+                f"{ignore_file} hides files gitops-reverser writes (it matches {probe!r})",
+            )
+
+    def _hide(self, file: str) -> None:
+        """Remember the objects of an ignored manifest (read leniently, never refused)."""
+        data = self._ws.read(file)
+        if data is None or not is_manifest(file):
+            return
+        try:
+            docs = parse(data)
+        except Exception:  # an ignored file may hold anything
+            return
+        for doc in docs:
+            key = identity(doc)
+            if key is not None:
+                self._hidden[key] = file
+
+    def shadowed(self, key: IdentityKey, path: str) -> FolderVerdict | None:
+        """Why writing ``key`` at ``path`` would write where ``.gittargetignore`` hides, if it
+        would; the folder stays refused until it is read again (the next work-tree state)."""
+        hidden = self._hidden.get(key)
+        if hidden is None and not self.ignore.ignores(path):
+            return None
+        where = hidden or path
+        self._elsewhere = FolderVerdict(
+            False,
+            where,
+            SHADOWS,
+            f"{inside(self.path, IGNORE_FILE)} hides {where}, where gitops-reverser writes "
+            f"{key[1]} {'/'.join(filter(None, key[2:]))}",
+        )
+        return self._elsewhere
+
+    @property
+    def holds_objects(self) -> bool:
+        """Whether any object document is in the folder (none: the next write is the first)."""
+        return bool(self._where)
 
     @property
     def verdict(self) -> FolderVerdict:
@@ -92,6 +150,9 @@ class Folder:
     def reindex(self, file: str) -> None:
         """Read one file again after it changed outside the writer (or on first sight)."""
         self._forget(file)
+        if self.ignore.ignores(file):
+            self._hide(file)
+            return
         data = self._ws.read(file)
         if data is None or is_recognised(file):
             return
@@ -105,16 +166,24 @@ class Folder:
             return
         self._index(file, docs)
 
-    def record(self, file: str, documents: list[dict[str, Any]]) -> None:
-        """The writer just wrote ``documents`` to ``file`` (rendered, M2), or deleted it when
-        there are none: index them as written, without reading the file back and parsing it
-        (parsing was the largest cost of a snapshot)."""
+    def record(self, file: str, documents: list[dict[str, Any]], *, rendered: bool = True) -> None:
+        """The writer just wrote ``documents`` to ``file`` (rendered, M2, or edited in place,
+        P1), or deleted it when there are none: index them as written, without reading the
+        file back and parsing it (parsing was the largest cost of a snapshot)."""
         self._forget(file)
         if documents:
             self._index(file, documents)
+            if rendered:
+                self._rendered.add(file)
+
+    def rendered(self, file: str) -> bool:
+        """Whether the writer wrote ``file`` whole (rendered) since the folder was read: its
+        next edit needs no in-place edit (P1) and no check that it is the product's."""
+        return file in self._rendered
 
     def _forget(self, file: str) -> None:
         self._bad.pop(file, None)
+        self._rendered.discard(file)
         for key in self._keys_of.pop(file, ()):
             located = self._where.get(key)
             if located is not None and located.path == file:

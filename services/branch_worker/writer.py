@@ -1,8 +1,10 @@
 """One object event applied to the work tree: a write, no write (M3), or a refusal (M10).
 
-The API value wins (M5): the whole sanitised object replaces its document. A document already
-in the folder is edited where it lives; a new one goes to the canonical path. Deletes follow
-the GitTarget's prune mode (M9).
+The API value wins (M5): the document says exactly what the sanitised object says. A document
+already in the folder is edited where it lives, in place when a person wrote the file (P1:
+comments and style kept, ``shared.model.roundtrip``); a new one goes to the canonical path,
+with the bootstrap files when it is the folder's first (P4). Deletes follow the GitTarget's
+prune mode (M9).
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from services.branch_worker.folder import Folder, IdentityKey, Located
-from shared.decide.placement import PlacementRefused, canonical_path
+from shared.decide.bootstrap import BOOTSTRAP_FILES
+from shared.decide.placement import PlacementRefused, canonical_path, inside
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
 from shared.model.manifest import render
+from shared.model.roundtrip import edit_file
 
 Kind = Literal["write", "none", "refused"]
 
@@ -32,6 +36,8 @@ class Applied:
     message: str = ""
     #: For a write: the documents the file now holds (none when it was deleted).
     documents: tuple[dict[str, Any], ...] = ()
+    #: For a write: the file was edited in place (P1), not rendered whole.
+    in_place: bool = False
 
 
 NO_WRITE = Applied("none")
@@ -66,11 +72,12 @@ def apply_event(
             message=verdict.detail or f"{verdict.offending} is not managed by gitops-reverser",
         )
     located = folder.find(key_of(event))
+    first = not folder.holds_objects
     try:
         if event.operation == "DELETE" or event.body is None:
-            applied = _delete(workspace, target, located)
+            applied = _delete(workspace, target, located, folder)
         else:
-            applied = _upsert(workspace, target, event, located)
+            applied = _upsert(workspace, target, event, located, folder)
     except PathEscapes as err:  # the folder's check is the rule; this is the last defence
         return Applied("refused", reason="PathOutsideTarget", message=str(err))
     except OSError as err:
@@ -83,12 +90,27 @@ def apply_event(
             message=f"{err.strerror}: the path of {oid.kind} {oid.name} under {target.path!r}",
         )
     if applied.kind == "write":
-        folder.record(applied.path, list(applied.documents))
+        folder.record(applied.path, list(applied.documents), rendered=not applied.in_place)
+        if first and applied.documents:
+            _bootstrap(workspace, target)
     return applied
 
 
+def _bootstrap(workspace: Workspace, target: TargetConfig) -> None:
+    """P4: the folder's first object brings the bootstrap files that are missing."""
+    for file in BOOTSTRAP_FILES:
+        path = inside(target.path, file.name)
+        content = file.content(target)
+        if content is not None and workspace.read(path) is None:
+            workspace.write(path, content)
+
+
 def _upsert(
-    workspace: Workspace, target: TargetConfig, event: ObjectEvent, located: Located | None
+    workspace: Workspace,
+    target: TargetConfig,
+    event: ObjectEvent,
+    located: Located | None,
+    folder: Folder,
 ) -> Applied:
     assert event.body is not None
     if located is None:
@@ -96,27 +118,53 @@ def _upsert(
             path = canonical_path(target.path, event.object_id)
         except PlacementRefused as err:
             return Applied("refused", reason="PathOutsideTarget", message=str(err))
+        shadowed = folder.shadowed(key_of(event), path)
+        if shadowed is not None:  # P4: an ignored path is never written
+            return Applied("refused", reason=shadowed.reason, message=shadowed.detail)
         return _write_file(workspace, path, [event.body])
     if located.documents[located.index] == event.body:
         return NO_WRITE  # same object, whatever the file's formatting (M3)
     docs = list(located.documents)
     docs[located.index] = event.body  # the whole API object replaces the document (M5)
-    return _write_file(workspace, located.path, docs)
+    edited = _in_place(workspace, located, event.body, folder)
+    return _write_file(workspace, located.path, docs, edited)
 
 
-def _delete(workspace: Workspace, target: TargetConfig, located: Located | None) -> Applied:
+def _delete(
+    workspace: Workspace, target: TargetConfig, located: Located | None, folder: Folder
+) -> Applied:
     if located is None or target.prune == "Never":
         return NO_WRITE
     docs = [d for i, d in enumerate(located.documents) if i != located.index]
     if not docs:
         workspace.delete(located.path)
         return Applied("write", path=located.path)
-    return _write_file(workspace, located.path, docs)
+    return _write_file(workspace, located.path, docs, _in_place(workspace, located, None, folder))
 
 
-def _write_file(workspace: Workspace, path: str, docs: list[dict[str, Any]]) -> Applied:
-    data = b"---\n".join(render(doc) for doc in docs)
+def _in_place(
+    workspace: Workspace, located: Located, body: dict[str, Any] | None, folder: Folder
+) -> bytes | None:
+    """P1: the file edited where it stands, when a person wrote it (comments, order, style and
+    the other documents kept); None for a file the product wrote, which is rewritten whole as
+    today (the same bytes an in-place edit would give, for a fraction of the cost)."""
+    if folder.rendered(located.path):
+        return None
+    current = workspace.read(located.path)
+    if current is None or current == _rendered(located.documents):
+        return None
+    return edit_file(current, located.documents, located.index, body)
+
+
+def _rendered(docs: list[dict[str, Any]]) -> bytes:
+    return b"---\n".join(render(doc) for doc in docs)
+
+
+def _write_file(
+    workspace: Workspace, path: str, docs: list[dict[str, Any]], edited: bytes | None = None
+) -> Applied:
+    data = edited if edited is not None else _rendered(docs)
     if workspace.read(path) == data:
         return NO_WRITE
     workspace.write(path, data)
-    return Applied("write", path=path, documents=tuple(docs))
+    return Applied("write", path=path, documents=tuple(docs), in_place=edited is not None)
