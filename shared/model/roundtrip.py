@@ -81,22 +81,35 @@ def _cut_removed_fields(text: str, index: int, body: Mapping[str, Any] | None) -
     if body is None:
         return text
     lines = text.splitlines(keepends=True)
-    cuts: list[tuple[int, int]] = []
+    cuts: list[Cut] = []
     _removed_in(_object_nodes(text)[index], body, lines, cuts)
-    for first, last in sorted(cuts, reverse=True):
-        del lines[first : last + 1]
+    for first, last, replacement in sorted(cuts, reverse=True):
+        lines[first : last + 1] = replacement
     return "".join(lines)
 
 
-def _removed_in(node: Node, new: Any, lines: Lines, cuts: list[tuple[int, int]]) -> None:
-    """Collect the (first, last) line ranges of fields under ``node`` that ``new`` lacks."""
+#: Lines ``first`` to ``last`` (inclusive) of a text, and what replaces them.
+Cut = tuple[int, int, Lines]
+
+
+def _removed_in(node: Node, new: Any, lines: Lines, cuts: list[Cut]) -> None:
+    """Collect the line ranges of fields under ``node`` that ``new`` lacks or replaces whole
+    (a map or list that became another kind of value, a changed block scalar): what is cut
+    goes with the comments inside it, and the comments below it stay. A replaced field keeps
+    its key line, as a null that step 2 sets."""
     if isinstance(node, MappingNode) and not node.flow_style and isinstance(new, Mapping):
         for key, value in node.value:
             if not isinstance(key, ScalarNode):
                 continue
+            first, last = int(key.start_mark.line), _field_end(key, value)
             if key.value not in new:
                 if _starts_its_line(key, lines):
-                    cuts.append((key.start_mark.line, _last_line(value)))
+                    cuts.append((first, last, []))
+            elif _replaced_whole(key, value, new[key.value], lines):
+                bare_key = lines[first]  # the key, with any comment after it
+                if value.start_mark.line == first:  # a block scalar's indicator goes
+                    bare_key = bare_key[: value.start_mark.column].rstrip() + "\n"
+                cuts.append((first, last, [bare_key]))
             else:
                 _removed_in(value, new[key.value], lines, cuts)
     elif isinstance(node, SequenceNode) and not node.flow_style and isinstance(new, list):
@@ -104,7 +117,22 @@ def _removed_in(node: Node, new: Any, lines: Lines, cuts: list[tuple[int, int]])
             if position < len(new):
                 _removed_in(item, new[position], lines, cuts)
             elif _dash_line(item, lines) is not None:
-                cuts.append((item.start_mark.line, _last_line(item)))
+                first = int(item.start_mark.line)
+                cuts.append((first, max(first, _last_line(item)), []))
+
+
+def _replaced_whole(key: Node, value: Node, new: Any, lines: Lines) -> bool:
+    """A block map or list that ``new`` replaces with another kind of value, or a block scalar
+    ``new`` changes, written on the lines below its key."""
+    if isinstance(value, ScalarNode):
+        changed = value.style in ("|", ">") and value.value != new
+    elif isinstance(value, MappingNode | SequenceNode):
+        changed = not value.flow_style and not isinstance(
+            new, Mapping if isinstance(value, MappingNode) else list
+        )
+    else:
+        changed = False
+    return changed and value.end_mark.line > key.start_mark.line and _starts_its_line(key, lines)
 
 
 def _starts_its_line(node: Node, lines: Lines) -> bool:
@@ -120,16 +148,26 @@ def _dash_line(item: Node, lines: Lines) -> int | None:
 
 
 def _last_line(node: Node) -> int:
-    """The last line holding any of ``node``'s text (not the comments that follow it)."""
+    """The last line holding any of ``node``'s text (not the comments that follow it); -1 for
+    an empty plain scalar (a null written as nothing), whose marks are those of the next token."""
     if isinstance(node, ScalarNode):
         line, column = int(node.end_mark.line), int(node.end_mark.column)
+        if node.value == "" and node.style is None:
+            return -1
         if node.style in ("|", ">"):  # a block scalar ends at the start of the next line
             return line - 1 if column == 0 else line
         return line - 1 if column == 0 and line > node.start_mark.line else line
     if getattr(node, "flow_style", False) or not node.value:
         return int(node.end_mark.line)
+    if isinstance(node, MappingNode):
+        return _field_end(*node.value[-1])
     last = node.value[-1]
-    return _last_line(last[1] if isinstance(node, MappingNode) else last)
+    return max(int(last.start_mark.line), _last_line(last))
+
+
+def _field_end(key: Node, value: Node) -> int:
+    """The last line of a ``key: value`` field."""
+    return max(int(key.start_mark.line), _last_line(value))
 
 
 # Step 2: the round-trip edit ---------------------------------------------------------------
