@@ -105,6 +105,11 @@ def _removed_in(node: Node, new: Any, lines: Lines, cuts: list[Cut]) -> None:
             if key.value not in new:
                 if _starts_its_line(key, lines):
                     cuts.append((first, last, []))
+                elif lines[first][: key.start_mark.column].strip() == "-":
+                    # a list item's first key: the dash stays, the item's next key follows
+                    cuts.append(
+                        (first, last, [lines[first][: key.start_mark.column].rstrip() + "\n"])
+                    )
             elif _replaced_whole(key, value, new[key.value], lines):
                 bare_key = lines[first]  # the key, with any comment after it
                 if value.start_mark.line == first:  # a block scalar's indicator goes
@@ -225,7 +230,7 @@ def _guess_indent(root: Node) -> tuple[int, int, int]:
             if isinstance(value, SequenceNode) and not value.flow_style and value.value:
                 if sequence is None and value.start_mark.line > key.start_mark.line:
                     offset = value.start_mark.column - column
-                    sequence = value.value[0].start_mark.column - column
+                    sequence = offset + 2  # "- " (an empty first item has no column to read)
                 stack.extend(v for v in value.value if isinstance(v, MappingNode))
             stack.append(value)
     if mapping is None or mapping < 1:
@@ -253,11 +258,23 @@ def _merged(old: Any, new: Any) -> Any:
     if isinstance(old, CommentedSeq) and isinstance(new, list):
         for position, value in enumerate(new[: len(old)]):
             if not same(old[position], value):
-                old[position] = _merged(old[position], value)
+                old[position] = _item(old, position, _merged(old[position], value))
         del old[len(new) :]
         old.extend(canonical_value(value) for value in new[len(old) :])
         return old
     return old if same(old, new) else canonical_value(new)
+
+
+def _item(seq: CommentedSeq, position: int, value: Any) -> Any:
+    """A new list item; a map replacing a scalar takes the comment that followed the scalar
+    (ruamel would write it between the dash and the map, which no reader parses)."""
+    token = seq.ca.items.get(position)
+    if not (isinstance(value, dict) and value and token and token[0] is not None):
+        return value
+    del seq.ca.items[position]
+    item = CommentedMap(value)
+    item.ca.items[list(item)[-1]] = [None, None, token[0], None]
+    return item
 
 
 def same(a: Any, b: Any) -> bool:
