@@ -24,7 +24,7 @@ REASON = "IgnoreShadowsManagedPath"
 PROBES = (
     "gitops-reverser-probe/configmaps/gitops-reverser-probe.yaml",
     "gitops-reverser-probe/apps.example.com/widgets/gitops-reverser-probe.yaml",
-    "_cluster/apps.example.com/widgets/gitops-reverser-probe.yml",
+    "_cluster/apps.example.com/widgets/gitops-reverser-probe.yaml",
 )
 
 

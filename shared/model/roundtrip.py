@@ -99,24 +99,8 @@ def _removed_in(node: Node, new: Any, lines: Lines, cuts: list[Cut]) -> None:
     its key line, as a null that step 2 sets."""
     if isinstance(node, MappingNode) and not node.flow_style and isinstance(new, Mapping):
         for key, value in node.value:
-            if not isinstance(key, ScalarNode):
-                continue
-            first, last = int(key.start_mark.line), _field_end(key, value)
-            if key.value not in new:
-                if _starts_its_line(key, lines):
-                    cuts.append((first, last, []))
-                elif lines[first][: key.start_mark.column].strip() == "-":
-                    # a list item's first key: the dash stays, the item's next key follows
-                    cuts.append(
-                        (first, last, [lines[first][: key.start_mark.column].rstrip() + "\n"])
-                    )
-            elif _replaced_whole(key, value, new[key.value], lines):
-                bare_key = lines[first]  # the key, with any comment after it
-                if value.start_mark.line == first:  # a block scalar's indicator goes
-                    bare_key = bare_key[: value.start_mark.column].rstrip() + "\n"
-                cuts.append((first, last, [bare_key]))
-            else:
-                _removed_in(value, new[key.value], lines, cuts)
+            if isinstance(key, ScalarNode):
+                _field_cut(key, value, new, lines, cuts)
     elif isinstance(node, SequenceNode) and not node.flow_style and isinstance(new, list):
         for position, item in enumerate(node.value):
             if position < len(new):
@@ -124,6 +108,26 @@ def _removed_in(node: Node, new: Any, lines: Lines, cuts: list[Cut]) -> None:
             elif _dash_line(item, lines) is not None:
                 first = int(item.start_mark.line)
                 cuts.append((first, max(first, _last_line(item)), []))
+
+
+def _field_cut(
+    key: Node, value: Node, new: Mapping[str, Any], lines: Lines, cuts: list[Cut]
+) -> None:
+    """The cut of one ``key: value`` field of a block map, if ``new`` (the map) wants one."""
+    first, last = int(key.start_mark.line), _field_end(key, value)
+    before_key = lines[first][: key.start_mark.column]
+    if key.value not in new:
+        if not before_key.strip():
+            cuts.append((first, last, []))
+        elif before_key.strip() == "-":  # a list item's first key: the dash stays
+            cuts.append((first, last, [before_key.rstrip() + "\n"]))
+    elif _replaced_whole(key, value, new[key.value], lines):
+        bare_key = lines[first]  # the key, with any comment after it
+        if value.start_mark.line == first:  # a block scalar's indicator goes
+            bare_key = bare_key[: value.start_mark.column].rstrip() + "\n"
+        cuts.append((first, last, [bare_key]))
+    else:
+        _removed_in(value, new[key.value], lines, cuts)
 
 
 def _replaced_whole(key: Node, value: Node, new: Any, lines: Lines) -> bool:
@@ -245,12 +249,14 @@ def _merged(old: Any, new: Any) -> Any:
     if isinstance(old, CommentedMap) and isinstance(new, Mapping):
         for key in [k for k in old if k not in new]:
             del old[key]
-        previous = -1
+        previous = None  # a new key goes after its predecessor in ``new``, else at the end
         for key, value in new.items():
             if key in old:
                 if not same(old[key], value):
                     old[key] = _merged(old[key], value)
                 previous = list(old).index(key)
+            elif previous is None:
+                old[key] = canonical_value(value)  # not above a comment about the first key
             else:
                 previous += 1
                 old.insert(previous, key, canonical_value(value))

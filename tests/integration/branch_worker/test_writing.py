@@ -58,7 +58,10 @@ def test_an_update_edits_a_hand_written_file_in_place(rig: Rig) -> None:
     rig.drain(loop)
     loop.flush()
     assert rig.commits()[0] == "UPDATE ConfigMap team/app"
-    assert _diff(rig) == ['-    mode: "fast"   # fast or slow', '+    mode: "slow"   # fast or slow']
+    assert _diff(rig) == [
+        '-    mode: "fast"   # fast or slow',
+        '+    mode: "slow"   # fast or slow',
+    ]
     assert rig.show("apps/settings.yaml") + "\n" == HAND_WRITTEN.replace('"fast"', '"slow"')
 
 

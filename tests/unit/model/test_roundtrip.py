@@ -142,7 +142,7 @@ def test_yaml11_words_stay_strings_for_every_reader() -> None:
     body = _docs(HAND_WRITTEN)[0]
     body["data"].update(mode="1e3", level="on", flag="yes")
     out = _edit(HAND_WRITTEN, 0, body)
-    assert [d for d in yaml.safe_load_all(out)][0] == body
+    assert next(iter(yaml.safe_load_all(out))) == body
     assert _docs(out)[0] == body
 
 

@@ -76,7 +76,7 @@ def _commented(draw: st.DrawFn, text: str) -> tuple[str, list[str]]:
     lines = text.splitlines()
     out: list[str] = []
     comments: list[str] = []
-    in_block = False
+    in_block, block_indent = False, 0
     for number, line in enumerate(lines):
         indent = len(line) - len(line.lstrip())
         if in_block and indent > block_indent:
@@ -97,53 +97,64 @@ def _inside_removed(text: str, old: Any, new: Any) -> set[int]:
     """Line numbers of ``text`` inside a field of ``old`` that ``new`` lacks: from the key's
     (or list item's dash) line to the field's last line of content. A map or list that ``new``
     replaces with another kind of value counts as removed below its key line."""
-    lines = text.splitlines()
-    inside: set[int] = set()
+    oracle = _Oracle(text.splitlines())
+    oracle.walk(0, len(oracle.lines), old, new)
+    return oracle.inside
 
-    def content(n: int) -> bool:
-        return bool(lines[n].strip()) and not lines[n].lstrip().startswith("#")
 
-    def indent(n: int) -> int:
-        return len(lines[n]) - len(lines[n].lstrip())
+class _Oracle:
+    """Reads the fields of a rendered-and-commented document from its lines and indentation
+    alone (independently of the code under test)."""
 
-    def last_of(n: int, stop: int) -> int:
-        return max([m for m in range(n, stop) if content(m)], default=n)
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.inside: set[int] = set()
 
-    def replaced(old_value: Any, new_value: Any) -> bool:
-        return isinstance(old_value, dict | list) and type(old_value) is not type(new_value)
+    def content(self, n: int) -> bool:
+        return bool(self.lines[n].strip()) and not self.lines[n].lstrip().startswith("#")
 
-    def walk(start: int, end: int, old_map: Any, new_map: Any) -> None:
+    def indent(self, n: int) -> int:
+        return len(self.lines[n]) - len(self.lines[n].lstrip())
+
+    def last_of(self, n: int, stop: int) -> int:
+        return max([m for m in range(n, stop) if self.content(m)], default=n)
+
+    def mark(self, n: int, last: int, old_value: Any, new_value: Any, missing: bool) -> bool:
+        """Mark a removed field (or a replaced map or list); True when it was one."""
+        if missing:
+            self.inside.update(range(n, last + 1))
+            return True
+        if isinstance(old_value, dict | list) and type(old_value) is not type(new_value):
+            self.inside.update(range(n + 1, last + 1))
+            return True
+        return False
+
+    def walk(self, start: int, end: int, old_map: Any, new_map: Any) -> None:
         if isinstance(old_map, list) and isinstance(new_map, list):
-            walk_list(start, end, old_map, new_map)
+            self.walk_list(start, end, old_map, new_map)
         if not (isinstance(old_map, dict) and isinstance(new_map, dict)):
             return
-        keys = [n for n in range(start, end) if content(n) and _key_of(lines[n]) in old_map
-                and indent(n) == _indent_of(lines, start, end)]  # fmt: skip
+        depth = _indent_of(self.lines, start, end)
+        keys = [n for n in range(start, end) if self.content(n) and self.indent(n) == depth
+                and _key_of(self.lines[n]) in old_map]  # fmt: skip
         for position, n in enumerate(keys):
-            last = last_of(n, keys[position + 1] if position + 1 < len(keys) else end)
-            key = _key_of(lines[n])
-            if key not in new_map:
-                inside.update(range(n, last + 1))
-            elif replaced(old_map[key], new_map[key]):
-                inside.update(range(n + 1, last + 1))
-            else:
-                walk(n + 1, last + 1, old_map[key], new_map[key])
+            last = self.last_of(n, keys[position + 1] if position + 1 < len(keys) else end)
+            key = _key_of(self.lines[n])
+            if not self.mark(n, last, old_map[key], new_map.get(key), key not in new_map):
+                self.walk(n + 1, last + 1, old_map[key], new_map[key])
 
-    def walk_list(start: int, end: int, old_list: list[Any], new_list: list[Any]) -> None:
-        starts = [n for n in range(start, end) if content(n)]
-        dashes = [n for n in starts if indent(n) == indent(starts[0])] if starts else []
+    def walk_list(self, start: int, end: int, old_list: list[Any], new_list: list[Any]) -> None:
+        starts = [n for n in range(start, end) if self.content(n)]
+        dashes = [n for n in starts if self.indent(n) == self.indent(starts[0])] if starts else []
         for position, n in enumerate(dashes):
-            last = last_of(n, dashes[position + 1] if position + 1 < len(dashes) else end)
-            if position >= len(new_list):
-                inside.update(range(n, last + 1))
-            elif replaced(old_list[position], new_list[position]):
-                inside.update(range(n + 1, last + 1))
-            elif isinstance(old_list[position], dict):
-                lines[n] = lines[n].replace("-", " ", 1)  # the item's first key, as a key
-                walk(n, last + 1, old_list[position], new_list[position])
-
-    walk(0, len(lines), old, new)
-    return inside
+            last = self.last_of(n, dashes[position + 1] if position + 1 < len(dashes) else end)
+            missing = position >= len(new_list)
+            new_item = None if missing else new_list[position]
+            if self.mark(n, last, old_list[position], new_item, missing):
+                continue
+            if isinstance(old_list[position], dict):
+                self.lines[n] = self.lines[n].replace("-", " ", 1)  # its first key, as a key
+                self.walk(n, last + 1, old_list[position], new_item)
 
 
 def _key_of(line: str) -> str:
