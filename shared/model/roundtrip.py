@@ -43,6 +43,8 @@ PRODUCT_INDENT = (2, 4, 2)
 NO_FOLDING = 4096
 
 Lines = list[str]
+#: Indentation as ruamel takes it: (mapping, sequence item, dash offset).
+Indent = tuple[int, int, int]
 
 
 def edit_file(
@@ -58,8 +60,10 @@ def edit_file(
         wanted[index] = dict(body)
     try:
         text = data.decode()
-        trimmed = _cut_removed_fields(text, index, body)
-        merged, whole = _merge_edit(trimmed, index, body)
+        nodes = _object_nodes(text)  # composed once: the cuts and the indentation read it
+        styled = index if body is not None or len(nodes) == 1 else (index + 1) % len(nodes)
+        trimmed = _cut_removed_fields(text, nodes[index], body)
+        merged, whole = _merge_edit(trimmed, index, body, _guess_indent(nodes[styled]))
     except Exception:  # any text ruamel cannot round-trip: the caller writes it canonically
         return None
     for candidate in (merged, whole):
@@ -76,13 +80,14 @@ def _object_nodes(text: str) -> list[Node]:
     return [node for node in nodes if isinstance(node, MappingNode)]
 
 
-def _cut_removed_fields(text: str, index: int, body: Mapping[str, Any] | None) -> str:
-    """``text`` without the lines of the block fields ``body`` lacks (none for a removal)."""
+def _cut_removed_fields(text: str, node: Node, body: Mapping[str, Any] | None) -> str:
+    """``text`` without the lines of the block fields ``body`` lacks (none for a removal);
+    ``node`` is the edited document's, composed from ``text``."""
     if body is None:
         return text
     lines = text.splitlines(keepends=True)
     cuts: list[Cut] = []
-    _removed_in(_object_nodes(text)[index], body, lines, cuts)
+    _removed_in(node, body, lines, cuts)
     for first, last, replacement in sorted(cuts, reverse=True):
         lines[first : last + 1] = replacement
     return "".join(lines)
@@ -182,11 +187,11 @@ def _field_end(key: Node, value: Node) -> int:
 # Step 2: the round-trip edit ---------------------------------------------------------------
 
 
-def _merge_edit(text: str, index: int, body: Mapping[str, Any] | None) -> tuple[str, str]:
+def _merge_edit(
+    text: str, index: int, body: Mapping[str, Any] | None, indent: Indent
+) -> tuple[str, str]:
     """(the text with only the touched stretches taken from the edited dump, that dump)."""
-    nodes = _object_nodes(text)
-    styled = index if body is not None or len(nodes) == 1 else (index + 1) % len(nodes)
-    dumper = _dumper(text, nodes[styled])
+    dumper = _dumper(text, indent)
     loaded = list(dumper.load_all(text))
     positions = [i for i, doc in enumerate(loaded) if isinstance(doc, Mapping)]
     before = _dump(dumper, loaded)
@@ -200,13 +205,13 @@ def _merge_edit(text: str, index: int, body: Mapping[str, Any] | None) -> tuple[
     return "".join(_three_way(text.splitlines(True), before, after)), "".join(after)
 
 
-def _dumper(text: str, styled: Node) -> YAML:
-    """A round-trip dumper writing as ``styled`` (a document of ``text``) is indented."""
+def _dumper(text: str, indent: Indent) -> YAML:
+    """A round-trip dumper writing with ``text``'s indentation (mapping, sequence, offset)."""
     dumper = YAML(typ="rt", pure=True)
     dumper.Representer = yaml11_safe_representer()
     dumper.preserve_quotes = True
     dumper.width = NO_FOLDING
-    mapping, sequence, offset = _guess_indent(styled)
+    mapping, sequence, offset = indent
     dumper.indent(mapping=mapping, sequence=sequence, offset=offset)
     dumper.explicit_start = text.lstrip().startswith("---")
     return dumper
@@ -218,7 +223,7 @@ def _dump(dumper: YAML, documents: list[Any]) -> Lines:
     return stream.getvalue().splitlines(True)
 
 
-def _guess_indent(root: Node) -> tuple[int, int, int]:
+def _guess_indent(root: Node) -> Indent:
     """(mapping, sequence, offset) indentation as the document uses it, else the product's."""
     mapping = sequence = offset = None
     stack = [root]
@@ -350,7 +355,8 @@ def _decodes_to(text: str, wanted: list[dict[str, Any]], edited: int | None) -> 
             return False
         if edited is None:
             return True
-        docs = [d for d in yaml.safe_load_all(text) if isinstance(d, Mapping)]
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when it is there
+        docs = [d for d in yaml.load_all(text, Loader=loader) if isinstance(d, Mapping)]
         return len(docs) == len(wanted) and same(docs[edited], wanted[edited])
     except Exception:  # a candidate that does not even parse is not the answer
         return False
