@@ -108,10 +108,15 @@ def _removed_in(node: Node, new: Any, lines: Lines, cuts: list[Cut]) -> None:
                 _field_cut(key, value, new, lines, cuts)
     elif isinstance(node, SequenceNode) and not node.flow_style and isinstance(new, list):
         for position, item in enumerate(node.value):
-            if position < len(new):
+            dash = _dash_line(item, lines)
+            first = int(item.start_mark.line)
+            if position < len(new) and dash is not None and _kind_changed(item, new[position]):
+                # a map or list item that became another kind of value: a null for step 2
+                dash_only = lines[first][: item.start_mark.column].rstrip() + "\n"
+                cuts.append((first, max(first, _last_line(item)), [dash_only]))
+            elif position < len(new):
                 _removed_in(item, new[position], lines, cuts)
-            elif _dash_line(item, lines) is not None:
-                first = int(item.start_mark.line)
+            elif dash is not None:
                 cuts.append((first, max(first, _last_line(item)), []))
 
 
@@ -135,17 +140,20 @@ def _field_cut(
         _removed_in(value, new[key.value], lines, cuts)
 
 
+def _kind_changed(node: Node, new: Any) -> bool:
+    """A block map or list that ``new`` replaces with another kind of value."""
+    if not isinstance(node, MappingNode | SequenceNode) or node.flow_style:
+        return False
+    return not isinstance(new, Mapping if isinstance(node, MappingNode) else list)
+
+
 def _replaced_whole(key: Node, value: Node, new: Any, lines: Lines) -> bool:
     """A block map or list that ``new`` replaces with another kind of value, or a block scalar
     ``new`` changes, written on the lines below its key."""
     if isinstance(value, ScalarNode):
         changed = value.style in ("|", ">") and value.value != new
-    elif isinstance(value, MappingNode | SequenceNode):
-        changed = not value.flow_style and not isinstance(
-            new, Mapping if isinstance(value, MappingNode) else list
-        )
     else:
-        changed = False
+        changed = _kind_changed(value, new)
     return changed and value.end_mark.line > key.start_mark.line and _starts_its_line(key, lines)
 
 
