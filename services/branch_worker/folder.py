@@ -12,6 +12,7 @@ that hides what the writer writes refuses the folder (``IgnoreShadowsManagedPath
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,10 @@ from shared.git.workspace import Workspace
 from shared.model.manifest import parse
 
 IdentityKey = tuple[str, str, str, str]
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def identity(doc: dict[str, Any]) -> IdentityKey | None:
@@ -54,7 +59,9 @@ class Folder:
     touched, so a burst of writes costs one parse per write, not one per file per write.
     """
 
-    def __init__(self, workspace: Workspace, path: str) -> None:
+    def __init__(
+        self, workspace: Workspace, path: str, rendered: dict[str, str] | None = None
+    ) -> None:
         self.path = path
         self._ws = workspace
         self._where: dict[IdentityKey, Located] = {}
@@ -68,7 +75,11 @@ class Folder:
         self.ignore = Ignore(path)
         #: Objects whose documents are in ignored files: the writer must not write them.
         self._hidden: dict[IdentityKey, str] = {}
-        self._rendered: set[str] = set()
+        #: file -> digest of the bytes the writer last rendered whole there. Kept by the
+        #: branch across work-tree resets (a digest, not a flag, so it holds only while the
+        #: file still has those bytes): re-rendering a large document to learn that a file is
+        #: the product's cost as much as the write itself.
+        self._rendered = {} if rendered is None else rendered
         try:
             if workspace.leads_elsewhere(path):
                 self._elsewhere = FolderVerdict(
@@ -166,24 +177,26 @@ class Folder:
             return
         self._index(file, docs)
 
-    def record(self, file: str, documents: list[dict[str, Any]], *, rendered: bool = True) -> None:
-        """The writer just wrote ``documents`` to ``file`` (rendered, M2, or edited in place,
-        P1), or deleted it when there are none: index them as written, without reading the
-        file back and parsing it (parsing was the largest cost of a snapshot)."""
+    def record(
+        self, file: str, documents: list[dict[str, Any]], rendered: bytes | None = None
+    ) -> None:
+        """The writer just wrote ``documents`` to ``file`` (``rendered`` whole, M2, or edited
+        in place, P1), or deleted it when there are none: index them as written, without
+        reading the file back and parsing it (parsing was the largest cost of a snapshot)."""
         self._forget(file)
+        self._rendered.pop(file, None)
         if documents:
             self._index(file, documents)
-            if rendered:
-                self._rendered.add(file)
+            if rendered is not None:
+                self._rendered[file] = _digest(rendered)
 
-    def rendered(self, file: str) -> bool:
-        """Whether the writer wrote ``file`` whole (rendered) since the folder was read: its
+    def rendered(self, file: str, data: bytes) -> bool:
+        """Whether ``data``, the bytes of ``file``, are what the writer rendered there: its
         next edit needs no in-place edit (P1) and no check that it is the product's."""
-        return file in self._rendered
+        return self._rendered.get(file) == _digest(data)
 
     def _forget(self, file: str) -> None:
         self._bad.pop(file, None)
-        self._rendered.discard(file)
         for key in self._keys_of.pop(file, ()):
             located = self._where.get(key)
             if located is not None and located.path == file:

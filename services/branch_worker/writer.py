@@ -36,8 +36,8 @@ class Applied:
     message: str = ""
     #: For a write: the documents the file now holds (none when it was deleted).
     documents: tuple[dict[str, Any], ...] = ()
-    #: For a write: the file was edited in place (P1), not rendered whole.
-    in_place: bool = False
+    #: For a write rendered whole (not edited in place, P1): the bytes written.
+    rendered: bytes | None = None
 
 
 NO_WRITE = Applied("none")
@@ -90,7 +90,7 @@ def apply_event(
             message=f"{err.strerror}: the path of {oid.kind} {oid.name} under {target.path!r}",
         )
     if applied.kind == "write":
-        folder.record(applied.path, list(applied.documents), rendered=not applied.in_place)
+        folder.record(applied.path, list(applied.documents), applied.rendered)
         if first and applied.documents:
             _bootstrap(workspace, target)
     return applied
@@ -148,10 +148,10 @@ def _in_place(
     """P1: the file edited where it stands, when a person wrote it (comments, order, style and
     the other documents kept); None for a file the product wrote, which is rewritten whole as
     today (the same bytes an in-place edit would give, for a fraction of the cost)."""
-    if folder.rendered(located.path):
-        return None
     current = workspace.read(located.path)
-    if current is None or current == _rendered(located.documents):
+    if current is None or folder.rendered(located.path, current):
+        return None
+    if current == _rendered(located.documents):
         return None
     return edit_file(current, located.documents, located.index, body)
 
@@ -167,4 +167,5 @@ def _write_file(
     if workspace.read(path) == data:
         return NO_WRITE
     workspace.write(path, data)
-    return Applied("write", path=path, documents=tuple(docs), in_place=edited is not None)
+    rendered = data if edited is None else None
+    return Applied("write", path=path, documents=tuple(docs), rendered=rendered)

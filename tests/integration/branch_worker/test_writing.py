@@ -156,3 +156,20 @@ def test_a_pattern_hiding_an_objects_file_refuses_the_folder(rig: Rig) -> None:
     refusal = rig.configs.refusal(rig.target.uid)
     assert refusal is not None and refusal["reason"] == "IgnoreShadowsManagedPath"
     assert "hides apps/legacy/app.yaml" in refusal["message"]
+
+
+def test_a_comment_added_to_a_file_the_product_wrote_survives_the_next_update(rig: Rig) -> None:
+    """The writer remembers which files it rendered by their bytes, not their names: once a
+    person comments the file, the next update edits it in place (P1)."""
+    rig.branch = dataclasses.replace(rig.branch, commit_window_s=0.0)
+    loop = rig.loop()
+    rig.publish("app", "CREATE", {"a": "1", "b": "2"})
+    rig.drain(loop)
+    loop.flush()
+    commented = rig.show(CM).replace("  a: '1'", "  # a is read at start-up\n  a: '1'") + "\n"
+    push(str(rig.bare), rig.tmp / "person", {CM: commented}, "a comment")
+    loop.check_tip()
+    rig.publish("app", "UPDATE", {"a": "1", "b": "3"})
+    rig.drain(loop)
+    loop.flush()
+    assert rig.show(CM) + "\n" == commented.replace("b: '2'", "b: '3'")
