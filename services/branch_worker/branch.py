@@ -101,6 +101,9 @@ class BranchLoop:
         self._worker = worker_id
         self._open: dict[GitTargetUid, OpenWindow] = {}
         self._folders: dict[GitTargetUid, Folder] = {}
+        #: Per GitTarget, the digests of files the writer rendered whole (see Folder): kept
+        #: when the folders are read again after a reset.
+        self._rendered: dict[GitTargetUid, dict[str, str]] = {}
         self._closed: list[ClosedWindow] = []
         #: Events read or claimed but not applied yet, oldest first (see ``SLICE``).
         self._backlog: list[StreamEntry] = []
@@ -224,7 +227,8 @@ class BranchLoop:
     def _folder(self, target: TargetConfig) -> Folder:
         folder = self._folders.get(target.uid)
         if folder is None or folder.path != target.path:
-            folder = self._folders[target.uid] = Folder(self.ws, target.path)
+            rendered = self._rendered.setdefault(target.uid, {})
+            folder = self._folders[target.uid] = Folder(self.ws, target.path, rendered)
         return folder
 
     def _record_refusal(self, target: TargetConfig, event: ObjectEvent, applied: Applied) -> None:

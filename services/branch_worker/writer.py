@@ -1,14 +1,15 @@
 """One object event applied to the work tree: a write, no write (M3), or a refusal (M10).
 
-The API value wins (M5): the whole sanitised object replaces its document. A document already
-in the folder is edited where it lives; a new one goes to the canonical path. Deletes follow
-the GitTarget's prune mode (M9). A folder holding a kustomization is written through the
-kustomize subset (P2): its files and kustomizations are planned together, and the write is
-made only when the folder, rendered again, shows exactly the edit and nothing else moved.
-A Secret arrives sealed when its GitTarget encrypts (P3): it is written as it came
-(ciphertext; a new one to ``{name}.sops.yaml``), and it is no write when the document in Git
-carries the same plaintext fingerprint (M3: every sealing differs in bytes, so bytes cannot
-say "unchanged").
+The API value wins (M5): the document says exactly what the sanitised object says. A document
+already in the folder is edited where it lives, in place when a person wrote the file (P1:
+comments and style kept, ``shared.model.roundtrip``); a new one goes to the canonical path,
+with the bootstrap files when it is the folder's first (P4). Deletes follow the GitTarget's
+prune mode (M9). A folder holding a kustomization is written through the kustomize subset
+(P2): its files and kustomizations are planned together, and the write is made only when the
+folder, rendered again, shows exactly the edit and nothing else moved. A Secret arrives sealed
+when its GitTarget encrypts (P3): it is written as it came (ciphertext; a new one to
+``{name}.sops.yaml``), and it is no write when the document in Git carries the same plaintext
+fingerprint (M3: every sealing differs in bytes, so bytes cannot say "unchanged").
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ from typing import Any, Literal
 
 from services.branch_worker.folder import Folder, IdentityKey, Located
 from services.branch_worker.sops_bootstrap import stage_sops_bootstrap
-from shared.decide.placement import PlacementRefused, canonical_path
+from shared.decide.bootstrap import BOOTSTRAP_FILES
+from shared.decide.placement import PlacementRefused, canonical_path, inside
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
 from shared.model import kustomize, kustomize_edit
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
 from shared.model.manifest import render
+from shared.model.roundtrip import edit_file
 from shared.model.sops import SEALED_SUFFIX, is_sealed, stored_fingerprint
 
 Kind = Literal["write", "none", "refused"]
@@ -41,6 +44,8 @@ class Applied:
     message: str = ""
     #: For a write: the documents the file now holds (none when it was deleted).
     documents: tuple[dict[str, Any], ...] = ()
+    #: For a write rendered whole (not edited in place, P1): the bytes written.
+    rendered: bytes | None = None
 
 
 NO_WRITE = Applied("none")
@@ -78,13 +83,14 @@ def apply_event(
             message=verdict.detail or f"{verdict.offending} is not managed by gitops-reverser",
         )
     located = folder.find(key_of(event))
+    first = not folder.holds_objects
     try:
         if folder.tree is not None:
             applied = _through_kustomize(workspace, target, event, folder)
         elif event.operation == "DELETE" or event.body is None:
-            applied = _delete(workspace, target, located)
+            applied = _delete(workspace, target, located, folder)
         else:
-            applied = _upsert(workspace, target, event, located)
+            applied = _upsert(workspace, target, event, located, folder)
     except PathEscapes as err:  # the folder's check is the rule; this is the last defence
         return Applied("refused", reason="PathOutsideTarget", message=str(err))
     except OSError as err:
@@ -97,12 +103,27 @@ def apply_event(
             message=f"{err.strerror}: the path of {oid.kind} {oid.name} under {target.path!r}",
         )
     if applied.kind == "write" and folder.tree is None:
-        folder.record(applied.path, list(applied.documents))
+        folder.record(applied.path, list(applied.documents), applied.rendered)
+        if first and applied.documents:
+            _bootstrap(workspace, target)
     return applied
 
 
+def _bootstrap(workspace: Workspace, target: TargetConfig) -> None:
+    """P4: the folder's first object brings the bootstrap files that are missing."""
+    for file in BOOTSTRAP_FILES:
+        path = inside(target.path, file.name)
+        content = file.content(target)
+        if content is not None and workspace.read(path) is None:
+            workspace.write(path, content)
+
+
 def _upsert(
-    workspace: Workspace, target: TargetConfig, event: ObjectEvent, located: Located | None
+    workspace: Workspace,
+    target: TargetConfig,
+    event: ObjectEvent,
+    located: Located | None,
+    folder: Folder,
 ) -> Applied:
     assert event.body is not None
     if located is None:
@@ -113,6 +134,9 @@ def _upsert(
                 stage_sops_bootstrap(workspace, target)  # P4 (the bootstrap hook's to stage)
         except PlacementRefused as err:
             return Applied("refused", reason="PathOutsideTarget", message=str(err))
+        shadowed = folder.shadowed(key_of(event), path)
+        if shadowed is not None:  # P4: an ignored path is never written
+            return Applied("refused", reason=shadowed.reason, message=shadowed.detail)
         return _write_file(workspace, path, [event.body])
     if located.documents[located.index] == event.body or _same_plaintext(
         located.documents[located.index], event.body
@@ -120,7 +144,8 @@ def _upsert(
         return NO_WRITE  # same object, whatever the file's formatting (M3)
     docs = list(located.documents)
     docs[located.index] = event.body  # the whole API object replaces the document (M5)
-    return _write_file(workspace, located.path, docs)
+    edited = _in_place(workspace, located, event.body, folder)
+    return _write_file(workspace, located.path, docs, edited)
 
 
 def _same_plaintext(in_git: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -132,14 +157,16 @@ def _same_plaintext(in_git: dict[str, Any], new: dict[str, Any]) -> bool:
     return bool(found) and found == stored_fingerprint(new)
 
 
-def _delete(workspace: Workspace, target: TargetConfig, located: Located | None) -> Applied:
+def _delete(
+    workspace: Workspace, target: TargetConfig, located: Located | None, folder: Folder
+) -> Applied:
     if located is None or target.prune == "Never":
         return NO_WRITE
     docs = [d for i, d in enumerate(located.documents) if i != located.index]
     if not docs:
         workspace.delete(located.path)
         return Applied("write", path=located.path)
-    return _write_file(workspace, located.path, docs)
+    return _write_file(workspace, located.path, docs, _in_place(workspace, located, None, folder))
 
 
 def _through_kustomize(
@@ -178,13 +205,34 @@ def _through_kustomize(
             workspace.delete(path)
         else:
             workspace.write(path, data)
-    folder.rendered(files, after)
+    folder.kustomized(files, after)
     return Applied("write", path=min(edits))
 
 
-def _write_file(workspace: Workspace, path: str, docs: list[dict[str, Any]]) -> Applied:
-    data = b"---\n".join(render(doc) for doc in docs)
+def _in_place(
+    workspace: Workspace, located: Located, body: dict[str, Any] | None, folder: Folder
+) -> bytes | None:
+    """P1: the file edited where it stands, when a person wrote it (comments, order, style and
+    the other documents kept); None for a file the product wrote, which is rewritten whole as
+    today (the same bytes an in-place edit would give, for a fraction of the cost)."""
+    current = workspace.read(located.path)
+    if current is None or folder.rendered(located.path, current):
+        return None
+    if current == _rendered(located.documents):
+        return None
+    return edit_file(current, located.documents, located.index, body)
+
+
+def _rendered(docs: list[dict[str, Any]]) -> bytes:
+    return b"---\n".join(render(doc) for doc in docs)
+
+
+def _write_file(
+    workspace: Workspace, path: str, docs: list[dict[str, Any]], edited: bytes | None = None
+) -> Applied:
+    data = edited if edited is not None else _rendered(docs)
     if workspace.read(path) == data:
         return NO_WRITE
     workspace.write(path, data)
-    return Applied("write", path=path, documents=tuple(docs))
+    rendered = data if edited is None else None
+    return Applied("write", path=path, documents=tuple(docs), rendered=rendered)
