@@ -28,6 +28,7 @@ from rq.job import Job
 
 from sandbox.flux.activity import ActivityLog
 from sandbox.stack import Identities
+from shared.decide.bootstrap import BOOTSTRAP_FILES
 from shared.kube.flux import REQUESTED_AT
 from shared.model.appliers import Applier
 from shared.model.config import ApplierRef
@@ -171,6 +172,14 @@ class Tenant:
     def changed(self, commit: str) -> list[str]:
         """Paths one commit changed."""
         return self.git("diff-tree", "--no-commit-id", "--name-only", "-r", commit).split()
+
+    def bootstrap_paths(self) -> list[str]:
+        """The bootstrap files the first write to the folder adds beside the object (P4)."""
+        return sorted(f"{self.path}/{b.name}" for b in BOOTSTRAP_FILES)
+
+    def changed_objects(self, commit: str) -> list[str]:
+        """Paths of object documents one commit changed (the bootstrap files left out)."""
+        return [p for p in self.changed(commit) if p not in self.bootstrap_paths()]
 
     def show(self, path: str, rev: str = "main") -> str:
         return self.git("show", f"{rev}:{path}")

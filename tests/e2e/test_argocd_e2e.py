@@ -173,7 +173,7 @@ def test_two_quick_api_edits_are_mirrored_and_no_sync_is_asked(tenants: ArgoTena
     path = f"{argo.tenant.path}/{argo.ns}/configmaps/edited.yaml"
     wait_until(lambda: quiet(argo, handled + 2), WAIT_S, "both edits mirrored")
     commits = argo.tenant.commits_since(base)
-    assert commits and all(argo.tenant.changed(c) == [path] for c in commits)
+    assert commits and all(argo.tenant.changed_objects(c) == [path] for c in commits)
     assert "value: '2'" in argo.tenant.show(path) or 'value: "2"' in argo.tenant.show(path)
     assert argo.system.core.read_namespaced_config_map("edited", argo.ns).data == {"value": "2"}
     assert argo.requests() == []

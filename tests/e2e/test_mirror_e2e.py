@@ -94,18 +94,18 @@ def test_configmap_create_update_delete_become_commits(tenants: Tenants) -> None
         ),
     )
     created = t.wait_tip_moved(base)
-    assert t.changed(created) == [path]
+    assert t.changed(created) == sorted([path, *t.bootstrap_paths()]), "P4: the first write"
     assert t.show(path) == _cm_yaml(t, "app", "  b: '2'\n  mode: fast", "  labels:\n    team: a\n")
     assert t.git("log", "-1", "--format=%cn <%ce>", created) == COMMITTER
 
     t.system.core.patch_namespaced_config_map("app", t.namespace, {"data": {"mode": "slow"}})
     updated = t.wait_tip_moved(created)
-    assert t.changed(updated) == [path]
+    assert t.changed_objects(updated) == [path]
     assert "mode: slow" in t.show(path)
 
     t.system.core.delete_namespaced_config_map("app", t.namespace)
     deleted = t.wait_tip_moved(updated)
-    assert t.changed(deleted) == [path]
+    assert t.changed_objects(deleted) == [path]
     assert path not in t.files()
     assert t.commits_since(base) == [created, updated, deleted]
 
@@ -140,7 +140,7 @@ def test_custom_resource_create_update_delete_become_commits(tenants: Tenants) -
     t.system.custom.delete_namespaced_custom_object(group, version, t.namespace, plural, "src")
     t.wait_tip_moved(updated)
     assert path not in t.files()
-    assert all(len(t.changed(c)) == 1 for c in t.commits_since(base))
+    assert all(len(t.changed_objects(c)) == 1 for c in t.commits_since(base))
 
 
 def test_update_that_changes_nothing_makes_no_commit(tenants: Tenants) -> None:
@@ -164,7 +164,7 @@ def test_update_that_changes_nothing_makes_no_commit(tenants: Tenants) -> None:
     t.wait_tip_moved(before)
     commits = t.commits_since(before)
     assert len(commits) == 1
-    assert t.changed(commits[0]) == [_cm_path(t, "later")]
+    assert t.changed_objects(commits[0]) == [_cm_path(t, "later")]
     assert t.show(_cm_path(t, "same")) == _cm_yaml(t, "same", "  k: v")
 
 
@@ -195,7 +195,7 @@ def test_burst_of_200_edits_in_one_window_is_one_commit(tenants: Tenants) -> Non
     t.wait_tip_moved(base)
     commits = t.commits_since(base)
     assert len(commits) == 1
-    assert len(t.changed(commits[0])) == BURST
+    assert len(t.changed_objects(commits[0])) == BURST
     assert t.git("log", "-1", "--format=%s", commits[0]) == f"Mirror {BURST} API edits to {t.path}"
 
 
@@ -213,7 +213,9 @@ def test_commit_window_0s_makes_one_commit_per_edit(tenants: Tenants) -> None:
     core.delete_namespaced_config_map("b", t.namespace)
     wait_until(lambda: len(t.commits_since(base)) >= 4, WAIT_S, "four commits")
     commits = t.commits_since(base)
-    assert [t.changed(c) for c in commits] == [[_cm_path(t, n)] for n in ("a", "b", "a", "b")]
+    assert [t.changed_objects(c) for c in commits] == [
+        [_cm_path(t, n)] for n in ("a", "b", "a", "b")
+    ]
     wait_until(lambda: _pending(t) == 0, WAIT_S, "nothing pending once pushed")
     assert len(t.commits_since(base)) == 4
 
@@ -237,7 +239,7 @@ def test_secret_is_refused_and_never_written(tenants: Tenants) -> None:
     history = t.git("log", "-p", f"{base}..main")
     assert "secrets/" not in history
     assert "hunter2-e2e" not in history
-    assert t.files() == sorted(["README.md", _cm_path(t, "plain")])
+    assert t.files() == sorted(["README.md", _cm_path(t, "plain"), *t.bootstrap_paths()])
 
 
 def test_foreign_unknown_file_refuses_the_folder(tenants: Tenants) -> None:
