@@ -136,7 +136,7 @@ class BranchLoop:
         self._folder_ok.clear()
         published = self._states.read(self.lease.branch)
         self._ours = published.ours
-        if published.observed_tip and self.tip != published.observed_tip:
+        if published.observed_tip or _owned_before(self.lease):
             self._found_tip(self.tip, published.observed_tip)
         released = [w for w in published.pending if w != self.lease.owner]
         self._states.publish_takeover(self.lease, self.tip, released)
@@ -424,3 +424,14 @@ def _message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
         return templates.render(own, fields, values), ""
     except templates.TemplateError as err:
         return templates.render(builtin, fields, values), str(err)
+
+
+def _owned_before(lease: Lease) -> bool:
+    """Q5 at a start that finds no tip published: an earlier owner took the branch (the
+    fencing token counts every take) and published nothing, so it died or failed before its
+    first publication. Notices stored since it started were its to read and this start skips
+    them (``NoticeReader.start``), so the tip may hold outside pushes no applier was asked
+    for: a tip we did not push is foreign. The branch's very first owner adopts the tip as
+    its baseline instead (what is in Git when the product is installed); D4 and Argo CD's
+    already-synced check make the request free when the applier holds the commit."""
+    return lease.token > 1
