@@ -42,6 +42,8 @@ def run_named(names: Sequence[str], world: World, *, end: bool = True) -> None:
         for wanted in names:
             world.hooks()
             acts = dict(enabled(world))
+            for d in world.dispatchers:  # "run d0": its attempt, up to a pause or its outcome
+                acts[f"run {d.actor.name}"] = partial(_until_pause, world, d)
             if wanted not in acts:
                 raise AssertionError(f"{wanted!r} is not enabled; enabled: {sorted(acts)}")
             world.say(f"> {wanted}")
@@ -57,7 +59,8 @@ def enabled(world: World) -> list[Action]:
     acts: list[Action] = []
     for n in NAMES:
         acts += [(f"edit {n}", partial(world.api_edit, n))] * 2
-        acts.append((f"outside push {n}", partial(world.outside_push, n)))
+        if world.remote.fetched:  # installed on a branch its applier holds (docs/safety.md)
+            acts.append((f"outside push {n}", partial(world.outside_push, n)))
     if world.watcher.pipe:
         acts += [("watcher publishes", world.watch)] * 3
     acts += _hooks(world)

@@ -70,8 +70,10 @@ FEED = WatchFeed(
 COMMIT_WINDOW_S = 2.0
 QUIET_PERIOD_S = 5.0
 SETTINGS = Settings()
-#: Collision classes that are known open races, counted rather than failed (see docs/safety.md).
-KNOWN = ("window", "watcher", "stream")
+#: Collision classes that are known open races, counted rather than failed (see docs/safety.md):
+#: an edit made after the request was sent (the apply window, W1-W3). An edit still in the
+#: watcher or unread in the stream is caught by D3 since issue 11 path 1, so it fails.
+KNOWN = ("window",)
 
 
 class Violation(AssertionError):
@@ -254,13 +256,8 @@ class World:
         self.watches.replace(FEED.address, "0", {n: _known(n, f"{n}0") for n in NAMES})
         self.kube = SimKube(self)
         self.states = BranchStates(self.env, self.keys)
-        # A running system: an earlier owner observed the seeded tip (see docs/safety.md,
-        # "first start", for what happens when no owner ever published one).
-        leases = Leases(self.env, self.keys, 1000)
-        first = leases.acquire(self.bk, "w-earlier")
-        assert first is not None
-        self.states.publish_takeover(first, self.remote.tip, [])
-        leases.release(first)
+        # No owner has published a tip yet: the first start is part of every schedule (Flux's
+        # artifact holds the seeded tip, as the product's installation finds it).
         self.appliers = ApplierStore(self.env, self.keys)
         self.notices = NoticeWriter(self.env, self.keys, clock=self.clock)
         self.workers = [self._worker(f"w{i}") for i in range(2)]
