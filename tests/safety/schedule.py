@@ -36,8 +36,15 @@ def run(choices: Sequence[int], world: World) -> None:
         world.check_end()
 
 
-def run_named(names: Sequence[str], world: World, *, end: bool = True) -> None:
-    """Play a schedule written as action names (a regression test keeps one this way)."""
+def run_named(
+    names: Sequence[str],
+    world: World,
+    *,
+    end: bool = True,
+    then: Callable[[], None] | None = None,
+) -> None:
+    """Play a schedule written as action names (a regression test keeps one this way), then
+    ``then`` (a measurement) inside the same seams."""
     with world.patched():
         for wanted in names:
             world.hooks()
@@ -49,6 +56,8 @@ def run_named(names: Sequence[str], world: World, *, end: bool = True) -> None:
             world.say(f"> {wanted}")
             acts[wanted]()
             world.check_step()
+        if then is not None:
+            then()
         if end:
             settle(world)
             world.check_end()
@@ -178,6 +187,23 @@ def settle(world: World) -> None:
             return
         world.now += SETTLE_TICK_S
     raise Violation("the world did not settle: " + world.pending_summary())
+
+
+def cadence(world: World, seconds: float, every_s: float) -> None:
+    """Run the processes as they run in production for ``seconds`` of the clock: every
+    ``every_s`` the owner makes a pass (its outcome read is that often) and each dispatcher
+    runs its attempt up to its next pause or its outcome. Nothing else happens (the watcher
+    publishes nothing, no webhook arrives)."""
+    end = world.now + seconds
+    while world.now < end:
+        world.now += every_s
+        for w in world.workers:
+            if w.loop is not None:
+                w.actor.start(world.worker_job(w))
+                w.actor.finish()
+        for d in world.dispatchers:
+            if d.actor.running or world.queue:
+                _until_pause(world, d)
 
 
 def _round(world: World) -> None:

@@ -16,9 +16,11 @@ from hypothesis import Phase, given, note, seed, settings
 from hypothesis import strategies as st
 
 import services.branch_worker.branch as branch_module
+import services.dispatcher.attempt as attempt_module
 import services.dispatcher.mirrored as mirrored_module
+from services.branch_worker.worker import HINTS_EVERY_S
 from shared.store.branch_state import BranchState
-from tests.safety.schedule import run, run_named
+from tests.safety.schedule import cadence, run, run_named
 from tests.safety.world import Violation, World
 
 EXAMPLES = int(os.environ.get("SAFETY_EXAMPLES", "100"))
@@ -193,3 +195,49 @@ def test_without_the_fix_the_first_start_schedule_does_not_converge(
     monkeypatch.setattr(branch_module, "_owned_before", lambda lease: False)
     with pytest.raises(Violation, match="no convergence"):
         run_named(FIRST_START, World())
+
+
+#: A watcher that is down with an API edit unseen while a ForeignCommit is owed (D3 is Stale
+#: as long as the watch is behind): the request storm consent's branch suspected.
+WATCHER_DOWN = [
+    *["step w0"] * 16,
+    "edit a",
+    "outside push b",
+    "webhook delivered",
+]
+#: Clock run at the owner's cadence in ``test_a_watcher_that_is_down_costs_no_request_storm``.
+STORM_S = 30.0
+
+
+def _attempts_while_behind(world: World) -> int:
+    """Requests enqueued while the watch stays behind for ``STORM_S`` of the clock, with the
+    owner passing every ``HINTS_EVERY_S`` (how often it reads outcomes in production)."""
+    before = len(world.sent_at)
+    run_named(
+        WATCHER_DOWN,
+        world,
+        end=False,
+        then=lambda: cadence(world, STORM_S, HINTS_EVERY_S),
+    )
+    return len(world.sent_at) - before
+
+
+def test_a_watcher_that_is_down_costs_no_request_storm() -> None:
+    """D3, A4 (issue 11): while the watch is behind, the attempt waits for it
+    (``after_behind``, 60 s) instead of answering Stale at once, which the owner would re-send
+    at its next pass (Stale has no backoff): one request in 30 s of the clock, not one per
+    pass. No backoff was added (the suite's Stale check runs on every step)."""
+    world = World()
+    attempts = _attempts_while_behind(world)
+    assert attempts == 1
+    assert not world.appliers_record().failures
+
+
+def test_answering_stale_at_once_while_behind_is_a_storm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The measurement above is meaningful (observed): an attempt that is Stale as soon as
+    it finds the watch behind is re-sent on every pass of the owner, 5 a second here (a pass
+    every 0.2 s), each with an ``ls-remote`` and a list per watch."""
+    monkeypatch.setattr(attempt_module, "after_behind", lambda *args: "stale")
+    world = World()
+    attempts = _attempts_while_behind(world)
+    assert attempts >= STORM_S / HINTS_EVERY_S * 0.9

@@ -56,6 +56,7 @@ def test_the_very_first_owner_adopts_the_tip_without_a_request(rig: Rig) -> None
     assert loop.lease.token == 1
     loop.apply_requests()
     assert _requests(rig) == []
-    assert json.loads(str(rig.client.get(rig.keys.applier(KS.key)) or "{}")).get(
-        "foreign_commit"
-    ) is None
+    assert (
+        json.loads(str(rig.client.get(rig.keys.applier(KS.key)) or "{}")).get("foreign_commit")
+        is None
+    )
