@@ -117,6 +117,13 @@ WATCH_WAIT_S = 60.0
 BehindStep = Literal["pause", "stale"]
 
 
+def watch_wait(attempt_deadline_s: float) -> float:
+    """How long an attempt waits for watches behind: ``WATCH_WAIT_S``, or half the owner's
+    attempt deadline when that is shorter (a test's), so the wait always ends before the
+    owner hands the attempt back and sends another beside it (A2, A4)."""
+    return min(WATCH_WAIT_S, attempt_deadline_s / 2)
+
+
 def after_behind(since: float, now: float, wait_s: float, deadline: float) -> BehindStep:
     """D3, A4: what an attempt does when the watches feeding the branch are behind the API.
 
