@@ -266,7 +266,13 @@ class BranchLoop:
             self.check_tip()
 
     def tick(self) -> None:
-        """Q7: an idle branch reads its tip every steady tick, webhook or not."""
+        """Q7: an idle branch reads its tip every steady tick, webhook or not. An idle owner
+        also takes over events a stale owner read after this one started (M8, Q3: until
+        they are pushed the branch is never quiet)."""
+        if not self.busy():
+            stranded = self._events.claim_stranded(self.lease.branch, self._worker)
+            if stranded:
+                self.handle(stranded)
         if steady_tick_due(self._tip_read_at, self._clock(), self._steady_tick, self.busy()):
             self.check_tip()
 

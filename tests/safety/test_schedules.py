@@ -20,6 +20,7 @@ import services.dispatcher.attempt as attempt_module
 import services.dispatcher.mirrored as mirrored_module
 from services.branch_worker.worker import HINTS_EVERY_S
 from shared.store.branch_state import BranchState
+from shared.store.streams import EventStream
 from tests.safety.schedule import cadence, run, run_named
 from tests.safety.world import Violation, World
 
@@ -241,3 +242,28 @@ def test_answering_stale_at_once_while_behind_is_a_storm(monkeypatch: pytest.Mon
     world = World()
     attempts = _attempts_while_behind(world)
     assert attempts >= STORM_S / HINTS_EVERY_S * 0.9
+
+
+#: Found by ``make safety`` (2,000 schedules, the default seed), shrunk by hypothesis: the
+#: owner w1's lease runs out while it is paused, w0-1 takes the branch and claims what was
+#: pending, then w1 reads the two new events and finds its lease lost. Nobody read them again:
+#: the edit never reached Git and, the stream never empty, the branch was never quiet.
+STRANDED = [0, 0, 858, 2841, 4511, 43172, 62935, 91564, 266, 3644, 450, 286, 1572, 203, 3071]
+STRANDED += [41163, 144988, 5746, 223, 510509, 19, 349, 19, 2131, 2038, 369, 1040, 6820]
+
+
+def test_events_a_stale_owner_read_after_the_takeover_are_taken_over() -> None:
+    """M8, Q3: the owner takes over entries a stale owner read after its start
+    (``EventStream.claim_stranded``), so the schedule settles and converges."""
+    world = World()
+    run(STRANDED, world)
+    assert world.counts["outcome Delivered"] >= 1
+
+
+def test_without_the_take_over_the_stranded_schedule_never_settles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kept schedule reaches the race it guards (observed)."""
+    monkeypatch.setattr(EventStream, "claim_stranded", lambda self, bk, consumer: [])
+    with pytest.raises(Violation, match="did not settle"):
+        run(STRANDED, World())
