@@ -158,14 +158,14 @@ class EventStream:
         key = self._keys.branch_events(bk)
         summary: Any = self._r.xpending(key, GROUP)
         others = [c["name"] for c in summary.get("consumers") or [] if c["name"] != consumer]
-        ids: list[str] = [
+        ids: list[Any] = [
             str(row["message_id"])
             for name in others
             for row in self._r.xpending_range(key, GROUP, "-", "+", MAX_ENTRIES, name)
         ]
         if not ids:
             return []
-        claimed: Any = self._r.xclaim(key, GROUP, consumer, 0, tuple(ids))
+        claimed: Any = self._r.xclaim(key, GROUP, consumer, 0, ids)
         entries = _decode([(i, f) for i, f in claimed if isinstance(f, dict)])
         newest: Any = self._r.hmget(
             self._keys.branch_latest(bk), [e.coalesce_key or "-" for e in entries]
