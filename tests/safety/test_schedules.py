@@ -42,6 +42,12 @@ def _play(choices: list[int]) -> World:
     return world
 
 
+#: pytest-timeout's limit for the search: the tier's 300 s fits ``make test``'s 100 schedules,
+#: not ``make safety``'s 10,000 (about 0.2 s a schedule on a busy machine; 1 s allowed).
+SEARCH_TIMEOUT_S = max(300, EXAMPLES)
+
+
+@pytest.mark.timeout(SEARCH_TIMEOUT_S)
 @seed(SEED)
 @settings(max_examples=EXAMPLES, database=None, phases=[Phase.generate, Phase.shrink])
 @given(schedules)
