@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from services.branch_worker import metrics
+from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.folder import Folder
 from services.branch_worker.listings import missed_deletes
@@ -90,6 +91,7 @@ class BranchLoop:
         steady_tick: float,
         max_window: float,
         desk: ApplierDesk | None = None,
+        guard: ApplyWindowGuard | None = None,
     ) -> None:
         self.lease = lease
         self.config = config
@@ -99,6 +101,9 @@ class BranchLoop:
         self._worker = worker_id
         self._open: dict[GitTargetUid, OpenWindow] = {}
         self._folders: dict[GitTargetUid, Folder] = {}
+        #: Per GitTarget, the digests of files the writer rendered whole (see Folder): kept
+        #: when the folders are read again after a reset.
+        self._rendered: dict[GitTargetUid, dict[str, str]] = {}
         self._closed: list[ClosedWindow] = []
         #: Events read or claimed but not applied yet, oldest first (see ``SLICE``).
         self._backlog: list[StreamEntry] = []
@@ -109,6 +114,7 @@ class BranchLoop:
         self._ours: tuple[str, ...] = ()
         self._read_tip = read_tip
         self.desk = desk
+        self.guard = guard  # W1: withholds the applier's revert of an API edit
         self._steady_tick = steady_tick
         self._max_window = max_window  # Settings.max_window: a process setting, not a CRD's
         self._tip_read_at = clock()
@@ -187,6 +193,8 @@ class BranchLoop:
         """Apply one object event; True when it made a write (and is now pending)."""
         event = entry.event
         assert event is not None
+        if self.guard is not None and not self.guard.admits(target, event):
+            return False  # W1: withheld; Git keeps the API edit, the CatchUp applies it back
         applied = apply_event(self.ws, target, event, self._folder(target))
         self._record_refusal(target, event, applied)
         if applied.kind != "write":
@@ -219,7 +227,8 @@ class BranchLoop:
     def _folder(self, target: TargetConfig) -> Folder:
         folder = self._folders.get(target.uid)
         if folder is None or folder.path != target.path:
-            folder = self._folders[target.uid] = Folder(self.ws, target.path)
+            rendered = self._rendered.setdefault(target.uid, {})
+            folder = self._folders[target.uid] = Folder(self.ws, target.path, rendered)
         return folder
 
     def _record_refusal(self, target: TargetConfig, event: ObjectEvent, applied: Applied) -> None:
@@ -245,7 +254,7 @@ class BranchLoop:
         if target.uid not in self._folder_ok:
             self._configs.clear_refusal(target.uid, key="folder")
             self._folder_ok.add(target.uid)
-        if event.operation == "DELETE":
+        if event.operation == "DELETE" or event.sensitive:  # P3: a sealed Secret is written
             self._configs.clear_refusal(target.uid, key=key)
         if self.desk and target.applier and self._configs.refusal(target.uid) is None:
             self.desk.on_recovery(target)

@@ -5,19 +5,34 @@ folder holding a file that is neither a manifest nor a recognised document is re
 So is a folder whose real path is not its name (it, or a folder above it, is a symbolic link)
 and a folder holding a symbolic link anywhere: a write through a link would leave ``spec.path``
 (the reliability probe's symlinked-folder finding), or the work tree (C6).
+
+A folder holding a kustomization file is read through the kustomize subset instead (P2): its
+objects are what the kustomizations render (``tree``), and anything outside the subset
+refuses the folder with ``UnsupportedContent`` naming the feature.
+
+Paths the folder's ``.gittargetignore`` matches are neither indexed nor refused (P4); a pattern
+that hides what the writer writes refuses the folder (``IgnoreShadowsManagedPath``).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from shared.decide.placement import FolderVerdict, is_manifest, is_recognised
+from shared.decide.ignore import IGNORE_FILE, Ignore
+from shared.decide.ignore import REASON as SHADOWS
+from shared.decide.placement import FolderVerdict, inside, is_manifest, is_recognised
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
+from shared.model import kustomize
 from shared.model.manifest import parse
 
 IdentityKey = tuple[str, str, str, str]
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def identity(doc: dict[str, Any]) -> IdentityKey | None:
@@ -49,7 +64,9 @@ class Folder:
     touched, so a burst of writes costs one parse per write, not one per file per write.
     """
 
-    def __init__(self, workspace: Workspace, path: str) -> None:
+    def __init__(
+        self, workspace: Workspace, path: str, rendered: dict[str, str] | None = None
+    ) -> None:
         self.path = path
         self._ws = workspace
         self._where: dict[IdentityKey, Located] = {}
@@ -60,6 +77,18 @@ class Folder:
         self._bad: dict[str, str] = {}
         #: Why the folder itself cannot be written (its path leads elsewhere), if it cannot.
         self._elsewhere: FolderVerdict | None = None
+        #: The files under the folder, and its render when it holds a kustomization (P2).
+        self.files: list[str] = []
+        self.tree: kustomize.Tree | None = None
+        self._unsupported: kustomize.Unsupported | None = None
+        self.ignore = Ignore(path)
+        #: Objects whose documents are in ignored files: the writer must not write them.
+        self._hidden: dict[IdentityKey, str] = {}
+        #: file -> digest of the bytes the writer last rendered whole there. Kept by the
+        #: branch across work-tree resets (a digest, not a flag, so it holds only while the
+        #: file still has those bytes): re-rendering a large document to learn that a file is
+        #: the product's cost as much as the write itself.
+        self._rendered = {} if rendered is None else rendered
         try:
             if workspace.leads_elsewhere(path):
                 self._elsewhere = FolderVerdict(
@@ -72,14 +101,80 @@ class Folder:
             return
         for link in scan.links:
             self._bad[link] = "SymbolicLink"
+        self.files = scan.files
+        self._read_ignore()
+        if any(kustomize.is_kustomization(f) for f in scan.files):
+            self._render()
+            return
         for file in scan.files:
             self.reindex(file)
+
+    def _render(self) -> None:
+        """Kustomize mode: non-manifests are checked as ever, manifests by the render."""
+        for file in self.files:
+            if not is_manifest(file) and not kustomize.is_kustomization(file):
+                self.reindex(file)
+        try:
+            self.tree = kustomize.render_folder(self.path, self.files, self._ws.read)
+        except kustomize.Unsupported as err:
+            self.tree, self._unsupported = None, err
+
+    def _read_ignore(self) -> None:
+        ignore_file = inside(self.path, IGNORE_FILE)
+        data = self._ws.read(ignore_file)
+        self.ignore = Ignore.parse(self.path, data.decode(errors="replace") if data else None)
+        probe = self.ignore.hides_every_manifest()
+        if probe is not None:
+            self._elsewhere = FolderVerdict(
+                False,
+                ignore_file,
+                SHADOWS,
+                f"{ignore_file} hides files gitops-reverser writes (it matches {probe!r})",
+            )
+
+    def _hide(self, file: str) -> None:
+        """Remember the objects of an ignored manifest (read leniently, never refused)."""
+        data = self._ws.read(file)
+        if data is None or not is_manifest(file):
+            return
+        try:
+            docs = parse(data)
+        except Exception:  # an ignored file may hold anything
+            return
+        for doc in docs:
+            key = identity(doc)
+            if key is not None:
+                self._hidden[key] = file
+
+    def shadowed(self, key: IdentityKey, path: str) -> FolderVerdict | None:
+        """Why writing ``key`` at ``path`` would write where ``.gittargetignore`` hides, if it
+        would; the folder stays refused until it is read again (the next work-tree state)."""
+        hidden = self._hidden.get(key)
+        if hidden is None and not self.ignore.ignores(path):
+            return None
+        where = hidden or path
+        self._elsewhere = FolderVerdict(
+            False,
+            where,
+            SHADOWS,
+            f"{inside(self.path, IGNORE_FILE)} hides {where}, where gitops-reverser writes "
+            f"{key[1]} {'/'.join(filter(None, key[2:]))}",
+        )
+        return self._elsewhere
+
+    @property
+    def holds_objects(self) -> bool:
+        """Whether any object document is in the folder (none: the next write is the first)."""
+        return bool(self._where)
 
     @property
     def verdict(self) -> FolderVerdict:
         """Accepted, or the first file (by name) that makes the folder unsupported."""
         if self._elsewhere is not None:
             return self._elsewhere
+        if self._unsupported is not None:
+            err = self._unsupported
+            return FolderVerdict(False, err.file, "UnsupportedContent", str(err))
         if not self._bad:
             return FolderVerdict(accepted=True)
         file = min(self._bad)
@@ -92,6 +187,9 @@ class Folder:
     def reindex(self, file: str) -> None:
         """Read one file again after it changed outside the writer (or on first sight)."""
         self._forget(file)
+        if self.ignore.ignores(file):
+            self._hide(file)
+            return
         data = self._ws.read(file)
         if data is None or is_recognised(file):
             return
@@ -105,13 +203,28 @@ class Folder:
             return
         self._index(file, docs)
 
-    def record(self, file: str, documents: list[dict[str, Any]]) -> None:
-        """The writer just wrote ``documents`` to ``file`` (rendered, M2), or deleted it when
-        there are none: index them as written, without reading the file back and parsing it
-        (parsing was the largest cost of a snapshot)."""
+    def record(
+        self, file: str, documents: list[dict[str, Any]], rendered: bytes | None = None
+    ) -> None:
+        """The writer just wrote ``documents`` to ``file`` (``rendered`` whole, M2, or edited
+        in place, P1), or deleted it when there are none: index them as written, without
+        reading the file back and parsing it (parsing was the largest cost of a snapshot)."""
         self._forget(file)
+        self._rendered.pop(file, None)
         if documents:
             self._index(file, documents)
+            if rendered is not None:
+                self._rendered[file] = _digest(rendered)
+
+    def rendered(self, file: str, data: bytes) -> bool:
+        """Whether ``data``, the bytes of ``file``, are what the writer rendered there: its
+        next edit needs no in-place edit (P1) and no check that it is the product's."""
+        return self._rendered.get(file) == _digest(data)
+
+    def kustomized(self, files: list[str], tree: kustomize.Tree) -> None:
+        """A kustomize folder after a write (P2): its files and the render the writer just
+        verified, so the next write starts from it without reading the folder again."""
+        self.files, self.tree = files, tree
 
     def _forget(self, file: str) -> None:
         self._bad.pop(file, None)
@@ -133,6 +246,8 @@ class Folder:
 
     def identities(self) -> list[IdentityKey]:
         """Every object with a document in the folder (D2 compares them with a listing)."""
+        if self.tree is not None:
+            return [r.key for r in self.tree.objects]
         return list(self._where)
 
     def find(self, key: IdentityKey) -> Located | None:

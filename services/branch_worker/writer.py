@@ -1,8 +1,15 @@
 """One object event applied to the work tree: a write, no write (M3), or a refusal (M10).
 
-The API value wins (M5): the whole sanitised object replaces its document. A document already
-in the folder is edited where it lives; a new one goes to the canonical path. Deletes follow
-the GitTarget's prune mode (M9).
+The API value wins (M5): the document says exactly what the sanitised object says. A document
+already in the folder is edited where it lives, in place when a person wrote the file (P1:
+comments and style kept, ``shared.model.roundtrip``); a new one goes to the canonical path,
+with the bootstrap files when it is the folder's first (P4). Deletes follow the GitTarget's
+prune mode (M9). A folder holding a kustomization is written through the kustomize subset
+(P2): its files and kustomizations are planned together, and the write is made only when the
+folder, rendered again, shows exactly the edit and nothing else moved. A Secret arrives sealed
+when its GitTarget encrypts (P3): it is written as it came (ciphertext; a new one to
+``{name}.sops.yaml``), and it is no write when the document in Git carries the same plaintext
+fingerprint (M3: every sealing differs in bytes, so bytes cannot say "unchanged").
 """
 
 from __future__ import annotations
@@ -12,12 +19,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from services.branch_worker.folder import Folder, IdentityKey, Located
-from shared.decide.placement import PlacementRefused, canonical_path
+from services.branch_worker.sops_bootstrap import stage_sops_bootstrap
+from shared.decide.bootstrap import BOOTSTRAP_FILES
+from shared.decide.placement import PlacementRefused, canonical_path, inside
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
+from shared.model import kustomize, kustomize_edit
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
 from shared.model.manifest import render
+from shared.model.roundtrip import edit_file
+from shared.model.sops import SEALED_SUFFIX, is_sealed, stored_fingerprint
 
 Kind = Literal["write", "none", "refused"]
 
@@ -32,6 +44,8 @@ class Applied:
     message: str = ""
     #: For a write: the documents the file now holds (none when it was deleted).
     documents: tuple[dict[str, Any], ...] = ()
+    #: For a write rendered whole (not edited in place, P1): the bytes written.
+    rendered: bytes | None = None
 
 
 NO_WRITE = Applied("none")
@@ -48,9 +62,12 @@ def apply_event(
 ) -> Applied:
     """Apply ``event`` to the work tree under ``target.path`` (``folder``: its current index)."""
     oid = event.object_id
-    if event.sensitive and event.operation == "DELETE":
+    sealed = event.sensitive and bool(target.recipients)
+    if event.sensitive and event.body is not None and not is_sealed(event.body):
+        sealed = False  # not a Secret (sops encrypts data only), or sealed by nobody
+    if event.sensitive and event.operation == "DELETE" and not sealed:
         return NO_WRITE  # it was never written; its refusal is lifted by the caller
-    if event.sensitive:
+    if event.sensitive and not sealed:
         label = f"{oid.kind} {oid.namespace}/{oid.name}".replace(" /", " ")
         return Applied(
             "refused",
@@ -66,11 +83,14 @@ def apply_event(
             message=verdict.detail or f"{verdict.offending} is not managed by gitops-reverser",
         )
     located = folder.find(key_of(event))
+    first = not folder.holds_objects
     try:
-        if event.operation == "DELETE" or event.body is None:
-            applied = _delete(workspace, target, located)
+        if folder.tree is not None:
+            applied = _through_kustomize(workspace, target, event, folder)
+        elif event.operation == "DELETE" or event.body is None:
+            applied = _delete(workspace, target, located, folder)
         else:
-            applied = _upsert(workspace, target, event, located)
+            applied = _upsert(workspace, target, event, located, folder)
     except PathEscapes as err:  # the folder's check is the rule; this is the last defence
         return Applied("refused", reason="PathOutsideTarget", message=str(err))
     except OSError as err:
@@ -82,41 +102,137 @@ def apply_event(
             reason="PathNotWritable",
             message=f"{err.strerror}: the path of {oid.kind} {oid.name} under {target.path!r}",
         )
-    if applied.kind == "write":
-        folder.record(applied.path, list(applied.documents))
+    if applied.kind == "write" and folder.tree is None:
+        folder.record(applied.path, list(applied.documents), applied.rendered)
+        if first and applied.documents:
+            _bootstrap(workspace, target)
     return applied
 
 
+def _bootstrap(workspace: Workspace, target: TargetConfig) -> None:
+    """P4: the folder's first object brings the bootstrap files that are missing."""
+    for file in BOOTSTRAP_FILES:
+        path = inside(target.path, file.name)
+        content = file.content(target)
+        if content is not None and workspace.read(path) is None:
+            workspace.write(path, content)
+
+
 def _upsert(
-    workspace: Workspace, target: TargetConfig, event: ObjectEvent, located: Located | None
+    workspace: Workspace,
+    target: TargetConfig,
+    event: ObjectEvent,
+    located: Located | None,
+    folder: Folder,
 ) -> Applied:
     assert event.body is not None
     if located is None:
         try:
             path = canonical_path(target.path, event.object_id)
+            if is_sealed(event.body):
+                path = path.removesuffix(".yaml") + SEALED_SUFFIX
+                stage_sops_bootstrap(workspace, target)  # P4 (the bootstrap hook's to stage)
         except PlacementRefused as err:
             return Applied("refused", reason="PathOutsideTarget", message=str(err))
+        shadowed = folder.shadowed(key_of(event), path)
+        if shadowed is not None:  # P4: an ignored path is never written
+            return Applied("refused", reason=shadowed.reason, message=shadowed.detail)
         return _write_file(workspace, path, [event.body])
-    if located.documents[located.index] == event.body:
+    if located.documents[located.index] == event.body or _same_plaintext(
+        located.documents[located.index], event.body
+    ):
         return NO_WRITE  # same object, whatever the file's formatting (M3)
     docs = list(located.documents)
     docs[located.index] = event.body  # the whole API object replaces the document (M5)
-    return _write_file(workspace, located.path, docs)
+    edited = _in_place(workspace, located, event.body, folder)
+    return _write_file(workspace, located.path, docs, edited)
 
 
-def _delete(workspace: Workspace, target: TargetConfig, located: Located | None) -> Applied:
+def _same_plaintext(in_git: dict[str, Any], new: dict[str, Any]) -> bool:
+    """P3: two sealed documents with one fingerprint hold the same plaintext for the same
+    recipients (a document without one, or re-encrypted by a person, never matches)."""
+    if not (is_sealed(in_git) and is_sealed(new)):
+        return False
+    found = stored_fingerprint(in_git)
+    return bool(found) and found == stored_fingerprint(new)
+
+
+def _delete(
+    workspace: Workspace, target: TargetConfig, located: Located | None, folder: Folder
+) -> Applied:
     if located is None or target.prune == "Never":
         return NO_WRITE
     docs = [d for i, d in enumerate(located.documents) if i != located.index]
     if not docs:
         workspace.delete(located.path)
         return Applied("write", path=located.path)
-    return _write_file(workspace, located.path, docs)
+    return _write_file(workspace, located.path, docs, _in_place(workspace, located, None, folder))
 
 
-def _write_file(workspace: Workspace, path: str, docs: list[dict[str, Any]]) -> Applied:
-    data = b"---\n".join(render(doc) for doc in docs)
+def _through_kustomize(
+    workspace: Workspace, target: TargetConfig, event: ObjectEvent, folder: Folder
+) -> Applied:
+    """P2: plan the edit on the folder's render, render again, and write only what verifies."""
+    tree = folder.tree
+    assert tree is not None
+    key = key_of(event)
+    body = None if event.operation == "DELETE" else event.body
+    try:
+        if body is None:
+            if target.prune == "Never":
+                return NO_WRITE
+            plan = kustomize_edit.plan_delete(tree, target.path, key, workspace.read)
+        else:
+            new_path = canonical_path(target.path, event.object_id)
+            plan = kustomize_edit.plan_upsert(tree, target.path, body, new_path, workspace.read)
+        if plan is None:
+            return NO_WRITE
+        edits = {p: d for p, d in plan.finish().items() if workspace.read(p) != d}
+        if not edits:
+            return NO_WRITE
+        files = sorted({*folder.files, *(p for p, d in edits.items() if d is not None)})
+        files = [f for f in files if edits.get(f, b"") is not None]
+        after = kustomize.render_folder(target.path, files, plan.reader(), previous=tree)
+        kustomize_edit.verify(tree, after, key, body)
+    except PlacementRefused as err:
+        return Applied("refused", reason="PathOutsideTarget", message=str(err))
+    except kustomize_edit.Refused as err:
+        return Applied("refused", reason=err.reason, message=str(err))
+    except kustomize.Unsupported as err:
+        return Applied("refused", reason="UnsupportedContent", message=str(err))
+    for path, data in sorted(edits.items()):
+        if data is None:
+            workspace.delete(path)
+        else:
+            workspace.write(path, data)
+    folder.kustomized(files, after)
+    return Applied("write", path=min(edits))
+
+
+def _in_place(
+    workspace: Workspace, located: Located, body: dict[str, Any] | None, folder: Folder
+) -> bytes | None:
+    """P1: the file edited where it stands, when a person wrote it (comments, order, style and
+    the other documents kept); None for a file the product wrote, which is rewritten whole as
+    today (the same bytes an in-place edit would give, for a fraction of the cost)."""
+    current = workspace.read(located.path)
+    if current is None or folder.rendered(located.path, current):
+        return None
+    if current == _rendered(located.documents):
+        return None
+    return edit_file(current, located.documents, located.index, body)
+
+
+def _rendered(docs: list[dict[str, Any]]) -> bytes:
+    return b"---\n".join(render(doc) for doc in docs)
+
+
+def _write_file(
+    workspace: Workspace, path: str, docs: list[dict[str, Any]], edited: bytes | None = None
+) -> Applied:
+    data = edited if edited is not None else _rendered(docs)
     if workspace.read(path) == data:
         return NO_WRITE
     workspace.write(path, data)
-    return Applied("write", path=path, documents=tuple(docs))
+    rendered = data if edited is None else None
+    return Applied("write", path=path, documents=tuple(docs), rendered=rendered)

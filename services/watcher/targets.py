@@ -100,6 +100,7 @@ def target_config(target: GitTargetView, provider: GitProviderView) -> TargetCon
         applier=target.applier,
         quiet_period_s=target.quiet_period_s,
         webhook=target.webhook,
+        recipients=target.encryption.recipients if target.encryption is not None else (),
     )
 
 

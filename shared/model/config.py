@@ -125,6 +125,9 @@ class TargetConfig:
     extra: dict[str, str] = field(default_factory=dict)
     webhook: WebhookEndpoint | None = None  # spec.applier.webhook, when the applier is one (D7)
     writer: str = ""  # ``BranchConfig.writer`` of its GitProvider (T1)
+    #: spec.encryption's age recipients (public keys): Secrets are written sealed for them
+    #: (P3); empty: Secrets are refused (M10).
+    recipients: tuple[str, ...] = ()
 
     @property
     def ref(self) -> Branch:
@@ -149,6 +152,7 @@ class TargetConfig:
         data["applier"] = ApplierRef.from_data(applier) if applier else None
         webhook = data.get("webhook")
         data["webhook"] = WebhookEndpoint.from_data(webhook) if webhook else None
+        data["recipients"] = tuple(data.get("recipients") or ())
         if "quiet_period_s" not in data:  # written before the period left the reference
             data["quiet_period_s"] = float((applier or {}).get("quiet_period_s", QUIET_PERIOD_S))
         return cls(**data)

@@ -19,6 +19,7 @@ from shared.model.config import ApplierRef, OnRefusal, PruneMode
 from shared.model.duration import DurationError, parse_duration
 from shared.model.events import OPERATIONS, Operation
 from shared.model.ids import GitTargetUid
+from shared.model.recipients import SopsError, parse_recipients
 from shared.model.webhook import MAX_TIMEOUT_S, WebhookEndpoint, url_problem
 
 Raw = Mapping[str, Any]
@@ -125,6 +126,16 @@ class GitProviderView:
 
 
 @dataclass(frozen=True, slots=True)
+class EncryptionView:
+    """``spec.encryption`` (P3): the age recipients Secrets are sealed for."""
+
+    recipients: tuple[str, ...]  # spec.encryption.age.recipients, checked and sorted
+    secret_name: str  # spec.encryption.age.recipientsSecretRef.name; "" = none
+    secret_key: str  # its key (default ``recipients``)
+    problem: str = ""  # why the recipients cannot be used (the CRD's rules again)
+
+
+@dataclass(frozen=True, slots=True)
 class GitTargetView:
     """One folder on one branch."""
 
@@ -144,6 +155,8 @@ class GitTargetView:
     webhook: WebhookEndpoint | None = None  # spec.applier.webhook, when the applier is one
     #: spec.sensitive: (group, kind) refused like Secrets (M10); kind ``*``: the whole group.
     sensitive: tuple[tuple[str, str], ...] = ()
+    #: spec.encryption: Secrets are sealed for these recipients instead of refused (P3).
+    encryption: EncryptionView | None = None
 
     @property
     def uid(self) -> GitTargetUid:
@@ -352,6 +365,30 @@ def _stored_applier(raw: Raw) -> Raw | None:
     return cast(Raw, value) if isinstance(value, Mapping) else None
 
 
+def parse_encryption(spec: Raw) -> EncryptionView | None:
+    """``spec.encryption``, or None when Secrets are refused (M10)."""
+    raw = spec.get("encryption")
+    if not isinstance(raw, Mapping):
+        return None
+    age = _map(raw.get("age"))
+    ref = _map(age.get("recipientsSecretRef"))
+    listed = _strings(age.get("recipients"))
+    name = str(ref.get("name") or "")
+    key = str(ref.get("key") or defaults.RECIPIENTS_KEY)
+    problem = ""
+    recipients: tuple[str, ...] = ()
+    if str(raw.get("provider") or defaults.ENCRYPTION_PROVIDER) != defaults.ENCRYPTION_PROVIDER:
+        problem = "spec.encryption.provider must be sops"
+    elif listed:
+        try:
+            recipients = parse_recipients(listed)
+        except SopsError as err:
+            problem = f"spec.encryption.age.recipients: {err}"
+    elif not name:
+        problem = "spec.encryption.age needs recipients or recipientsSecretRef"
+    return EncryptionView(recipients, name, key, problem)
+
+
 def parse_git_target(raw: Raw) -> GitTargetView:
     """A GitTarget."""
     spec = _map(raw.get("spec"))
@@ -381,6 +418,7 @@ def parse_git_target(raw: Raw) -> GitTargetView:
             for s in spec.get("sensitive") or []
             if isinstance(s, Mapping) and s.get("kind")
         ),
+        encryption=parse_encryption(spec),
     )
 
 

@@ -143,6 +143,12 @@ def _canonical(value: Any) -> Any:
     return value
 
 
+def canonical_value(value: Any) -> Any:
+    """A value as the product writes it (sorted keys, literal blocks): what an in-place edit
+    puts where the API added or changed a field."""
+    return _canonical(value)
+
+
 def ordered_document(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The object as it is written: apiVersion, kind, metadata first, the rest sorted."""
     head = ("apiVersion", "kind")
@@ -170,6 +176,11 @@ class _Yaml11SafeRepresenter(RoundTripRepresenter):
 
 
 _Yaml11SafeRepresenter.add_representer(str, _Yaml11SafeRepresenter.represent_str)
+
+
+def yaml11_safe_representer() -> type[RoundTripRepresenter]:
+    """The representer every writer uses, so an in-place edit quotes as a new file does."""
+    return _Yaml11SafeRepresenter
 
 
 def _dumper() -> YAML:

@@ -70,7 +70,7 @@ def test_a_burst_inside_one_window_is_one_commit(rig: Rig) -> None:
     rig.clock.now += 5
     loop.flush()
     assert rig.commits() == ["Mirror 200 API edits to apps", "seed"]
-    assert len([f for f in rig.files() if f.startswith("apps/")]) == 200
+    assert len([f for f in rig.files() if f.startswith("apps/team/")]) == 200
     state = rig.states.read(rig.bk)
     assert state.pending_total == 0 and state.windows_open == 0 and not state.push_in_flight
 

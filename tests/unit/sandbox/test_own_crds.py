@@ -81,6 +81,13 @@ GIT_TARGET: dict[str, Any] = {
         "prune": {"mode": "Always"},
         "onRefusal": "Reapply",
         "sensitive": [{"group": "example.com", "kind": "Widget"}, {"group": "", "kind": "*"}],
+        "encryption": {
+            "provider": "sops",
+            "age": {
+                "recipients": ["age1" + "q" * 58],
+                "recipientsSecretRef": {"name": "sops-recipients", "key": "recipients"},
+            },
+        },
         "applier": {
             "kustomizationRef": {"name": "apps", "namespace": "flux-system"},
             "clusterProviderRef": {"name": "hub"},
@@ -552,3 +559,25 @@ def test_the_built_in_templates_pass(schemas: dict[str, dict[str, Any]]) -> None
         "groupTemplate": "Mirror {count:>3} API edits to {path}",
     }
     assert _check(schemas, provider).errors == []
+
+
+def test_encryption_names_age_recipients(schemas: dict[str, dict[str, Any]]) -> None:
+    """P3: spec.encryption.age needs a recipient list or a Secret; provider defaults to sops,
+    the Secret's key to ``recipients``; a key that is not an age public key is refused."""
+    target = _example("GitTarget")
+    target["spec"]["encryption"] = {"age": {"recipientsSecretRef": {"name": "keys"}}}
+    checked = _check(schemas, target)
+    assert checked.errors == []
+    assert checked.obj["spec"]["encryption"] == {
+        "provider": "sops",
+        "age": {"recipientsSecretRef": {"name": "keys", "key": "recipients"}},
+    }
+    target["spec"]["encryption"] = {"age": {"recipients": []}}
+    _refused_with(
+        schemas,
+        target,
+        "spec.encryption.age",
+        "spec.encryption.age needs recipients or recipientsSecretRef",
+    )
+    target["spec"]["encryption"] = {"age": {"recipients": ["AGE-SECRET-KEY-1XYZ"]}}
+    assert _fields(_check(schemas, target)) == ["spec.encryption.age.recipients[0]"]

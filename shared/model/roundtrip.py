@@ -1,0 +1,370 @@
+"""In-place edits of a manifest file that a person wrote (P1; M5 still decides the content).
+
+A file the product wrote is rewritten whole (its bytes are what ``manifest.render`` gives). A
+file in any other style is edited where it stands, so that a diff of the commit shows only what
+the API changed: comments, key order, quoting, indentation and the other documents of a
+multi-document file are kept. It is done in three steps, each checked:
+
+1. Fields the API object lacks are cut out of the text, line by line, using the positions the
+   YAML composer gives every node: a field's lines run from its key to the last line holding
+   its value, so a comment *below* a removed field (about what follows) stays.
+2. What is left is loaded with ruamel's round-trip loader, changed to the API object (changed
+   scalars replaced, new keys inserted after their predecessor, lists edited item by item) and
+   dumped twice, unedited and edited, with the indentation the file uses.
+3. The two dumps are compared line by line, and only the stretches the edit touched are taken
+   from the edited dump; everything else keeps the file's own bytes, even where ruamel would
+   have written it differently (a first update never reformats a file).
+
+The result must decode (YAML 1.2, as the folder is read, and YAML 1.1, as kubectl and Argo CD
+read it) to exactly the documents intended; when it does not, ruamel's whole edited dump is
+tried, and when that fails too, ``None`` tells the caller to write the file canonically.
+Pure: no IO.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from shared.model.manifest import canonical_value, parse, yaml11_safe_representer
+
+#: Indentation of the product's own files (mapping, sequence item, dash offset): the guess when
+#: a document shows none (it has no nested block mapping or list).
+PRODUCT_INDENT = (2, 4, 2)
+#: ruamel folds lines longer than its width; a manifest line is never folded by us.
+NO_FOLDING = 4096
+
+Lines = list[str]
+#: Indentation as ruamel takes it: (mapping, sequence item, dash offset).
+Indent = tuple[int, int, int]
+
+
+def edit_file(
+    data: bytes, documents: Sequence[Mapping[str, Any]], index: int, body: Mapping[str, Any] | None
+) -> bytes | None:
+    """``data`` (whose object documents are ``documents``) with its ``index``-th object document
+    made equal to ``body``, or removed when ``body`` is None; None when no in-place edit decodes
+    to exactly that (the caller then writes the file canonically)."""
+    wanted = [dict(doc) for doc in documents]
+    if body is None:
+        del wanted[index]
+    else:
+        wanted[index] = dict(body)
+    try:
+        text = data.decode()
+        nodes = _object_nodes(text)  # composed once: the cuts and the indentation read it
+        styled = index if body is not None or len(nodes) == 1 else (index + 1) % len(nodes)
+        trimmed = _cut_removed_fields(text, nodes[index], body)
+        merged, whole = _merge_edit(trimmed, index, body, _guess_indent(nodes[styled]))
+    except Exception:  # any text ruamel cannot round-trip: the caller writes it canonically
+        return None
+    for candidate in (merged, whole):
+        if _decodes_to(candidate, wanted, None if body is None else index):
+            return candidate.encode()
+    return None
+
+
+# Step 1: cutting removed fields out of the text -------------------------------------------
+
+
+def _object_nodes(text: str) -> list[Node]:
+    nodes = YAML(typ="rt", pure=True).compose_all(text)
+    return [node for node in nodes if isinstance(node, MappingNode)]
+
+
+def _cut_removed_fields(text: str, node: Node, body: Mapping[str, Any] | None) -> str:
+    """``text`` without the lines of the block fields ``body`` lacks (none for a removal);
+    ``node`` is the edited document's, composed from ``text``."""
+    if body is None:
+        return text
+    lines = text.splitlines(keepends=True)
+    cuts: list[Cut] = []
+    _removed_in(node, body, lines, cuts)
+    for first, last, replacement in sorted(cuts, reverse=True):
+        lines[first : last + 1] = replacement
+    return "".join(lines)
+
+
+#: Lines ``first`` to ``last`` (inclusive) of a text, and what replaces them.
+Cut = tuple[int, int, Lines]
+
+
+def _removed_in(node: Node, new: Any, lines: Lines, cuts: list[Cut]) -> None:
+    """Collect the line ranges of fields under ``node`` that ``new`` lacks or replaces whole
+    (a map or list that became another kind of value, a changed block scalar): what is cut
+    goes with the comments inside it, and the comments below it stay. A replaced field keeps
+    its key line, as a null that step 2 sets."""
+    if isinstance(node, MappingNode) and not node.flow_style and isinstance(new, Mapping):
+        for key, value in node.value:
+            if isinstance(key, ScalarNode):
+                _field_cut(key, value, new, lines, cuts)
+    elif isinstance(node, SequenceNode) and not node.flow_style and isinstance(new, list):
+        for position, item in enumerate(node.value):
+            dash = _dash_line(item, lines)
+            first = int(item.start_mark.line)
+            if position < len(new) and dash is not None and _kind_changed(item, new[position]):
+                # a map or list item that became another kind of value: a null for step 2
+                dash_only = lines[first][: item.start_mark.column].rstrip() + "\n"
+                cuts.append((first, max(first, _last_line(item)), [dash_only]))
+            elif position < len(new):
+                _removed_in(item, new[position], lines, cuts)
+            elif dash is not None:
+                cuts.append((first, max(first, _last_line(item)), []))
+
+
+def _field_cut(
+    key: Node, value: Node, new: Mapping[str, Any], lines: Lines, cuts: list[Cut]
+) -> None:
+    """The cut of one ``key: value`` field of a block map, if ``new`` (the map) wants one."""
+    first, last = int(key.start_mark.line), _field_end(key, value)
+    before_key = lines[first][: key.start_mark.column]
+    if key.value not in new:
+        if not before_key.strip():
+            cuts.append((first, last, []))
+        elif before_key.strip() == "-":  # a list item's first key: the dash stays
+            cuts.append((first, last, [before_key.rstrip() + "\n"]))
+    elif _replaced_whole(key, value, new[key.value], lines):
+        bare_key = lines[first]  # the key, with any comment after it
+        if value.start_mark.line == first:  # a block scalar's indicator goes
+            bare_key = bare_key[: value.start_mark.column].rstrip() + "\n"
+        cuts.append((first, last, [bare_key]))
+    else:
+        _removed_in(value, new[key.value], lines, cuts)
+
+
+def _kind_changed(node: Node, new: Any) -> bool:
+    """A block map or list that ``new`` replaces with another kind of value."""
+    if not isinstance(node, MappingNode | SequenceNode) or node.flow_style:
+        return False
+    return not isinstance(new, Mapping if isinstance(node, MappingNode) else list)
+
+
+def _replaced_whole(key: Node, value: Node, new: Any, lines: Lines) -> bool:
+    """A block map or list that ``new`` replaces with another kind of value, or a block scalar
+    ``new`` changes, written on the lines below its key."""
+    if isinstance(value, ScalarNode):
+        changed = value.style in ("|", ">") and value.value != new
+    else:
+        changed = _kind_changed(value, new)
+    return changed and value.end_mark.line > key.start_mark.line and _starts_its_line(key, lines)
+
+
+def _starts_its_line(node: Node, lines: Lines) -> bool:
+    """Nothing but indentation before ``node`` on its line (not the first key after a dash)."""
+    line = lines[node.start_mark.line]
+    return not line[: node.start_mark.column].strip()
+
+
+def _dash_line(item: Node, lines: Lines) -> int | None:
+    """The line of a list item whose dash is on the item's first line, alone before it."""
+    line = lines[item.start_mark.line][: item.start_mark.column]
+    return item.start_mark.line if line.strip() == "-" else None
+
+
+def _last_line(node: Node) -> int:
+    """The last line holding any of ``node``'s text (not the comments that follow it); -1 for
+    an empty plain scalar (a null written as nothing), whose marks are those of the next token."""
+    if isinstance(node, ScalarNode):
+        line, column = int(node.end_mark.line), int(node.end_mark.column)
+        if node.value == "" and node.style is None:
+            return -1
+        if node.style in ("|", ">"):  # a block scalar ends at the start of the next line
+            return line - 1 if column == 0 else line
+        return line - 1 if column == 0 and line > node.start_mark.line else line
+    if getattr(node, "flow_style", False) or not node.value:
+        return int(node.end_mark.line)
+    if isinstance(node, MappingNode):
+        return _field_end(*node.value[-1])
+    last = node.value[-1]
+    return max(int(last.start_mark.line), _last_line(last))
+
+
+def _field_end(key: Node, value: Node) -> int:
+    """The last line of a ``key: value`` field."""
+    return max(int(key.start_mark.line), _last_line(value))
+
+
+# Step 2: the round-trip edit ---------------------------------------------------------------
+
+
+def _merge_edit(
+    text: str, index: int, body: Mapping[str, Any] | None, indent: Indent
+) -> tuple[str, str]:
+    """(the text with only the touched stretches taken from the edited dump, that dump)."""
+    dumper = _dumper(text, indent)
+    loaded = list(dumper.load_all(text))
+    positions = [i for i, doc in enumerate(loaded) if isinstance(doc, Mapping)]
+    before = _dump(dumper, loaded)
+    if body is None:
+        del loaded[positions[index]]
+    else:
+        loaded[positions[index]] = _merged(loaded[positions[index]], body)
+    after = _dump(dumper, loaded)
+    if after == before:
+        return text, text
+    return "".join(_three_way(text.splitlines(True), before, after)), "".join(after)
+
+
+def _dumper(text: str, indent: Indent) -> YAML:
+    """A round-trip dumper writing with ``text``'s indentation (mapping, sequence, offset)."""
+    dumper = YAML(typ="rt", pure=True)
+    dumper.Representer = yaml11_safe_representer()
+    dumper.preserve_quotes = True
+    dumper.width = NO_FOLDING
+    mapping, sequence, offset = indent
+    dumper.indent(mapping=mapping, sequence=sequence, offset=offset)
+    dumper.explicit_start = text.lstrip().startswith("---")
+    return dumper
+
+
+def _dump(dumper: YAML, documents: list[Any]) -> Lines:
+    stream = io.StringIO()
+    dumper.dump_all(documents, stream)
+    return stream.getvalue().splitlines(True)
+
+
+def _guess_indent(root: Node) -> Indent:
+    """(mapping, sequence, offset) indentation as the document uses it, else the product's."""
+    mapping = sequence = offset = None
+    stack = [root]
+    while stack and (mapping is None or sequence is None):
+        node = stack.pop()
+        if not isinstance(node, MappingNode) or node.flow_style:
+            continue
+        for key, value in node.value:
+            column = key.start_mark.column
+            nested = isinstance(value, MappingNode) and not value.flow_style
+            if nested and mapping is None and value.start_mark.line > key.start_mark.line:
+                mapping = value.start_mark.column - column
+            if isinstance(value, SequenceNode) and not value.flow_style and value.value:
+                if sequence is None and value.start_mark.line > key.start_mark.line:
+                    offset = value.start_mark.column - column
+                    sequence = offset + 2  # "- " (an empty first item has no column to read)
+                stack.extend(v for v in value.value if isinstance(v, MappingNode))
+            stack.append(value)
+    if mapping is None or mapping < 1:
+        mapping = PRODUCT_INDENT[0]
+    if sequence is None or offset is None or sequence <= offset:
+        sequence, offset = PRODUCT_INDENT[1], PRODUCT_INDENT[2]
+    return mapping, sequence, offset
+
+
+def _merged(old: Any, new: Any) -> Any:
+    """``old`` (round-trip loaded) changed to equal ``new``, keeping what did not change."""
+    if isinstance(old, CommentedMap) and isinstance(new, Mapping):
+        for key in [k for k in old if k not in new]:
+            del old[key]
+        previous = None  # a new key goes after its predecessor in ``new``, else at the end
+        for key, value in new.items():
+            if key in old:
+                if not same(old[key], value):
+                    old[key] = _merged(old[key], value)
+                previous = list(old).index(key)
+            elif previous is None:
+                old[key] = canonical_value(value)  # not above a comment about the first key
+            else:
+                previous += 1
+                old.insert(previous, key, canonical_value(value))
+        return old
+    if isinstance(old, CommentedSeq) and isinstance(new, list):
+        for position, value in enumerate(new[: len(old)]):
+            if not same(old[position], value):
+                old[position] = _item(old, position, _merged(old[position], value))
+        del old[len(new) :]
+        old.extend(canonical_value(value) for value in new[len(old) :])
+        return old
+    return old if same(old, new) else canonical_value(new)
+
+
+def _item(seq: CommentedSeq, position: int, value: Any) -> Any:
+    """A new list item; a map replacing a scalar takes the comment that followed the scalar
+    (ruamel would write it between the dash and the map, which no reader parses)."""
+    token = seq.ca.items.get(position)
+    if not (isinstance(value, dict) and value and token and token[0] is not None):
+        return value
+    del seq.ca.items[position]
+    item = CommentedMap(value)
+    item.ca.items[list(item)[-1]] = [None, None, token[0], None]
+    return item
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as JSON values: ``True`` is not ``1`` and ``1`` is not ``1.0`` (Python says so)."""
+    if isinstance(a, Mapping) or isinstance(b, Mapping):
+        return (
+            isinstance(a, Mapping)
+            and isinstance(b, Mapping)
+            and len(a) == len(b)
+            and all(k in b and same(v, b[k]) for k, v in a.items())
+        )
+    if isinstance(a, list) or isinstance(b, list):
+        return (
+            isinstance(a, list)
+            and isinstance(b, list)
+            and len(a) == len(b)
+            and all(same(x, y) for x, y in zip(a, b, strict=True))
+        )
+    kinds = (bool, int, float, str)
+    if any(isinstance(a, k) != isinstance(b, k) for k in kinds):
+        return False
+    return bool(a == b)
+
+
+# Step 3: only the touched stretches --------------------------------------------------------
+
+
+def _matches(a: Lines, b: Lines, *, restyled: bool = False) -> dict[int, int]:
+    """Line i of ``a`` -> line j of ``b`` for the lines a diff finds unchanged; with
+    ``restyled``, also the lines of a changed stretch as long on both sides, paired in order
+    (the same lines written in another style: indented differently, say)."""
+    pairs: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag == "equal" or (restyled and tag == "replace" and a2 - a1 == b2 - b1):
+            pairs.update(zip(range(a1, a2), range(b1, b2), strict=True))
+    return pairs
+
+
+def _three_way(original: Lines, before: Lines, after: Lines) -> Lines:
+    """``original`` with the change ``before`` -> ``after`` applied where it touches.
+
+    Anchors are the lines of ``before`` that both the original and ``after`` hold unchanged;
+    between two anchors, the original's lines stay unless the edit changed something there,
+    in which case the edited dump's lines replace them."""
+    kept, edited = _matches(before, original, restyled=True), _matches(before, after)
+    anchors = [(-1, -1, -1)]
+    anchors += [(j, kept[j], edited[j]) for j in range(len(before)) if j in kept and j in edited]
+    anchors.append((len(before), len(original), len(after)))
+    out: Lines = []
+    for (j0, o0, n0), (j1, o1, n1) in itertools.pairwise(anchors):
+        if j0 >= 0:
+            out.append(original[o0])
+        untouched = n1 - n0 == j1 - j0 and all(j in edited for j in range(j0 + 1, j1))
+        out.extend(original[o0 + 1 : o1] if untouched else after[n0 + 1 : n1])
+    return out
+
+
+# The check ---------------------------------------------------------------------------------
+
+
+def _decodes_to(text: str, wanted: list[dict[str, Any]], edited: int | None) -> bool:
+    """Every object document as wanted (YAML 1.2), the edited one under YAML 1.1 too."""
+    try:
+        decoded = parse(text.encode())
+        if len(decoded) != len(wanted) or not all(map(same, decoded, wanted)):
+            return False
+        if edited is None:
+            return True
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when it is there
+        docs = [d for d in yaml.load_all(text, Loader=loader) if isinstance(d, Mapping)]
+        return len(docs) == len(wanted) and same(docs[edited], wanted[edited])
+    except Exception:  # a candidate that does not even parse is not the answer
+        return False
