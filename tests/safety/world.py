@@ -44,6 +44,7 @@ from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
 from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import BranchStates
+from shared.store.collisions import Collisions
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
@@ -287,6 +288,8 @@ class World:
             ApplierStore(c, k),
             SimAttempts(c, k, self),
             BranchHealth(c, k),
+            Ledger(c, k),
+            Collisions(c, k),
         )
 
     def _worker(self, ident: str) -> Worker:
