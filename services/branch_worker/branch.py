@@ -142,7 +142,7 @@ class BranchLoop:
         self._folder_ok.clear()
         published = self._states.read(self.lease.branch)
         self._ours = published.ours
-        if published.observed_tip and self.tip != published.observed_tip:
+        if published.observed_tip or _owned_before(self.lease):
             self._found_tip(self.tip, published.observed_tip)
         released = [w for w in published.pending if w != self.lease.owner]
         self._states.publish_takeover(self.lease, self.tip, released)
@@ -275,7 +275,13 @@ class BranchLoop:
             self.check_tip()
 
     def tick(self) -> None:
-        """Q7: an idle branch reads its tip every steady tick, webhook or not."""
+        """Q7: an idle branch reads its tip every steady tick, webhook or not. An idle owner
+        also takes over events a stale owner read after this one started (M8, Q3: until
+        they are pushed the branch is never quiet)."""
+        if not self.busy():
+            stranded = self._events.claim_stranded(self.lease.branch, self._worker)
+            if stranded:
+                self.handle(stranded)
         if steady_tick_due(self._tip_read_at, self._clock(), self._steady_tick, self.busy()):
             self.check_tip()
 
@@ -433,3 +439,14 @@ def _message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
         return templates.render(own, fields, values), ""
     except templates.TemplateError as err:
         return templates.render(builtin, fields, values), str(err)
+
+
+def _owned_before(lease: Lease) -> bool:
+    """Q5 at a start that finds no tip published: an earlier owner took the branch (the
+    fencing token counts every take) and published nothing, so it died or failed before its
+    first publication. Notices stored since it started were its to read and this start skips
+    them (``NoticeReader.start``), so the tip may hold outside pushes no applier was asked
+    for: a tip we did not push is foreign. The branch's very first owner adopts the tip as
+    its baseline instead (what is in Git when the product is installed); D4 and Argo CD's
+    already-synced check make the request free when the applier holds the commit."""
+    return lease.token > 1

@@ -26,8 +26,8 @@ from shared.appliers import (
     Unneeded,
     for_kind,
 )
-from shared.decide.attempt import after_busy, holders
-from shared.decide.quiet import stale_reason
+from shared.decide.attempt import WATCH_WAIT_S, after_behind, after_busy, holders
+from shared.decide.quiet import stale_reason, unmirrored_reason
 from shared.git.errors import GitError
 from shared.kube.api import KubeClient
 from shared.kube.crds import CrdReader
@@ -55,6 +55,16 @@ class Ports:
     #: The objects the watches feeding the branch have not published yet (D3, issue 11;
     #: ``services.dispatcher.mirrored.behind``); tests that run no watcher leave it empty.
     behind: Callable[[ApplyRequest], list[str]] = lambda _request: []
+    #: How long the attempt waits for those watches before it is Stale (``after_behind``).
+    watch_wait_s: float = WATCH_WAIT_S
+
+
+@dataclass(frozen=True, slots=True)
+class Behind:
+    """The watches feeding the branch have not published what the API lists (D3): read
+    again after a pause rather than Stale at once (``after_behind``)."""
+
+    message: str
 
 
 def run(request: ApplyRequest, ports: Ports) -> AttemptOutcome:
@@ -83,8 +93,16 @@ def _ask(
     cluster = ports.cluster_for(request.applier.cluster_provider)
     deadline = ports.clock() + ports.handled_timeout_s
     conflicts = 0
+    behind_since: float | None = None
     while True:
         asked = _read_and_request(applier, cluster, request, reasons, dropped=dropped, ports=ports)
+        if isinstance(asked, Behind):
+            now = ports.clock()
+            behind_since = now if behind_since is None else behind_since
+            if after_behind(behind_since, now, ports.watch_wait_s, deadline) == "stale":
+                return _outcome(request, "Stale", asked.message, dropped, ports)
+            ports.pause(ports.poll_s)
+            continue
         if not isinstance(asked, Busy):
             break
         conflicts += asked.conflict
@@ -112,8 +130,9 @@ def _read_and_request(
     *,
     dropped: list[Reason],
     ports: Ports,
-) -> AttemptOutcome | Busy | Sent | Unneeded:
-    """Read the applier, check the branch (D3) and ask: one pass, read again when Busy."""
+) -> AttemptOutcome | Behind | Busy | Sent | Unneeded:
+    """Read the applier, check the branch (D3) and ask: one pass, read again when Busy or
+    Behind."""
     pending = applier.read(cluster, request)
     if isinstance(pending, Refused):
         return _outcome(request, "Failed", pending.message, dropped, ports)
@@ -121,9 +140,11 @@ def _read_and_request(
         return pending
     # In this order: what the API holds against what the watches published, then what the
     # branch has not pushed of it, then the tip. An edit after the list is the apply window's.
-    late = ports.behind(request)
+    behind = unmirrored_reason(ports.behind(request))
+    if behind:
+        return Behind(behind)
     state = ports.branch_state(request.branch_key)
-    why = stale_reason(request.commit, ports.tip(request), state.view(), late)
+    why = stale_reason(request.commit, ports.tip(request), state.view())
     if why:
         return _outcome(request, "Stale", why, dropped, ports)
     asked = pending.request(reasons, request.token)

@@ -15,6 +15,7 @@ from services.dispatcher import attempt as attempts
 from services.dispatcher import metrics
 from services.dispatcher.facts import target_views
 from services.dispatcher.mirrored import behind
+from shared.decide.attempt import watch_wait
 from shared.git.credentials import resolved_once
 from shared.git.remote import ls_remote
 from shared.kube.api import KubeClient
@@ -126,6 +127,7 @@ def ports(ctx: Context) -> attempts.Ports:
         time.time,
         _pause,
         behind=late,
+        watch_wait_s=watch_wait(ctx.settings.attempt_deadline.total_seconds()),
     )
 
 

@@ -107,3 +107,31 @@ def after_busy(conflict: bool, conflicts: int, now: float, deadline: float) -> B
     if conflict:
         return "read-now" if conflicts <= MAX_CONFLICTS else "give-up"
     return "pause" if now < deadline else "give-up"
+
+
+#: How long one attempt waits for the watches feeding its branch to publish what the API lists
+#: before it is Stale (D3, issue 11): long enough that a watcher restarting or catching up from
+#: its cursor is waited out inside one attempt, well inside D6's 300 s so a stamp after the
+#: wait still has time to be handled, and short of the worker's attempt deadline (330 s).
+WATCH_WAIT_S = 60.0
+BehindStep = Literal["pause", "stale"]
+
+
+def watch_wait(attempt_deadline_s: float) -> float:
+    """How long an attempt waits for watches behind: ``WATCH_WAIT_S``, or half the owner's
+    attempt deadline when that is shorter (a test's), so the wait always ends before the
+    owner hands the attempt back and sends another beside it (A2, A4)."""
+    return min(WATCH_WAIT_S, attempt_deadline_s / 2)
+
+
+def after_behind(since: float, now: float, wait_s: float, deadline: float) -> BehindStep:
+    """D3, A4: what an attempt does when the watches feeding the branch are behind the API.
+
+    It reads again after a pause (the API's list against what the watches published, then
+    the branch and the tip) until ``wait_s`` after ``since`` (when it first found them
+    behind) or the attempt's ``deadline``, then it is Stale. Answering Stale at once would be
+    re-sent at once (Stale has no backoff, A4), so a watcher that is down would cost an
+    attempt, an ``ls-remote`` and a list per watch on every wake of the branch's owner; waiting
+    here costs one list per watch per pause and adds no backoff to Stale.
+    """
+    return "pause" if now < min(since + wait_s, deadline) else "stale"

@@ -61,15 +61,24 @@ def stale_reason(
     and ``tip``): an API edit the watcher has not seen is a write on its way too, and an apply
     now would revert it (issue 11: an edit made while the watcher was down).
     """
-    if behind:
-        shown = ", ".join(behind[:3]) + (" ..." if len(behind) > 3 else "")
-        return f"the watches have not mirrored the API yet: {shown}"
+    late = unmirrored_reason(behind)
+    if late:
+        return late
     if tip != commit:
         return f"the branch tip moved to {tip or 'nothing'}"
     busy = busy_reasons(branch)
     if busy:
         return f"writes are pending on the branch: {', '.join(busy)}"
     return None
+
+
+def unmirrored_reason(behind: Sequence[str]) -> str | None:
+    """D3: why a request may not be stamped while the watches are ``behind`` (None: they
+    are caught up); the dispatcher waits for them before it answers Stale with it."""
+    if not behind:
+        return None
+    shown = ", ".join(behind[:3]) + (" ..." if len(behind) > 3 else "")
+    return f"the watches have not mirrored the API yet: {shown}"
 
 
 def unmirrored(

@@ -147,6 +147,33 @@ class EventStream:
             if start == "0-0":
                 return taken
 
+    def claim_stranded(self, bk: BranchKey, consumer: str) -> list[StreamEntry]:
+        """Take over entries another consumer read and never acknowledged while ``consumer``
+        owns the branch (M8): an owner whose lease ran out while it was paused can read new
+        entries after the next owner's start claimed the pending ones, then find its lease
+        lost and leave them, and nobody would ever read them again. An entry that is no longer
+        its object's newest (a newer one was published, and maybe applied and pushed already)
+        is acknowledged at once, since the newer one carries the whole object (M5); the others
+        are returned, to be applied after what the owner holds."""
+        key = self._keys.branch_events(bk)
+        summary: Any = self._r.xpending(key, GROUP)
+        others = [c["name"] for c in summary.get("consumers") or [] if c["name"] != consumer]
+        ids: list[Any] = [
+            str(row["message_id"])
+            for name in others
+            for row in self._r.xpending_range(key, GROUP, "-", "+", MAX_ENTRIES, name)
+        ]
+        if not ids:
+            return []
+        claimed: Any = self._r.xclaim(key, GROUP, consumer, 0, ids)
+        entries = _decode([(i, f) for i, f in claimed if isinstance(f, dict)])
+        newest: Any = self._r.hmget(
+            self._keys.branch_latest(bk), [e.coalesce_key or "-" for e in entries]
+        )
+        superseded = [e for e, n in zip(entries, newest, strict=True) if n != e.entry_id]
+        self.ack(bk, superseded)
+        return [e for e in entries if e not in superseded]
+
     def read(
         self, bk: BranchKey, consumer: str, count: int, block_ms: int | None
     ) -> list[StreamEntry]:

@@ -30,6 +30,11 @@ def object_id(name: str) -> ObjectId:
     return ObjectId("", "v1", "configmaps", "ConfigMap", NAMESPACE, name)
 
 
+def meta(name: str) -> dict[str, str]:
+    """The object's metadata that never changes (its uid: objects are never recreated)."""
+    return {"name": name, "namespace": NAMESPACE, "uid": f"uid-{name}"}
+
+
 def body(name: str, value: str) -> dict[str, Any]:
     """The object as the watcher publishes it (already sanitised)."""
     return {
@@ -70,7 +75,7 @@ class Live:
 
     value: str
     by: str  # "api" or "flux"
-    at: float
+    at: int  # the world's logical moment of the change
 
 
 @dataclass(slots=True)
@@ -102,7 +107,7 @@ class Watcher:
                 target=TARGET,
                 operation="UPDATE",
                 object_id=object_id(name),
-                uid=f"uid-{name}",
+                uid=meta(name)["uid"],
                 resource_version=value,
                 body=body(name, value),
                 managers=(ManagerEntry(manager, operation, str(int(now))),),

@@ -36,17 +36,28 @@ def run(choices: Sequence[int], world: World) -> None:
         world.check_end()
 
 
-def run_named(names: Sequence[str], world: World, *, end: bool = True) -> None:
-    """Play a schedule written as action names (a regression test keeps one this way)."""
+def run_named(
+    names: Sequence[str],
+    world: World,
+    *,
+    end: bool = True,
+    then: Callable[[], None] | None = None,
+) -> None:
+    """Play a schedule written as action names (a regression test keeps one this way), then
+    ``then`` (a measurement) inside the same seams."""
     with world.patched():
         for wanted in names:
             world.hooks()
             acts = dict(enabled(world))
+            for d in world.dispatchers:  # "run d0": its attempt, up to a pause or its outcome
+                acts[f"run {d.actor.name}"] = partial(_until_pause, world, d)
             if wanted not in acts:
                 raise AssertionError(f"{wanted!r} is not enabled; enabled: {sorted(acts)}")
             world.say(f"> {wanted}")
             acts[wanted]()
             world.check_step()
+        if then is not None:
+            then()
         if end:
             settle(world)
             world.check_end()
@@ -57,7 +68,8 @@ def enabled(world: World) -> list[Action]:
     acts: list[Action] = []
     for n in NAMES:
         acts += [(f"edit {n}", partial(world.api_edit, n))] * 2
-        acts.append((f"outside push {n}", partial(world.outside_push, n)))
+        if world.remote.fetched:  # installed on a branch its applier holds (docs/safety.md)
+            acts.append((f"outside push {n}", partial(world.outside_push, n)))
     if world.watcher.pipe:
         acts += [("watcher publishes", world.watch)] * 3
     acts += _hooks(world)
@@ -175,6 +187,23 @@ def settle(world: World) -> None:
             return
         world.now += SETTLE_TICK_S
     raise Violation("the world did not settle: " + world.pending_summary())
+
+
+def cadence(world: World, seconds: float, every_s: float) -> None:
+    """Run the processes as they run in production for ``seconds`` of the clock: every
+    ``every_s`` the owner makes a pass (its outcome read is that often) and each dispatcher
+    runs its attempt up to its next pause or its outcome. Nothing else happens (the watcher
+    publishes nothing, no webhook arrives)."""
+    end = world.now + seconds
+    while world.now < end:
+        world.now += every_s
+        for w in world.workers:
+            if w.loop is not None:
+                w.actor.start(world.worker_job(w))
+                w.actor.finish()
+        for d in world.dispatchers:
+            if d.actor.running or world.queue:
+                _until_pause(world, d)
 
 
 def _round(world: World) -> None:

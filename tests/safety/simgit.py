@@ -46,6 +46,8 @@ class SimRemote:
     pushes: list[tuple[str, str]] = field(default_factory=list)
     #: Where the remote tells the schedule's log about each move.
     say: Callable[[str], None] = print
+    #: Whether a branch worker has fetched the branch yet (the product's first look at it).
+    fetched: bool = False
 
     def make(self, parent: str | None, tree: Tree, author: str, message: str) -> str:
         """Store a commit and return its sha (content-addressed, like git)."""
@@ -120,6 +122,7 @@ class SimWorkspace:
 
     def fetch(self) -> str | None:
         yield_point("fetch")
+        self.remote.fetched = True
         self._fetched = self.remote.tip
         return self._fetched
 

@@ -8,13 +8,20 @@ and the readable schedule (the world's log) it played.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
 from hypothesis import Phase, given, note, seed, settings
 from hypothesis import strategies as st
 
-from tests.safety.schedule import run, run_named
+import services.branch_worker.branch as branch_module
+import services.dispatcher.attempt as attempt_module
+import services.dispatcher.mirrored as mirrored_module
+from services.branch_worker.worker import HINTS_EVERY_S
+from shared.store.branch_state import BranchState
+from shared.store.streams import EventStream
+from tests.safety.schedule import cadence, run, run_named
 from tests.safety.world import Violation, World
 
 EXAMPLES = int(os.environ.get("SAFETY_EXAMPLES", "100"))
@@ -35,71 +42,234 @@ def _play(choices: list[int]) -> World:
     return world
 
 
+#: pytest-timeout's limit for the search: the tier's 300 s fits ``make test``'s 100 schedules,
+#: not ``make safety``'s 10,000 (about 0.2 s a schedule on a busy machine; 1 s allowed).
+SEARCH_TIMEOUT_S = max(300, EXAMPLES)
+
+
+@pytest.mark.timeout(SEARCH_TIMEOUT_S)
 @seed(SEED)
 @settings(max_examples=EXAMPLES, database=None, phases=[Phase.generate, Phase.shrink])
 @given(schedules)
 def test_every_schedule_keeps_the_invariants(choices: list[int]) -> None:
-    """M7, M8, Q1, Q3, Q4, A2, A4, D1, D3: after every action no push was forced, no applier
-    has two attempts out, no token two outcomes, no Stale a backoff, and no apply reverts an
-    API edit the product had seen; after the schedule the cluster converges to the Git tip and
-    Git holds every value once. Known open races (the apply window W1, an edit still in the
-    watcher or unread in the stream: issue 11) are counted, not failed."""
+    """M7, M8, Q1, Q3, Q4, Q5, A2, A4, D1, D3: after every action no push was forced, no
+    applier has two attempts out, no token two outcomes, no Stale a backoff, and no apply
+    reverts an API edit made before its request was sent (still in the watcher, unread in the
+    stream or seen: D3 catches each); after the schedule the cluster converges to the Git tip
+    and Git holds every value once. Each schedule starts with no tip published, so the first
+    start is in every one. Only the apply window's race (an edit after the request was sent,
+    W1) is counted instead of failed."""
     _play(choices)
 
 
+def _checks_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """D3 as it was before issue 11 path 1: the watches always look caught up and the
+    branch's published state never counts unacknowledged events."""
+    monkeypatch.setattr(mirrored_module, "unmirrored", lambda listed, known: [])
+    view = BranchState.view
+    monkeypatch.setattr(
+        BranchState, "view", lambda self: dataclasses.replace(view(self), unacked=0)
+    )
+
+
+#: What Flux does once a source stamp is out: fetch the tip and apply its first object.
+FLUX_APPLIES = ["flux source fetches", "flux applies an object"]
+
 #: Issue 11 path 1 as a schedule: an API edit the watcher has not published when the
-#: dispatcher checks the branch (D3) and stamps Flux for an outside push; Flux reverts it.
+#: dispatcher checks the branch (D3) for an outside push's ForeignCommit.
 WATCHER_LAG = [
     *["step w0"] * 16,
     "outside push b",
     "webhook delivered",
     "edit a",
     *["step w0"] * 40,
-    *["step d0"] * 12,
-    "flux source fetches",
-    "flux applies an object",
+    "run d0",
 ]
 
 
-def test_an_edit_still_in_the_watcher_is_counted_as_the_known_race() -> None:
-    """D3 (issue 11 path 1): the suite finds the race in its kept schedule, and classes it as
-    an edit the product never saw (``watcher``), which the suite counts instead of failing."""
+def test_an_edit_still_in_the_watcher_is_not_reverted() -> None:
+    """D3 (issue 11 path 1): the dispatcher lists the watch's namespace, finds the edit the
+    watcher has not published and answers Stale; after settling, no apply reverted anything
+    and the edit is in Git. With the check off (``_checks_off``) the same schedule stamps and
+    Flux reverts the edit: ``test_the_kept_schedules_still_reach_their_race``."""
     world = World()
-    run_named(WATCHER_LAG, world, end=False)
-    assert world.counts["collision watcher"] == 1
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 11 path 1 (branch consent) and the apply window W1-W3 (branch applywindow) "
-    "are open: an edit the product has not seen yet is reverted by a requested apply",
-)
-def test_the_core_promise_holds_for_edits_not_yet_seen() -> None:
-    """The core promise without exceptions: no apply reverts an unpublished API edit. Turns
-    into a pass (and strict xfail into a failure) once D3 sees edits in flight."""
-    world = World()
-    run_named(WATCHER_LAG, world, end=False)
-    assert not any(k.startswith("collision") for k in world.counts)
+    run_named(WATCHER_LAG, world)
+    assert world.counts["outcome Stale"] >= 1
+    assert not [k for k in world.counts if k.startswith("collision")]
 
 
 #: The same race one step later: the edit reaches the stream while the pass that decides the
-#: ForeignCommit is running (after it read the stream); D3 reads pending counts, not the stream.
+#: ForeignCommit is running, after it read the stream.
 STREAM_LAG = [
     *["step w0"] * 16,
     "outside push b",
     "webhook delivered",
-    *["step w0"] * 40,
+    *["step w0"] * 12,
     "edit a",
     "watcher publishes",
-    *["step d0"] * 12,
-    "flux source fetches",
-    "flux applies an object",
+    *["step w0"] * 12,
+    "run d0",
 ]
 
 
-def test_an_edit_unread_in_the_stream_is_counted_as_the_known_race() -> None:
-    """D3, Q3: an event in the stream that no owner has read is not pending for D3; the suite
-    classes the revert as ``stream`` and counts it."""
+def test_an_edit_unread_in_the_stream_is_not_reverted() -> None:
+    """Q3, Q4, D3: the branch's published state counts the event no owner has read, so the
+    pass deciding the ForeignCommit finds the branch busy and sends nothing (had it sent, D3
+    reads the same count); after settling no apply reverted anything and the edit is in Git.
+    With the check off the same schedule stamps and Flux reverts the edit
+    (``test_the_kept_schedules_still_reach_their_race``)."""
     world = World()
-    run_named(STREAM_LAG, world, end=False)
-    assert world.counts["collision stream"] == 1
+    run_named(STREAM_LAG, world)
+    assert world.counts["outcome Delivered"] >= 1
+    assert not [k for k in world.counts if k.startswith("collision")]
+
+
+@pytest.mark.parametrize(("schedule", "kind"), [(WATCHER_LAG, "watcher"), (STREAM_LAG, "stream")])
+def test_the_kept_schedules_still_reach_their_race(
+    monkeypatch: pytest.MonkeyPatch, schedule: list[str], kind: str
+) -> None:
+    """The regressions above are meaningful: with D3's catch-up checks off, each schedule
+    stamps Flux while the edit is where it names, and Flux reverts it (observed: this is the
+    race the suite found before issue 11 path 1 was fixed)."""
+    _checks_off(monkeypatch)
+    world = World()
+    with pytest.raises(Violation, match=f"core promise broke \\({kind}\\)"):
+        run_named([*schedule, *FLUX_APPLIES], world, end=False)
+    assert world.counts[f"collision {kind}"] == 1
+
+
+#: The apply window: the edit comes after the dispatcher checked the branch (D3) and before
+#: Flux applies; nothing the product reads before stamping can see it.
+WINDOW = [
+    *["step w0"] * 16,
+    "outside push b",
+    "webhook delivered",
+    *["step w0"] * 40,
+    "run d0",
+    "edit a",
+    *FLUX_APPLIES,
+]
+
+
+def test_an_edit_inside_the_apply_window_is_counted_as_the_known_race() -> None:
+    """W1 (open): the suite classes the revert of an edit made after the request was sent as
+    ``window`` and counts it instead of failing."""
+    world = World()
+    run_named(WINDOW, world, end=False)
+    assert world.counts["collision window"] == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the apply window W1-W3 (branch applywindow) is open: an edit made after the "
+    "request was sent is reverted by the apply it asked for",
+)
+def test_the_core_promise_holds_for_edits_not_yet_seen() -> None:
+    """The core promise without exceptions: no apply reverts an unpublished API edit. Since
+    issue 11 path 1, only an edit inside the apply window still breaks it (the watcher and
+    stream schedules above pass); a strict xfail, so it fails once W1 withholds the revert."""
+    for schedule in (WATCHER_LAG, STREAM_LAG, WINDOW):
+        world = World()
+        run_named(schedule, world, end=False)
+        assert not any(k.startswith("collision") for k in world.counts)
+
+
+#: The first owner takes the branch and dies before it publishes a tip; an outside push lands
+#: and its webhook is stored before the next owner starts (which skips stored notices).
+FIRST_START = [
+    *["step w0"] * 9,
+    "crash w0",
+    "outside push b",
+    "webhook delivered",
+    "lease expires",
+]
+
+
+def test_a_start_after_an_owner_that_published_nothing_applies_the_tip() -> None:
+    """Q5: the next owner finds no tip published after an earlier owner took the branch, so
+    the tip it finds (not ours) is owed a ForeignCommit; Flux applies the outside push and the
+    cluster converges."""
+    world = World()
+    run_named(FIRST_START, world)
+    assert world.counts["outcome Delivered"] >= 1
+
+
+def test_without_the_fix_the_first_start_schedule_does_not_converge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kept schedule reaches the bug it guards (observed): an owner that adopts the tip
+    as its baseline leaves the outside push unapplied, and the cluster never converges."""
+    monkeypatch.setattr(branch_module, "_owned_before", lambda lease: False)
+    with pytest.raises(Violation, match="no convergence"):
+        run_named(FIRST_START, World())
+
+
+#: A watcher that is down with an API edit unseen while a ForeignCommit is owed (D3 is Stale
+#: as long as the watch is behind): the request storm consent's branch suspected.
+WATCHER_DOWN = [
+    *["step w0"] * 16,
+    "edit a",
+    "outside push b",
+    "webhook delivered",
+]
+#: Clock run at the owner's cadence in ``test_a_watcher_that_is_down_costs_no_request_storm``.
+STORM_S = 30.0
+
+
+def _attempts_while_behind(world: World) -> int:
+    """Requests enqueued while the watch stays behind for ``STORM_S`` of the clock, with the
+    owner passing every ``HINTS_EVERY_S`` (how often it reads outcomes in production)."""
+    before = len(world.sent_at)
+    run_named(
+        WATCHER_DOWN,
+        world,
+        end=False,
+        then=lambda: cadence(world, STORM_S, HINTS_EVERY_S),
+    )
+    return len(world.sent_at) - before
+
+
+def test_a_watcher_that_is_down_costs_no_request_storm() -> None:
+    """D3, A4 (issue 11): while the watch is behind, the attempt waits for it
+    (``after_behind``, 60 s) instead of answering Stale at once, which the owner would re-send
+    at its next pass (Stale has no backoff): one request in 30 s of the clock, not one per
+    pass. No backoff was added (the suite's Stale check runs on every step)."""
+    world = World()
+    attempts = _attempts_while_behind(world)
+    assert attempts == 1
+    assert not world.appliers_record().failures
+
+
+def test_answering_stale_at_once_while_behind_is_a_storm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The measurement above is meaningful (observed): an attempt that is Stale as soon as
+    it finds the watch behind is re-sent on every pass of the owner, 5 a second here (a pass
+    every 0.2 s), each with an ``ls-remote`` and a list per watch."""
+    monkeypatch.setattr(attempt_module, "after_behind", lambda *args: "stale")
+    world = World()
+    attempts = _attempts_while_behind(world)
+    assert attempts >= STORM_S / HINTS_EVERY_S * 0.9
+
+
+#: Found by ``make safety`` (2,000 schedules, the default seed), shrunk by hypothesis: the
+#: owner w1's lease runs out while it is paused, w0-1 takes the branch and claims what was
+#: pending, then w1 reads the two new events and finds its lease lost. Nobody read them again:
+#: the edit never reached Git and, the stream never empty, the branch was never quiet.
+STRANDED = [0, 0, 858, 2841, 4511, 43172, 62935, 91564, 266, 3644, 450, 286, 1572, 203, 3071]
+STRANDED += [41163, 144988, 5746, 223, 510509, 19, 349, 19, 2131, 2038, 369, 1040, 6820]
+
+
+def test_events_a_stale_owner_read_after_the_takeover_are_taken_over() -> None:
+    """M8, Q3: the owner takes over entries a stale owner read after its start
+    (``EventStream.claim_stranded``), so the schedule settles and converges."""
+    world = World()
+    run(STRANDED, world)
+    assert world.counts["outcome Delivered"] >= 1
+
+
+def test_without_the_take_over_the_stranded_schedule_never_settles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kept schedule reaches the race it guards (observed)."""
+    monkeypatch.setattr(EventStream, "claim_stranded", lambda self, bk, consumer: [])
+    with pytest.raises(Violation, match="did not settle"):
+        run(STRANDED, World())

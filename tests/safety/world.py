@@ -30,8 +30,10 @@ from services.branch_worker.heartbeat import HeldLeases
 from services.branch_worker.jobs import BranchJobs, Outcome, no_credentials
 from services.branch_worker.stores import Stores
 from services.dispatcher import jobs as dispatcher_jobs
+from services.dispatcher.mirrored import behind
 from shared.appliers.interface import Unneeded
 from shared.decide.attempt import TargetFacts, flux_handled, flux_plan
+from shared.kube.api import ObjectList
 from shared.model.appliers import Applier, Reason
 from shared.model.config import ApplierRef
 from shared.model.ids import BranchKey
@@ -42,6 +44,7 @@ from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
 from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import BranchStates
+from shared.store.collisions import Collisions
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
@@ -49,6 +52,7 @@ from shared.store.ledger import Ledger
 from shared.store.notice_reader import NoticeReader
 from shared.store.notices import NoticeWriter
 from shared.store.streams import GROUP, EventStream
+from shared.store.watches import KnownObject, WatchFeed, WatchState
 from shared.store.workers import WorkerRegistry
 from tests.configs import branch_config, target_config
 from tests.safety import cluster
@@ -59,12 +63,18 @@ from tests.safety.simgit import SimRemote, SimWorkspace
 URL = "https://git.example/team/repo.git"
 PROVIDER = "team/gp"
 APPLIER = ApplierRef("Kustomization", cluster.NAMESPACE, "apps", "")
+#: The one watch feeding the branch: the GitTarget's ConfigMaps in its namespace.
+FEED = WatchFeed(
+    cluster.TARGET.uid, "", "v1", "configmaps", "ConfigMap", cluster.NAMESPACE, "default"
+)
 #: Short enough that a schedule of a few dozen actions sees windows close and CatchUps go out.
 COMMIT_WINDOW_S = 2.0
 QUIET_PERIOD_S = 5.0
 SETTINGS = Settings()
-#: Collision classes that are known open races, counted rather than failed (see docs/safety.md).
-KNOWN = ("window", "watcher", "stream")
+#: Collision classes that are known open races, counted rather than failed (see docs/safety.md):
+#: an edit made after the request was sent (the apply window, W1-W3). An edit still in the
+#: watcher or unread in the stream is caught by D3 since issue 11 path 1, so it fails.
+KNOWN = ("window",)
 
 
 class Violation(AssertionError):
@@ -82,13 +92,14 @@ class YieldingConnection(FakeRedisConnection):
 class SimAttempts(Attempts):
     """The real outcome stream and guard; the rq transport replaced by the world's queue."""
 
-    def __init__(self, client: Any, keys: Keys, queue: list[ApplyRequest]) -> None:
+    def __init__(self, client: Any, keys: Keys, world: World) -> None:
         super().__init__(client, keys, "apply-attempts")
-        self._jobs = queue
+        self._world = world
 
     def enqueue(self, request: ApplyRequest) -> None:
         yield_point("enqueue")
-        self._jobs.append(request)
+        self._world.queue.append(request)
+        self._world.sent_at[request.token] = self._world.moment
 
 
 @dataclass(slots=True)
@@ -149,6 +160,22 @@ class SimFlux:
         return SimPending(self.world, request)
 
 
+class SimKube:
+    """The dispatcher's list of a watch's namespace (``mirrored.behind``, D3): the cluster's
+    objects as the API lists them now, each at its current value as resourceVersion."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def list(self, resource: Any, namespace: str = "", label_selector: str = "") -> ObjectList:
+        yield_point("kube-list")
+        items: list[dict[str, Any]] = [
+            {"metadata": {**cluster.meta(n), "resourceVersion": live.value}}
+            for n, live in self.world.live.items()
+        ]
+        return ObjectList(items, str(self.world.edits))
+
+
 @dataclass(slots=True)
 class Worker:
     """A branch-worker process: its actor, identity and what it holds in memory."""
@@ -188,6 +215,10 @@ class World:
 
     def __post_init__(self) -> None:
         self.now = 1000.0
+        #: Logical time: the number of things that happened (log lines). The clock may stand
+        #: still for many actions, so what came first is told by this, not by ``now``.
+        self.moment = 0
+        self.sent_at: dict[str, int] = {}  # token -> the moment its request was enqueued
         self.server = fakeredis.FakeServer()
         self.keys = Keys("safety")
         self.env = self._client()
@@ -195,7 +226,7 @@ class World:
         seed = {cluster.path_of(n): document(n, f"{n}0") for n in NAMES}
         self.remote.outside_push(seed, "seed")
         self.remote.pushes.clear()
-        self.live = {n: Live(f"{n}0", "flux", self.now) for n in NAMES}
+        self.live = {n: Live(f"{n}0", "flux", self.moment) for n in NAMES}
         self.flux = Flux(artifact=self.remote.tip or "")
         self.watcher = Watcher()
         self.queue: list[ApplyRequest] = []
@@ -220,14 +251,14 @@ class World:
         )
         self.bk: BranchKey = configs.publish_served(self.branch, [target])
         self.events = EventStream(self.env, self.keys)
+        # The watcher publishes the GitTarget's watch and what it has seen (the seeded objects).
+        self.watches = WatchState(self.env, self.keys)
+        self.watches.publish_feeds({cluster.TARGET.uid: [FEED]})
+        self.watches.replace(FEED.address, "0", {n: _known(n, f"{n}0") for n in NAMES})
+        self.kube = SimKube(self)
         self.states = BranchStates(self.env, self.keys)
-        # A running system: an earlier owner observed the seeded tip (see docs/safety.md,
-        # "first start", for what happens when no owner ever published one).
-        leases = Leases(self.env, self.keys, 1000)
-        first = leases.acquire(self.bk, "w-earlier")
-        assert first is not None
-        self.states.publish_takeover(first, self.remote.tip, [])
-        leases.release(first)
+        # No owner has published a tip yet: the first start is part of every schedule (Flux's
+        # artifact holds the seeded tip, as the product's installation finds it).
         self.appliers = ApplierStore(self.env, self.keys)
         self.notices = NoticeWriter(self.env, self.keys, clock=self.clock)
         self.workers = [self._worker(f"w{i}") for i in range(2)]
@@ -255,8 +286,10 @@ class World:
             WorkerRegistry(c, k),
             NoticeReader(c, k),
             ApplierStore(c, k),
-            SimAttempts(c, k, self.queue),
+            SimAttempts(c, k, self),
             BranchHealth(c, k),
+            Ledger(c, k),
+            Collisions(c, k),
         )
 
     def _worker(self, ident: str) -> Worker:
@@ -280,11 +313,12 @@ class World:
         c = self._client()
         ctx = dispatcher_jobs.Context(
             SETTINGS,
-            SimAttempts(c, self.keys, self.queue),
+            SimAttempts(c, self.keys, self),
             BranchStates(c, self.keys),
             ConfigStore(c, self.keys),
             Ledger(c, self.keys),
             None,  # type: ignore[arg-type]  # no cluster: the applier is simulated
+            WatchState(c, self.keys),
         )
         return Dispatcher(Actor(ident), ctx, BranchStates(c, self.keys))
 
@@ -309,7 +343,11 @@ class World:
         wanted = {uid for uids in request.reasons.values() for uid in uids}
         return {u: TargetFacts(u, True, True, True, True, False) for u in wanted}
 
+    def _kube(self, name: str) -> Any:
+        return self.kube
+
     def say(self, text: str) -> None:
+        self.moment += 1
         self.log.append(f"t={self.now - 1000:.1f} {text}")
 
     # -- the worker and dispatcher jobs -----------------------------------------------------
@@ -361,6 +399,7 @@ class World:
                 lambda r, reasons, plan: yield_point("event"),
                 self.clock,
                 lambda s: yield_point("pause"),
+                behind=lambda r: behind(self.bk, d.ctx.configs, d.ctx.watches, self._kube),
             )
             outcome = attempt_module.run(request, ports)
             self.say(
@@ -427,7 +466,7 @@ class World:
         stamp = self.stamps.get(self.flux.cause)
         if stamp is None:
             kind = "unexplained"
-        elif live.at > stamp.request.sent_at:
+        elif live.at > self.sent_at[stamp.request.token]:
             kind = "window"
         else:
             kind = stamp.exposed.get(name, "unexplained")
@@ -441,7 +480,7 @@ class World:
     def api_edit(self, name: str) -> None:
         self.edits += 1
         value = f"{name}-api{self.edits}"
-        self.live[name] = Live(value, "api", self.now)
+        self.live[name] = Live(value, "api", self.moment)
         self.watcher.observe(name, value, "kubectl", self.now)
         self.say(f"API edit {name}={value}")
 
@@ -449,6 +488,9 @@ class World:
         event = self.watcher.pipe.pop(0)
         entry = self.events.publish(self.bk, event)
         self.entry_of[event.resource_version] = entry
+        name = event.object_id.name
+        seen = {name: _known(name, event.resource_version)}
+        self.watches.advance(FEED.address, event.resource_version, seen=seen)
         self.say(f"watcher publishes {event.object_id.name}={event.resource_version}")
 
     def outside_push(self, name: str) -> None:
@@ -507,7 +549,7 @@ class World:
             if live.by == "api" and live.value not in self.ancestry_values(flux.applying)[name]:
                 self.collide(name, live)
                 self.exempt.add(value)
-            self.live[name] = Live(value, "flux", self.now)
+            self.live[name] = Live(value, "flux", self.moment)
             self.watcher.observe(name, value, "kustomize-controller", self.now)
             self.say(f"Flux applies {name}={value} from {flux.applying[:6]}")
         if not flux.todo:
@@ -595,6 +637,11 @@ class World:
         for token in self.stamps:
             if self.outcomes[token] > 1:
                 raise Violation(f"token {token} has {self.outcomes[token]} outcomes")
+
+
+def _known(name: str, value: str) -> KnownObject:
+    """What the watch records after publishing the object at ``value`` (its resourceVersion)."""
+    return KnownObject(cluster.meta(name)["uid"], "ConfigMap", "v1", value)
 
 
 def _entry_key(entry: str) -> tuple[int, int]:

@@ -123,6 +123,32 @@ def test_a_read_entry_replaced_meanwhile_is_not_claimed_again(store: StoreUnderT
     assert not store.client.exists(store.keys.branch_latest(BK))
 
 
+def test_entries_a_stale_owner_read_after_the_takeover_are_taken_over(
+    store: StoreUnderTest,
+) -> None:
+    """M8 (found by the safety suite): the new owner started and claimed what was pending;
+    the old owner, paused past its lease, then read new entries and found its lease lost. The
+    owner takes them over: an entry still its object's newest is returned to apply, one a
+    newer entry replaced (here already applied and pushed) is acknowledged unapplied (M5), and
+    nothing is left pending, so the branch can be quiet again (Q3)."""
+    events = EventStream(store.client, store.keys)
+    events.ensure_group(BK)
+    assert events.claim_pending(BK, "new-owner") == []
+    events.publish(BK, _edit("a", "1"))
+    events.publish(BK, _edit("b", "1"))
+    stranded = events.read(BK, "old-owner", count=10, block_ms=None)
+    assert len(stranded) == 2
+    events.publish(BK, _edit("a", "2"))
+    newer = events.read(BK, "new-owner", count=10, block_ms=None)
+    events.ack(BK, newer)  # a=2 pushed by the new owner
+    assert events.claim_stranded(BK, "new-owner") == [stranded[1]]
+    assert events.pending_count(BK) == 1
+    assert events.claim_stranded(BK, "new-owner") == [], "its own entries are not claimed"
+    events.ack(BK, [stranded[1]])
+    assert events.pending_count(BK) == 0
+    assert not store.client.exists(store.keys.branch_latest(BK))
+
+
 def test_ensure_group_is_idempotent(store: StoreUnderTest) -> None:
     events = EventStream(store.client, store.keys)
     events.ensure_group(BK)

@@ -224,6 +224,63 @@ def test_a_pending_write_is_stale(world: World) -> None:
     assert outcome.outcome == "Stale" and "pending" in outcome.message
 
 
+class Behind:
+    """The watches feeding the branch, behind the API for the first ``reads`` checks, and
+    the attempt's clock, moved by its pauses: at once while the watch is behind, as the
+    dispatcher's own pause (a sleep) once it caught up and the attempt waits for Flux."""
+
+    def __init__(self, reads: int) -> None:
+        self.reads, self.checks, self.now, self.pauses = reads, 0, 1000.0, 0
+
+    def __call__(self, request: ApplyRequest) -> list[str]:
+        self.checks += 1
+        return [f"{NS}/configmaps/app"] if self.checks <= self.reads else []
+
+    def pause(self, seconds: float) -> None:
+        self.pauses += 1
+        self.now += seconds
+        if self.checks > self.reads:
+            time.sleep(seconds)
+
+
+def _run_behind(w: World, request: ApplyRequest, late: Behind) -> AttemptOutcome:
+    wired = dataclasses.replace(ports(w.ctx), behind=late, clock=lambda: late.now, pause=late.pause)
+    outcome = attempts.run(request, wired)
+    finish(w.ctx, request, outcome)
+    return outcome
+
+
+def test_a_watch_behind_is_waited_for_then_the_request_is_stale(world: World) -> None:
+    """D3, A4 (issue 11): while a watch feeding the branch has not published what the API
+    lists, the attempt reads again after each pause (one list, no ls-remote, no stamp) for
+    ``watch_wait_s``, then is Stale; answering at once would be re-sent at once (no backoff)."""
+    commit = world.push("apps/cm.yaml", CM.format(v=6))
+    _quiet(world, commit)
+    late = Behind(reads=10_000)
+    outcome = _run_behind(
+        world, world.request({"ForeignCommit": [world.target_uid()]}, commit), late
+    )
+    assert outcome.outcome == "Stale" and "not mirrored the API" in outcome.message
+    assert late.pauses == 60 and late.now == 1060.0  # WATCH_WAIT_S at poll_s (1 s)
+    assert "reconcile.fluxcd.io/requestedAt" not in (
+        world.source()["metadata"].get("annotations") or {}
+    )
+
+
+def test_a_watch_that_catches_up_during_the_wait_lets_the_attempt_go_on(world: World) -> None:
+    """D3: once the watch has published what the API lists, the same attempt checks the
+    branch and the tip and asks Flux (Delivered), without a second request."""
+    commit = world.push("apps/cm.yaml", CM.format(v=7))
+    _quiet(world, commit)
+    late = Behind(reads=3)
+    request = world.request({"ForeignCommit": [world.target_uid()]}, commit)
+    outcome = _run_behind(world, request, late)
+    assert outcome.outcome == "Delivered", outcome.message
+    assert late.checks == 4 and late.pauses >= 3
+    annotations = world.source()["metadata"]["annotations"]
+    assert annotations["reconcile.fluxcd.io/requestedAt"] == request.token
+
+
 def test_a_source_on_another_branch_is_a_source_mismatch(world: World) -> None:
     world.custom.patch_namespaced_custom_object(
         "source.toolkit.fluxcd.io",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from shared.decide.attempt import after_behind, watch_wait
 from shared.decide.obligations import Wait, decide, owe_foreign_commit
 from shared.decide.quiet import BranchView, busy_reasons, stale_reason, unmirrored
 from shared.model.appliers import Applier
@@ -64,3 +65,18 @@ def test_events_not_yet_pushed_keep_the_branch_busy() -> None:
     assert stale_reason("c1", "c1", unread) is not None
     applier = owe_foreign_commit(Applier("Kustomization"), "c1", ["u1"])
     assert decide(applier, unread, 1.0) == Wait("the branch is busy")
+
+
+def test_an_attempt_waits_for_watches_behind_then_is_stale() -> None:
+    """D3, A4: behind, the attempt pauses and reads again until ``wait_s`` after it first
+    found the watches behind, or its deadline if that comes first; then it is Stale."""
+    assert after_behind(100.0, 100.0, 60.0, 400.0) == "pause"
+    assert after_behind(100.0, 159.9, 60.0, 400.0) == "pause"
+    assert after_behind(100.0, 160.0, 60.0, 400.0) == "stale"
+    assert after_behind(100.0, 120.0, 60.0, 120.0) == "stale"
+
+
+def test_the_wait_for_watches_ends_before_the_owner_hands_the_attempt_back() -> None:
+    """A2, A4: 60 s with the product's attempt deadline (330 s); half a shorter one."""
+    assert watch_wait(330.0) == 60.0
+    assert watch_wait(10.0) == 5.0
