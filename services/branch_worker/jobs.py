@@ -16,6 +16,7 @@ from typing import Protocol
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop, ProviderChanged
 from services.branch_worker.heartbeat import HeldLeases
+from services.branch_worker.signing import Signer, unsigned
 from services.branch_worker.stores import Stores
 from shared.git.errors import GitError
 from shared.git.remote import ls_remote
@@ -112,6 +113,7 @@ class BranchJobs:
         *,
         credentials: CredentialSource,
         workspaces: WorkspaceFactory,
+        signer: Signer = unsigned,
     ) -> None:
         self.settings = settings
         self.stores = stores
@@ -120,6 +122,7 @@ class BranchJobs:
         self._held = held
         self._credentials = credentials
         self._workspaces = workspaces
+        self._signer = signer
         self._stalled: set[BranchKey] = set()  # branches whose stall this worker recorded
         self._compacted: set[BranchKey] = set()  # stalled branches whose stream it compacted
 
@@ -214,6 +217,7 @@ class BranchJobs:
             read_tip=lambda: ls_remote(config.url, config.branch, env),
             steady_tick=self.settings.steady_tick.total_seconds(),
             max_window=self.settings.max_window.total_seconds(),
+            signer=self._signer,
             desk=ApplierDesk(
                 bk,
                 config,

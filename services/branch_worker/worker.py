@@ -32,6 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from services.branch_worker import metrics
 from services.branch_worker.branch import BranchLoop
 from services.branch_worker.heartbeat import Heartbeat, HeldLeases
+from services.branch_worker.signing import Signer, unsigned
 from services.branch_worker.jobs import (
     BranchJobs,
     CredentialSource,
@@ -85,6 +86,7 @@ class BranchWorker:
         *,
         credentials: CredentialSource = no_credentials,
         workspaces: WorkspaceFactory = git_workspace,
+        signer: Signer = unsigned,
     ) -> None:
         self.settings = settings
         self.stores = stores
@@ -102,6 +104,7 @@ class BranchWorker:
             self.held,
             credentials=credentials,
             workspaces=workspaces,
+            signer=signer,
         )
         self.heartbeat = Heartbeat(
             stores.leases, stores.registry, self.held, worker_id, clock=clock, lease_s=self._lease_s

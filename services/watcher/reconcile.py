@@ -24,6 +24,7 @@ from services.watcher.probe import Prober
 from services.watcher.providers import reconcile_providers
 from services.watcher.receivers import publish_receivers
 from services.watcher.rules import reconcile_rules
+from services.watcher.signing import SigningKeys
 from services.watcher.status import StatusPublisher
 from services.watcher.targets import TargetReconciler, World, verdict_of
 from shared.decide.conditions import Problem
@@ -123,6 +124,7 @@ class Reconciler:
         #: The marker of Redis's data as the last pass read it (C8); None before the first.
         self._epoch: str | None = None
         self._applier_status = ApplierStatus(writer, appliers.ledger)
+        self._signing = SigningKeys(self._reader, local.client, writer)
         #: This process's start, as conditions record times (D2: ``ready_before``).
         self._started = rfc3339(clock())
 
@@ -153,8 +155,10 @@ class Reconciler:
             cluster_states=states,
             namespace_labels=snap.namespace_labels,
             branch_stalls=branch_problems(self._health.stalls()),
+            signing_problems=self._signing.check(snap.targets),
         )
         served = self._targets.reconcile(snap.targets, world)
+        self._signing.publish(snap.targets)
         self._applier_status.track(snap.targets)
         verdicts = {
             (t.meta.namespace, t.meta.name): (t, verdict_of(t, world)) for t in snap.targets

@@ -125,6 +125,14 @@ class GitProviderView:
 
 
 @dataclass(frozen=True, slots=True)
+class SigningRef:
+    """``spec.commit.signing`` of a GitTarget: its key's Secret, in its own namespace."""
+
+    secret_name: str
+    generate_when_missing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class GitTargetView:
     """One folder on one branch."""
 
@@ -144,6 +152,11 @@ class GitTargetView:
     webhook: WebhookEndpoint | None = None  # spec.applier.webhook, when the applier is one
     #: spec.sensitive: (group, kind) refused like Secrets (M10); kind ``*``: the whole group.
     sensitive: tuple[tuple[str, str], ...] = ()
+    #: spec.commit.signing (P6): the Secret in this namespace holding the SSH key ("" =
+    #: unsigned), whether to generate a key into it when it has none, and the public key
+    #: ``status.signingPublicKey`` last showed (written only when it changes).
+    signing: SigningRef | None = None
+    signing_public_key: str = field(default="", compare=False)
 
     @property
     def uid(self) -> GitTargetUid:
@@ -381,7 +394,17 @@ def parse_git_target(raw: Raw) -> GitTargetView:
             for s in spec.get("sensitive") or []
             if isinstance(s, Mapping) and s.get("kind")
         ),
+        signing=_signing(_map(_map(spec.get("commit")).get("signing"))),
+        signing_public_key=str(_map(raw.get("status")).get("signingPublicKey") or ""),
     )
+
+
+def _signing(raw: Raw) -> SigningRef | None:
+    """``spec.commit.signing``; absent (or without a Secret name) is None: unsigned."""
+    name = str(_map(raw.get("secretRef")).get("name") or "")
+    if not name:
+        return None
+    return SigningRef(name, raw.get("generateWhenMissing") is True)
 
 
 def _operations(value: Any) -> frozenset[Operation]:
