@@ -17,8 +17,8 @@ import threading
 import time
 
 from services.branch_worker.credentials import SecretCredentials
-from services.branch_worker.signing import SecretSigner
 from services.branch_worker.inspect import report
+from services.branch_worker.signing import SecretSigner
 from services.branch_worker.worker import BranchWorker, Stores
 from shared import process
 from shared.kube.clients import ClientFactory

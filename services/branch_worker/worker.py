@@ -32,7 +32,6 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from services.branch_worker import metrics
 from services.branch_worker.branch import BranchLoop
 from services.branch_worker.heartbeat import Heartbeat, HeldLeases
-from services.branch_worker.signing import Signer, unsigned
 from services.branch_worker.jobs import (
     BranchJobs,
     CredentialSource,
@@ -43,6 +42,7 @@ from services.branch_worker.jobs import (
     no_credentials,
 )
 from services.branch_worker.orphans import Orphans
+from services.branch_worker.signing import Signer, unsigned
 from services.branch_worker.stores import Stores
 from shared.decide.shares import excess, room_for
 from shared.model.ids import BranchKey

@@ -137,7 +137,9 @@ class SigningKeys:
             if found == target.signing_public_key:
                 continue
             try:
-                self._writer.write_field(GIT_TARGETS, target.meta, "signingPublicKey", found or None)
+                self._writer.write_field(
+                    GIT_TARGETS, target.meta, "signingPublicKey", found or None
+                )
             except KubeError as err:
                 log.warning("status.signingPublicKey of %s not written: %s", target.meta.name, err)
 

@@ -90,7 +90,9 @@ def load_key(secret: Mapping[str, bytes]) -> SigningKey:
         raise SigningKeyInvalid(f"{PRIVATE_KEY!r} is larger than {MAX_KEY_BYTES} bytes")
     passphrase = secret.get(PASSPHRASE, b"").decode(errors="replace")
     with _private_dir() as folder:
-        path = _write_private(folder / "key", private if private.endswith(b"\n") else private + b"\n")
+        path = _write_private(
+            folder / "key", private if private.endswith(b"\n") else private + b"\n"
+        )
         # rewritten without a passphrase in OpenSSH form, which carries its public half:
         # ``ssh-keygen -Y sign`` cannot sign with a PEM file alone. The passphrase goes on
         # ssh-keygen's command line: visible to this user's own processes only for the

@@ -41,7 +41,9 @@ def bare(tmp_path: Path) -> Path:
     return path
 
 
-def verify(repo: Path, rev: str, key: SigningKey, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def verify(
+    repo: Path, rev: str, key: SigningKey, tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
     """``git verify-commit`` of ``rev`` with an allowed-signers file trusting only ``key``."""
     allowed = tmp_path / "allowed_signers"
     allowed.write_text(key.allowed_signer(DEFAULT_COMMITTER.email))
