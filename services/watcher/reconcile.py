@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.watcher.applier_status import ApplierStatus
 from services.watcher.appliers import ApplierChecker
@@ -23,10 +23,11 @@ from services.watcher.metrics import WatcherMetrics
 from services.watcher.probe import Prober
 from services.watcher.providers import reconcile_providers
 from services.watcher.receivers import publish_receivers
-from services.watcher.rules import reconcile_rules
+from services.watcher.rules import reconcile_cluster_rules, reconcile_rules
 from services.watcher.signing import SigningKeys
 from services.watcher.status import StatusPublisher
 from services.watcher.targets import TargetReconciler, World, verdict_of
+from shared.decide.cluster_rules import Sources, desired_cluster_watches
 from shared.decide.conditions import Problem
 from shared.decide.watches import ServedTarget, WatchKey, WatchSpec, desired_watches
 from shared.kube.api import KubeClient
@@ -35,6 +36,7 @@ from shared.kube.crds import CrdReader
 from shared.kube.status import StatusWriter
 from shared.model.crds import (
     ClusterProviderView,
+    ClusterWatchRuleView,
     GitProviderView,
     GitTargetView,
     WatchRuleView,
@@ -79,6 +81,7 @@ class Snapshot:
     targets: list[GitTargetView]
     rules: list[WatchRuleView]
     namespace_labels: dict[str, dict[str, str]]
+    cluster_rules: list[ClusterWatchRuleView] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +139,7 @@ class Reconciler:
             targets=self._reader.git_targets(),
             rules=self._reader.watch_rules(),
             namespace_labels=self._reader.namespace_labels(),
+            cluster_rules=self._reader.cluster_watch_rules(),
         )
 
     def reconcile(self) -> Plan:
@@ -164,9 +168,14 @@ class Reconciler:
             (t.meta.namespace, t.meta.name): (t, verdict_of(t, world)) for t in snap.targets
         }
         reconcile_rules(snap.rules, verdicts, states, self._status)
+        sources = Sources(world.clusters, snap.namespace_labels)
+        reconcile_cluster_rules(snap.cluster_rules, verdicts, sources, states, self._status)
         catalogs = {name: s.catalog for name, s in states.items() if s.catalog is not None}
         clients = {name: s.cluster.client for name, s in states.items() if s.cluster is not None}
         desired = desired_watches(served, snap.rules, catalogs, self._started)
+        desired.update(
+            desired_cluster_watches(served, snap.cluster_rules, sources, catalogs, self._started)
+        )
         self._publish_feeds(served, desired)
         return Plan(desired, clients, frozenset(t.meta.uid for t in snap.targets))
 

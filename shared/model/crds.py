@@ -103,6 +103,9 @@ class ClusterProviderView:
     conditions: tuple[Condition, ...] = ()
     #: spec.crossNamespaceAppliers (T2); empty: a GitTarget's applier must be in its namespace.
     cross_namespace_appliers: tuple[ApplierAllowance, ...] = ()
+    #: spec.clusterScoped.accessFrom: the GitTarget namespaces a ClusterWatchRule may feed
+    #: with this cluster's cluster-scoped objects; None admits none.
+    cluster_scoped: AccessFrom | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +187,17 @@ class WatchRuleView:
     conditions: tuple[Condition, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ClusterWatchRuleView:
+    """Which cluster-scoped objects a GitTarget (named by namespace and name) mirrors."""
+
+    meta: Meta
+    target_namespace: str
+    target: str
+    rules: tuple[RuleView, ...]
+    conditions: tuple[Condition, ...] = ()
+
+
 def _map(value: Any) -> Raw:
     return cast(Raw, value) if isinstance(value, Mapping) else {}
 
@@ -255,6 +269,7 @@ def parse_cluster_provider(raw: Raw) -> ClusterProviderView:
         parse_access_from(spec.get("accessFrom")),
         parse_conditions(raw),
         allowances,
+        parse_access_from(_map(spec.get("clusterScoped")).get("accessFrom")),
     )
 
 
@@ -417,7 +432,25 @@ def _operations(value: Any) -> frozenset[Operation]:
 def parse_watch_rule(raw: Raw) -> WatchRuleView:
     """A WatchRule."""
     spec = _map(raw.get("spec"))
-    rules = tuple(
+    target = str(_map(spec.get("targetRef")).get("name", ""))
+    return WatchRuleView(parse_meta(raw), target, _rules(spec), parse_conditions(raw))
+
+
+def parse_cluster_watch_rule(raw: Raw) -> ClusterWatchRuleView:
+    """A ClusterWatchRule."""
+    spec = _map(raw.get("spec"))
+    ref = _map(spec.get("targetRef"))
+    return ClusterWatchRuleView(
+        parse_meta(raw),
+        str(ref.get("namespace", "")),
+        str(ref.get("name", "")),
+        _rules(spec),
+        parse_conditions(raw),
+    )
+
+
+def _rules(spec: Raw) -> tuple[RuleView, ...]:
+    return tuple(
         RuleView(
             api_groups=_strings(r.get("apiGroups")),
             api_versions=_strings(r.get("apiVersions")),
@@ -427,5 +460,3 @@ def parse_watch_rule(raw: Raw) -> WatchRuleView:
         for r in spec.get("rules") or []
         if isinstance(r, Mapping)
     )
-    target = str(_map(spec.get("targetRef")).get("name", ""))
-    return WatchRuleView(parse_meta(raw), target, rules, parse_conditions(raw))

@@ -26,6 +26,7 @@ KINDS = {
     "ClusterProvider": "Cluster",
     "GitTarget": "Namespaced",
     "WatchRule": "Namespaced",
+    "ClusterWatchRule": "Cluster",
 }
 READY_STATUS = '.status.conditions[?(@.type=="Ready")].status'
 READY_REASON = '.status.conditions[?(@.type=="Ready")].reason'
@@ -252,7 +253,12 @@ def test_printer_columns(crds: dict[str, dict[str, Any]]) -> None:
     Kubernetes docs, "Additional printer columns": priority 0 columns are shown by default;
     a type ``date`` column renders as an age.
     """
-    extra = {"GitProvider": ["URL"], "GitTarget": ["Branch", "Path"], "WatchRule": ["Target"]}
+    extra = {
+        "GitProvider": ["URL"],
+        "GitTarget": ["Branch", "Path"],
+        "WatchRule": ["Target"],
+        "ClusterWatchRule": ["Target Namespace", "Target"],
+    }
     for kind, crd in crds.items():
         columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
         default = {c["name"]: c for c in columns if c.get("priority", 0) == 0}
@@ -274,6 +280,7 @@ def test_short_names_are_unique(crds: dict[str, dict[str, Any]]) -> None:
         "ClusterProvider": ["cp"],
         "GitTarget": ["gt"],
         "WatchRule": ["wr"],
+        "ClusterWatchRule": ["cwr"],
     }
     for crd in crds.values():
         assert crd["spec"]["names"]["categories"] == ["gitops-reverser"]
