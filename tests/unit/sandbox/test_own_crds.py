@@ -92,7 +92,7 @@ GIT_TARGET: dict[str, Any] = {
     "status": {
         "observedGeneration": 1,
         "conditions": [CONDITION, {**CONDITION, "type": "ApplierConfigured"}],
-        "signingPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleExampleExampleExampleExampleEx",
+        "signingPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleExample",
         "applier": {
             "kind": "Kustomization",
             "name": "apps",
