@@ -92,7 +92,7 @@ def _rules(crds: dict[str, dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any
 
 
 def test_the_chart_ships_the_four_kinds(crds: dict[str, dict[str, Any]]) -> None:
-    """docs/crds.md: four kinds of group gitopsreverser.io, v1alpha1 served and stored.
+    """docs/crds.md: five kinds of group gitopsreverser.io, v1alpha1 served and stored.
 
     The object name must be ``<plural>.<group>`` (Kubernetes docs, "Create a
     CustomResourceDefinition": https://kubernetes.io/docs/tasks/extend-kubernetes/
