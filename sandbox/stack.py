@@ -15,6 +15,7 @@ from kubernetes import client
 
 from sandbox.argocd import ArgoCDController
 from sandbox.flux import FluxControllers
+from sandbox.flux.pacing import Pacing
 from sandbox.githost import GitHost
 from sandbox.kube.access import AccessRule
 from sandbox.kube.server import KubeApiServer
@@ -65,10 +66,13 @@ class Sandbox:
         }
 
     def stop(self) -> None:
-        """Stop the servers, then the controllers; the files in ``directory`` stay.
+        """Stop the controllers' work, the servers, then the controllers' watches; the files
+        in ``directory`` stay.
 
-        The API server goes first: closing it ends the controllers' open watch streams, which
-        a client cannot interrupt while no event arrives.
+        The controllers finish the reconcile in hand first (``stopping``), while the servers
+        answer, so nothing fails against a closed server. Then the API server goes: closing it
+        ends the controllers' open watch streams, which a client cannot interrupt while no
+        event arrives.
         """
         controllers = [c for c in (self.flux, self.argocd) if c is not None]
         for controller in controllers:
@@ -88,11 +92,15 @@ def start(
     *,
     argocd: bool = True,
     identities: Identities | None = None,
+    flux_pacing: Pacing | None = None,
+    argocd_pacing: Pacing | None = None,
 ) -> Sandbox:
     """Start the stand-ins and write ``kubeconfig`` and ``sandbox.json`` into ``directory``.
 
     Without ``identities`` the API server double allows every request; with them the
-    kubeconfig is the product's identity and the doubles act as the administrator.
+    kubeconfig is the product's identity and the doubles act as the administrator. The
+    pacings (``sandbox.flux.pacing``) default to the doubles' realistic ones; tests that need
+    speed pass ``Pacing()``.
     """
     directory.mkdir(parents=True, exist_ok=True)
     if identities is None:
@@ -109,10 +117,12 @@ def start(
     admin = identities.admin_token if identities else None
     running = Sandbox(directory, kube, githost, list(repos), admin_token=admin)
     if flux:
-        running.flux = FluxControllers(running.api_client(), directory / "flux")
+        running.flux = FluxControllers(running.api_client(), directory / "flux", pacing=flux_pacing)
         running.flux.start()
     if argocd:
-        running.argocd = ArgoCDController(running.api_client(), directory / "argocd")
+        running.argocd = ArgoCDController(
+            running.api_client(), directory / "argocd", pacing=argocd_pacing
+        )
         running.argocd.start()
     (directory / "sandbox.json").write_text(json.dumps(running.describe(), indent=2) + "\n")
     return running

@@ -23,7 +23,6 @@ from prometheus_client import (
     multiprocess,
     values,
 )
-from prometheus_client.exposition import start_http_server
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 #: The start of every metric name the product registers (O1).
@@ -56,9 +55,3 @@ def mark_worker_dead(pid: int) -> None:
     """Forget a dead worker's live gauges (its counters must stay, so totals stay right)."""
     if multiprocess_enabled():
         multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
-
-
-def serve(port: int) -> None:
-    """Serve ``/metrics`` for a process that has no HTTP server of its own (0 = do not serve)."""
-    if port:
-        start_http_server(port)

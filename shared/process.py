@@ -3,8 +3,9 @@
 Each process (watcher, branch worker, dispatcher; the receiver's gunicorn config takes only the
 settings, since gunicorn owns its signals, logs and HTTP server) starts the same way: read
 ``Settings`` once (an invalid value stops the process with exit status 2 and one line on stderr
-that names the variable, never a traceback), log JSON lines at the configured level, and serve
-``/metrics`` on ``GITOPS_REVERSER_METRICS_PORT`` when it has no HTTP server of its own. Each
+that names the variable, never a traceback), log JSON lines at the configured level, and, once
+its clients exist, serve ``/healthz``, ``/readyz`` and ``/metrics`` on
+``GITOPS_REVERSER_METRICS_PORT`` (``serve``; ``shared.health``). Each
 stops the same way: the first SIGTERM or SIGINT asks the process to finish the unit of work in
 hand and exit 0; a second one exits at once with ``128 + signal number``, the shell's
 convention, so a supervisor can tell "stopped cleanly" from "cut short".
@@ -20,8 +21,8 @@ from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import NoReturn, TextIO
 
+from shared import health
 from shared import logging as json_logging
-from shared import metrics
 from shared.settings import Settings, SettingsError
 
 #: The process finished its work, or stopped cleanly after the first signal.
@@ -55,13 +56,20 @@ def load_settings_or_exit(
         raise SystemExit(EXIT_SETTINGS) from None
 
 
-def start(name: str, serve_metrics: bool = True) -> Settings:
-    """Settings loaded, JSON logs set up and (unless the process serves its own) ``/metrics``."""
+def start(name: str) -> Settings:
+    """Settings loaded and JSON logs set up."""
     settings = load_settings_or_exit(name)
     json_logging.configure(settings.log_level)
-    if serve_metrics:
-        metrics.serve(settings.metrics_port)
     return settings
+
+
+def serve(settings: Settings, checks: list[health.Check]) -> health.Server | None:
+    """``/healthz``, ``/readyz`` (``checks``) and ``/metrics`` on the metrics port (0 = off)."""
+    if not settings.metrics_port:
+        return None
+    server = health.serve(settings.metrics_port, health.Health(checks))
+    logger.info("serving /healthz, /readyz and /metrics on port %d", server.port)
+    return server
 
 
 class Shutdown:

@@ -101,6 +101,10 @@ class Settings:
     #: busy at once are each pushed again within about 6-25 s, well inside a commit window's
     #: 60 s maximum; a deployment with more branches runs more workers.
     max_branches: int = 100
+    #: The Secret, in ``namespace``, whose key ``key`` keys the fingerprints of sealed Secrets
+    #: (P3; services/watcher/encryption.py). Missing: each watcher uses a random key of its
+    #: own, and a restart re-encrypts each Secret once at its next event.
+    sops_fingerprint_secret: str = "gitops-reverser-sops-fingerprint"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -195,6 +199,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "log_level": str.upper,
     "kubeconfig": str,
     "namespace": str,
+    "sops_fingerprint_secret": str,
     "reconcile_period": _duration,
     "steady_tick": _duration,
     "lease_period": _duration,
@@ -219,3 +224,16 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
 #: Variables of the test tooling that share the prefix but configure no process.
 _TOOLING = frozenset({PREFIX + "SHARED_DIR"})
 _KNOWN = frozenset(PREFIX + name.upper() for name in _PARSERS) | _TOOLING
+
+
+#: A test seam, not a user setting: the e2e tests set it to ``1`` in a branch worker's
+#: environment to switch the apply window (W1) off and show that their collision test catches
+#: the race without it (issue 12). It lies outside the ``GITOPS_REVERSER_`` prefix on purpose:
+#: ``Settings`` does not list it, the docs do not offer it, and the chart never sets it.
+APPLY_WINDOW_TEST_SEAM = "GR_TEST_SEAM_APPLY_WINDOW_OFF"
+
+
+def apply_window_switched_off(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the test seam ``APPLY_WINDOW_TEST_SEAM`` switched the apply window off."""
+    env = os.environ if environ is None else environ
+    return env.get(APPLY_WINDOW_TEST_SEAM, "") == "1"

@@ -9,45 +9,34 @@ kubectl does (create, or a three-way patch that keeps
 kind (kubectl sends a strategic merge patch for built-in kinds, which merges some lists by key
 instead of replacing them).
 
-``Pacing`` slows a sync down so a test can watch it ``Running``: a pause before the first
-object and between objects (both 0 by default: the real controller's timing depends on the
-cluster; issue 12 will measure it), and a ``gate`` the sync waits on before it applies
-anything (open by default; a test closes it to hold every sync and opens it to let them go).
+``Pacing`` (``sandbox.flux.pacing``, shared with the Flux doubles) slows a sync down so a test
+can watch it ``Running`` or put an API edit inside it: a pause before the first object and
+between objects (``argocd_default()``: both 0, as the facts give the real controller no
+latency), and a ``gate`` the sync waits on before it applies anything (open by default; a test
+closes it to hold every sync, awaits ``holding``, and opens it to let them go).
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import dynamic
 from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError, ResourceNotFoundError
 
 from sandbox.argocd.diff import api_version
+from sandbox.flux.pacing import Pacing
 from sandbox.flux.ssa import api_message, subject_of
 
 FIELD_MANAGER = "argocd-controller"  # common.ArgoCDSSAManager (A5)
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 MERGE_PATCH = "application/merge-patch+json"
 CREATED, CONFIGURED, PRUNED = "created", "configured", "pruned"
+__all__ = ["Cluster", "Pacing", "SyncFailed", "three_way_patch"]
 
 
 class SyncFailed(Exception):
     """An object could not be applied or pruned; the message names it."""
-
-
-@dataclass
-class Pacing:
-    """How slowly a sync goes: pauses in seconds and a gate (see the module docstring)."""
-
-    before_apply_s: float = 0.0
-    between_objects_s: float = 0.0
-    gate: threading.Event = field(default_factory=threading.Event)
-
-    def __post_init__(self) -> None:
-        self.gate.set()
 
 
 class Cluster:

@@ -34,10 +34,11 @@ from sandbox.argocd.kubeapi import APPLICATION, ArgoApi
 from sandbox.argocd.policy import SyncWindow
 from sandbox.argocd.refresh import REFRESH, Refresher, next_refresh, refresh_due
 from sandbox.argocd.render import Renderer
-from sandbox.argocd.sync import Stopping, Syncer
+from sandbox.argocd.sync import Syncer
 from sandbox.argocd.workspace import Settings, Workspace
 from sandbox.flux.activity import FAILED, ActivityLog, Record
 from sandbox.flux.controllers import API_RETRY_S, MAX_ROUNDS, STOP_TIMEOUT_S, TRANSIENT
+from sandbox.flux.pacing import Stopping, argocd_default
 from sandbox.flux.schedule import Schedule
 from sandbox.flux.triggers import ObjectKey, key_of
 from sandbox.flux.watching import KindWatcher
@@ -87,7 +88,7 @@ class ArgoCDController:
             clock,
             ActivityLog(),
             settings or Settings(),
-            pacing or Pacing(),
+            pacing or argocd_default(),
             self._stop,
         )
         self._refresher = Refresher(self._work)
@@ -129,9 +130,15 @@ class ArgoCDController:
         self._worker.start()
 
     def stopping(self) -> None:
-        """Announce ``stop()``: closed watches are expected from now on."""
+        """Announce ``stop()``: closed watches are expected from now on. Nothing new is
+        processed, a held sync gives up, and the Application in hand is finished before this
+        returns, while the API server and the Git host still answer."""
         if self._watcher is not None:
             self._watcher.stopping()
+        self._stop.set()
+        self._schedule.close()
+        if self._worker is not None:
+            self._worker.join(STOP_TIMEOUT_S)
 
     def stop(self) -> None:
         """Stop watching; a sync held by the gate or a pause gives up, leaving it Running."""

@@ -37,11 +37,6 @@ from sandbox.flux.triggers import ObjectKey
 BLOCKED_MESSAGE = "Sync operation blocked by sync window"  # A3, A6
 SUCCESS_MESSAGE = "successfully synced (all tasks run)"
 SERVER_SIDE = "ServerSideApply=true"  # A1 syncOptions, A5
-GATE_POLL_S = 0.05  # how often a held sync checks whether the double is stopping
-
-
-class Stopping(Exception):
-    """The double is stopping while a sync waits: leave the operation Running."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,14 +115,14 @@ class Syncer:
             return not only or (kind, namespace, name) in only
 
         entries = work.compare(app, desired)
-        self._hold(work.pacing.before_apply_s)
+        work.pacing.hold(work.stop)  # a stop while held leaves the operation Running
         server_side = SERVER_SIDE in (sync.get("syncOptions") or [])
         for index, obj in enumerate(desired):
             meta = obj["metadata"]
             if not chosen(obj["kind"], meta.get("namespace", ""), meta["name"]):
                 continue
             if index:
-                self._pause(work.pacing.between_objects_s)
+                work.pacing.between(work.stop)
             work.cluster.apply(obj, server_side)
         if sync.get("prune"):
             for entry in entries:
@@ -164,14 +159,3 @@ class Syncer:
         self._work.api.patch(
             key, [{"op": "add", "path": "/status/operationState", "value": state}], json_patch=True
         )
-
-    def _hold(self, pause_s: float) -> None:
-        """Wait for the pacing gate, then pause ``pause_s``."""
-        while not self._work.pacing.gate.wait(GATE_POLL_S):
-            if self._work.stop.is_set():
-                raise Stopping
-        self._pause(pause_s)
-
-    def _pause(self, seconds: float) -> None:
-        if seconds > 0 and self._work.stop.wait(seconds):
-            raise Stopping

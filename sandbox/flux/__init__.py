@@ -12,10 +12,13 @@ prune). Use::
     flux.log.wait_applied("default", "app", revision, timeout=10)
     flux.stop()
 
-or, with an injected clock and no threads, ``flux.reconcile_due()``.
+or, with an injected clock and no threads, ``flux.reconcile_due()``. An apply waits a few
+seconds by default, as a real one does (``sandbox.flux.pacing``); pass ``pacing=Pacing()`` for
+speed, or close ``flux.pacing.gate`` to hold every apply.
 """
 
 from sandbox.flux.activity import ActivityLog, Record
 from sandbox.flux.controllers import FluxControllers
+from sandbox.flux.pacing import Pacing
 
-__all__ = ["ActivityLog", "FluxControllers", "Record"]
+__all__ = ["ActivityLog", "FluxControllers", "Pacing", "Record"]

@@ -33,6 +33,7 @@ from sandbox.flux.activity import FAILED, GIT_REPOSITORY, KUSTOMIZATION, Activit
 from sandbox.flux.gitsource import GitCache
 from sandbox.flux.kubeapi import FluxApi
 from sandbox.flux.kustomize import KustomizeReconciler
+from sandbox.flux.pacing import Pacing, Stopping, flux_default
 from sandbox.flux.schedule import Outcome, Schedule
 from sandbox.flux.source import SourceReconciler
 from sandbox.flux.storage import Storage
@@ -70,17 +71,22 @@ class FluxControllers:
         *,
         clock: Callable[[], float] = time.time,
         namespace: str | None = None,
+        pacing: Pacing | None = None,
     ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self._clock = clock
         self._log = ActivityLog()
+        self._pacing = flux_default() if pacing is None else pacing
+        self._stop = threading.Event()
         self._api = FluxApi(api_client, workdir, namespace)
         storage = Storage(workdir / "storage")
         self._reconcilers: dict[str, Callable[[ObjectKey], Outcome]] = {
             GIT_REPOSITORY: SourceReconciler(
                 self._api, GitCache(workdir / "git"), storage, clock, self._log
             ).reconcile,
-            KUSTOMIZATION: KustomizeReconciler(self._api, storage, clock, self._log).reconcile,
+            KUSTOMIZATION: KustomizeReconciler(
+                self._api, storage, clock, self._log, pacing=self._pacing, stop=self._stop
+            ).reconcile,
         }
         self._schedule = Schedule()
         self._seen: dict[ObjectKey, ObjectView] = {}
@@ -93,6 +99,12 @@ class FluxControllers:
     def log(self) -> ActivityLog:
         """Every fetch, apply, failure and suspended no-op, in order."""
         return self._log
+
+    @property
+    def pacing(self) -> Pacing:
+        """How slowly applies go (``sandbox.flux.pacing``); close ``pacing.gate`` to hold every
+        Kustomization's apply, await ``pacing.holding``, open the gate to let it go."""
+        return self._pacing
 
     # lifecycle ----------------------------------------------------------------------------
 
@@ -110,12 +122,19 @@ class FluxControllers:
 
     def stopping(self) -> None:
         """Announce ``stop()``: the API server may go first without its closed watches being
-        reported as failures."""
+        reported as failures. Nothing new is reconciled from now on, and the reconcile in
+        hand finishes before this returns, while the API server and the Git host still answer
+        (stopping them under it printed connection errors at the end of ``make demo``)."""
         for watcher in self._watchers:
             watcher.stopping()
+        self._schedule.close()
+        if self._worker is not None:
+            self._worker.join(STOP_TIMEOUT_S)
 
     def stop(self) -> None:
-        """Stop watching; the reconcile in progress (if any) finishes first."""
+        """Stop watching; the reconcile in progress (if any) finishes first, or is abandoned
+        while it waits at the pacing's gate or in a pause."""
+        self._stop.set()
         self._schedule.close()
         for watcher in self._watchers:
             watcher.stop()
@@ -197,6 +216,8 @@ class FluxControllers:
     def _reconcile(self, key: ObjectKey) -> None:
         try:
             outcome = self._reconcilers[key.kind](key)
+        except Stopping:
+            return
         except TRANSIENT as err:
             logger.warning("reconcile of %s failed: %s", key, err)
             self._log.add(

@@ -27,6 +27,9 @@ from typing import Any
 
 DEFAULT_BRANCH = "master"  # source-controller's default when spec.ref is absent
 
+#: File names source-controller excludes from artifacts anywhere in the tree (``ExcludeExtra``).
+EXCLUDED_NAMES = (".goreleaser.yml", ".sops.yaml", ".flux.yaml")
+
 
 class GitFailure(Exception):
     """A git operation failed; the message is what the FetchFailed condition shows."""
@@ -103,9 +106,16 @@ class GitCache:
         return repo
 
     def archive(self, repo: Path, sha: str, dest: Path, timeout: float) -> None:
-        """Write the tree of ``sha`` as a gzipped tarball at ``dest``."""
+        """Write the tree of ``sha`` as a gzipped tarball at ``dest``, without the files
+        source-controller leaves out of every artifact by default that matter to the product
+        (fluxcd/pkg ``sourceignore`` ``ExcludeExtra``: ``**/.goreleaser.yml``,
+        ``**/.sops.yaml``, ``**/.flux.yaml``; a folder's SOPS creation rule never reaches the
+        build). Its other defaults (VCS, CI and image files) are not modelled."""
         dest.parent.mkdir(parents=True, exist_ok=True)
-        self._git(repo, timeout, "archive", "--format=tar.gz", "-o", str(dest), sha)
+        excluded = [f":(exclude,glob)**/{name}" for name in EXCLUDED_NAMES]
+        self._git(
+            repo, timeout, "archive", "--format=tar.gz", "-o", str(dest), sha, "--", ".", *excluded
+        )
 
     def remote_sha(self, url: str, full_ref: str, timeout: float) -> str:
         """The commit ``full_ref`` (an annotated tag peeled) points at on the remote now."""

@@ -101,3 +101,13 @@ class FluxApi:
                 self._api_client, cache_file=str(self._discovery_cache)
             )
         return self._dynamic
+
+    def secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
+        """A Secret's (base64) ``data``, or None if it does not exist (``spec.decryption``)."""
+        try:
+            found = client.CoreV1Api(self._api_client).read_namespaced_secret(name, namespace)
+        except ApiException as err:
+            if err.status == NOT_FOUND:
+                return None
+            raise
+        return {str(k): str(v) for k, v in (found.data or {}).items()}

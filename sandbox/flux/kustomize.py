@@ -12,7 +12,8 @@ kustomization_controller.go`` (``Reconcile``, ``reconcile``, ``finalizeStatus``)
    revision R with a timeout of T"), then, once the artifact is unpacked and ``spec.path``
    exists, ``lastAttemptedRevision`` with "Building manifests ...", then "Detecting drift ...";
    each is its own status patch, so a watcher sees the attempt before the apply;
-4. build (``manifests``), apply and prune (``ssa``), new inventory, then
+4. build (``manifests``, or ``kustomize_build`` when ``spec.path`` holds a kustomization),
+   apply and prune (``ssa``), new inventory, then
    ``lastAppliedRevision`` and ``Ready=True/ReconciliationSucceeded`` "Applied revision: R";
    failures are ``Ready=False`` with ``ArtifactFailed``/``BuildFailed``/
    ``ReconciliationFailed``/``PruneFailed`` and retry after ``spec.retryInterval``;
@@ -20,21 +21,30 @@ kustomization_controller.go`` (``Reconcile``, ``reconcile``, ``finalizeStatus``)
    ``Reconciling`` and set ``observedGeneration``; when failed, ``Reconciling`` becomes
    ``ProgressingWithRetry``.
 
+Pacing (``sandbox.flux.pacing``): once its artifact is found, a reconcile waits at the gate and
+pauses ``before_apply_s`` before it writes its progress and applies (the seconds a real apply
+takes after its stamp), and pauses ``between_objects_s`` between two objects.
+
 Differences: no finalizer (deleting a Kustomization prunes nothing), no jitter, no health
-checks, ``dependsOn``, decryption, post-build substitution, patches or history.
+checks, ``dependsOn``, post-build substitution, ``spec.patches``/``spec.images`` or
+history; kustomize beyond the subset the product writes fails the build. Decryption
+(``spec.decryption``: SOPS with age identities) is ``sandbox.flux.sops``; an encrypted object
+in a Kustomization without ``spec.decryption`` is applied as built (not modelled further).
 """
 
 from __future__ import annotations
 
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sandbox.flux import conditions as cond
-from sandbox.flux import durations, inventory, manifests
+from sandbox.flux import durations, inventory, kustomize_build, manifests, sops
 from sandbox.flux.activity import APPLIED, FAILED, SUSPENDED, ActivityLog, Record
 from sandbox.flux.kubeapi import FluxApi
+from sandbox.flux.pacing import Pacing
 from sandbox.flux.schedule import Outcome
 from sandbox.flux.ssa import CONFIGURED, CREATED, DELETED, Applier, ApplyFailed, Change
 from sandbox.flux.storage import ArtifactMissing, Storage
@@ -59,12 +69,21 @@ class KustomizeReconciler:
     """Reconciles Kustomizations from their GitRepository's artifact."""
 
     def __init__(
-        self, api: FluxApi, storage: Storage, clock: Callable[[], float], log: ActivityLog
+        self,
+        api: FluxApi,
+        storage: Storage,
+        clock: Callable[[], float],
+        log: ActivityLog,
+        *,
+        pacing: Pacing | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self._api = api
         self._storage = storage
         self._clock = clock
         self._log = log
+        self._pacing = pacing or Pacing()
+        self._stop = stop or threading.Event()
 
     def reconcile(self, key: ObjectKey) -> Outcome:
         """One reconcile of ``key``; the outcome says when it is due again."""
@@ -93,6 +112,7 @@ class KustomizeReconciler:
 
     def _run(self, key: ObjectKey, obj: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
         artifact = self._artifact(obj)
+        self._pacing.hold(self._stop)  # Stopping: abandoned, as a killed controller's would be
         revision = str(artifact["revision"])
         timeout = durations.format_go(_timeout(obj["spec"]))
         self._set(obj, cond.READY, cond.UNKNOWN, "Progressing", "Reconciliation in progress")
@@ -105,7 +125,7 @@ class KustomizeReconciler:
             self._progress(
                 key, obj, f"Building manifests for revision {revision} with a timeout of {timeout}"
             )
-            objects = self._build(key, root)
+            objects = self._build(key, obj, root, Path(scratch))
         self._progress(
             key, obj, f"Detecting drift for revision {revision} with a timeout of {timeout}"
         )
@@ -153,20 +173,43 @@ class KustomizeReconciler:
             )
         return root
 
-    def _build(self, key: ObjectKey, root: Path) -> list[dict[str, Any]]:
+    def _build(
+        self, key: ObjectKey, obj: dict[str, Any], root: Path, artifact: Path
+    ) -> list[dict[str, Any]]:
         try:
-            objects = manifests.read_objects(root)
+            if kustomize_build.kustomization_file(root) is not None:
+                objects = kustomize_build.build(root, artifact)  # the subset (P2)
+            else:
+                objects = manifests.read_objects(root)
         except manifests.BuildFailed as err:
             raise Failure("BuildFailed", str(err)) from err
+        objects = self._decrypt(key, obj, objects)  # before the owner labels: the MAC is over Git
         manifests.set_owner(objects, key.name, key.namespace)
         return objects
+
+    def _decrypt(
+        self, key: ObjectKey, obj: dict[str, Any], objects: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Decrypt SOPS objects with the age identities of ``spec.decryption.secretRef``; a
+        missing Secret, a wrong key or a bad MAC fails the build (nothing is applied)."""
+        decryption = obj["spec"].get("decryption") or {}
+        name = (decryption.get("secretRef") or {}).get("name")
+        if decryption.get("provider") != "sops" or not any(map(sops.is_encrypted, objects)):
+            return objects
+        data = self._api.secret_data(key.namespace, name) if name else {}
+        if data is None:
+            raise Failure("BuildFailed", f"cannot get decryption Secret '{key.namespace}/{name}'")
+        try:
+            return sops.decrypt_all(objects, sops.identities_of(data))
+        except sops.DecryptionFailed as err:
+            raise Failure("BuildFailed", str(err)) from err
 
     def _apply(
         self, key: ObjectKey, obj: dict[str, Any], objects: list[dict[str, Any]]
     ) -> list[Change]:
         applier = Applier(self._api.dynamic(), str(obj["spec"].get("targetNamespace") or ""))
         try:
-            changes = applier.apply_all(objects)
+            changes = applier.apply_all(objects, lambda: self._pacing.between(self._stop))
         except ApplyFailed as err:
             raise Failure("ReconciliationFailed", str(err)) from err
         old = inventory.entries_of(obj["status"])

@@ -5,8 +5,9 @@ kustomize-controller runs ``kustomize build`` on ``spec.path`` of the artifact, 
 (../shared/facts/appliers.md F3, ``spec.path``). The double does the part the product needs:
 every YAML document in every ``*.yaml``/``*.yml`` file under the path, in path order, each of
 which must carry ``apiVersion``, ``kind`` and ``metadata.name`` (as the controller checks after
-the build). A real ``kustomization.yaml`` (overlays, patches, generators) is not supported and
-fails the build with a message saying so, rather than being applied differently.
+the build). A ``kustomization.yaml`` at ``spec.path`` is built by ``kustomize_build`` (the
+subset the product writes); one deeper in a folder without its own is not supported and fails
+the build with a message saying so, rather than being applied differently.
 
 After the build come the controller's object edits: ``spec.targetNamespace`` for namespaced
 objects, and the owner labels ``kustomize.toolkit.fluxcd.io/name`` and ``/namespace`` on every

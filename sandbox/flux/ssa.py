@@ -12,6 +12,7 @@ disabled``. Everything goes through the official ``DynamicClient``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,10 +62,18 @@ class Applier:
         self._client = client
         self._target = target_namespace
 
-    def apply_all(self, objects: list[dict[str, Any]]) -> list[Change]:
-        """Apply every object that drifted; one Change per object, stage one first."""
+    def apply_all(
+        self, objects: list[dict[str, Any]], between: Callable[[], None] = lambda: None
+    ) -> list[Change]:
+        """Apply every object that drifted, one by one, stage one first; one Change per object.
+        ``between`` runs between two objects (the pacing's gap)."""
         ordered = sorted(objects, key=lambda obj: obj["kind"] not in STAGE_ONE)
-        return [self._apply(obj) for obj in ordered]
+        changes = []
+        for index, obj in enumerate(ordered):
+            if index:
+                between()
+            changes.append(self._apply(obj))
+        return changes
 
     def _apply(self, obj: dict[str, Any]) -> Change:
         resource = self._resource(obj["apiVersion"], obj["kind"])

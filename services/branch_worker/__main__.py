@@ -2,6 +2,9 @@
 
 ``inspect`` prints what each branch holds and each applier is owed, and why it waits (O3).
 
+``/healthz``, ``/readyz`` (Redis and the Kubernetes API reachable, and the leases renewed on
+time) and ``/metrics`` are served on the metrics port (``shared.process``).
+
 SIGTERM or SIGINT: let the passes running on the pool finish, publish open windows (the
 heartbeat keeps the leases meanwhile), release the leases and exit; a second signal exits at
 once (``shared.process``).
@@ -21,9 +24,12 @@ from services.branch_worker.inspect import report
 from services.branch_worker.signing import SecretSigner
 from services.branch_worker.worker import BranchWorker, Stores
 from shared import process
+from shared.health import Check
 from shared.kube.clients import ClientFactory
 from shared.kube.crds import CrdReader
+from shared.kube.health import ApiProbe
 from shared.store.connection import connect
+from shared.store.health import RedisProbe
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,6 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     worker = BranchWorker(
         settings, stores, args.id, time.time, credentials=credentials, signer=signer
     )
+    checks = [
+        Check("redis", RedisProbe(settings.redis_url)),
+        Check("kubernetes", ApiProbe(factory)),
+        Check("leases", worker.heartbeat.renewal_problem),
+    ]
+    process.serve(settings, checks)
     stop = threading.Event()
     process.Shutdown(stop.set).install()
     try:

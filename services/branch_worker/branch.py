@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from services.branch_worker import metrics
+from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.folder import Folder
 from services.branch_worker.listings import missed_deletes
@@ -98,6 +99,7 @@ class BranchLoop:
         max_window: float,
         desk: ApplierDesk | None = None,
         signer: Signer = unsigned,
+        guard: ApplyWindowGuard | None = None,
     ) -> None:
         self.lease = lease
         #: The key file each GitTarget's commits are signed with (``spec.commit.signing``).
@@ -119,6 +121,7 @@ class BranchLoop:
         self._ours: tuple[str, ...] = ()
         self._read_tip = read_tip
         self.desk = desk
+        self.guard = guard  # W1: withholds the applier's revert of an API edit
         self._steady_tick = steady_tick
         self._max_window = max_window  # Settings.max_window: a process setting, not a CRD's
         self._tip_read_at = clock()
@@ -197,6 +200,8 @@ class BranchLoop:
         """Apply one object event; True when it made a write (and is now pending)."""
         event = entry.event
         assert event is not None
+        if self.guard is not None and not self.guard.admits(target, event):
+            return False  # W1: withheld; Git keeps the API edit, the CatchUp applies it back
         applied = apply_event(self.ws, target, event, self._folder(target))
         self._record_refusal(target, event, applied)
         if applied.kind != "write":
@@ -255,7 +260,7 @@ class BranchLoop:
         if target.uid not in self._folder_ok:
             self._configs.clear_refusal(target.uid, key="folder")
             self._folder_ok.add(target.uid)
-        if event.operation == "DELETE":
+        if event.operation == "DELETE" or event.sensitive:  # P3: a sealed Secret is written
             self._configs.clear_refusal(target.uid, key=key)
         if self.desk and target.applier and self._configs.refusal(target.uid) is None:
             self.desk.on_recovery(target)

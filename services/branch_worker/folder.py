@@ -5,6 +5,10 @@ folder holding a file that is neither a manifest nor a recognised document is re
 So is a folder whose real path is not its name (it, or a folder above it, is a symbolic link)
 and a folder holding a symbolic link anywhere: a write through a link would leave ``spec.path``
 (the reliability probe's symlinked-folder finding), or the work tree (C6).
+
+A folder holding a kustomization file is read through the kustomize subset instead (P2): its
+objects are what the kustomizations render (``tree``), and anything outside the subset
+refuses the folder with ``UnsupportedContent`` naming the feature.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 from shared.decide.placement import FolderVerdict, is_manifest, is_recognised
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
+from shared.model import kustomize
 from shared.model.manifest import parse
 
 IdentityKey = tuple[str, str, str, str]
@@ -60,6 +65,10 @@ class Folder:
         self._bad: dict[str, str] = {}
         #: Why the folder itself cannot be written (its path leads elsewhere), if it cannot.
         self._elsewhere: FolderVerdict | None = None
+        #: The files under the folder, and its render when it holds a kustomization (P2).
+        self.files: list[str] = []
+        self.tree: kustomize.Tree | None = None
+        self._unsupported: kustomize.Unsupported | None = None
         try:
             if workspace.leads_elsewhere(path):
                 self._elsewhere = FolderVerdict(
@@ -72,14 +81,31 @@ class Folder:
             return
         for link in scan.links:
             self._bad[link] = "SymbolicLink"
+        self.files = scan.files
+        if any(kustomize.is_kustomization(f) for f in scan.files):
+            self._render()
+            return
         for file in scan.files:
             self.reindex(file)
+
+    def _render(self) -> None:
+        """Kustomize mode: non-manifests are checked as ever, manifests by the render."""
+        for file in self.files:
+            if not is_manifest(file) and not kustomize.is_kustomization(file):
+                self.reindex(file)
+        try:
+            self.tree = kustomize.render_folder(self.path, self.files, self._ws.read)
+        except kustomize.Unsupported as err:
+            self.tree, self._unsupported = None, err
 
     @property
     def verdict(self) -> FolderVerdict:
         """Accepted, or the first file (by name) that makes the folder unsupported."""
         if self._elsewhere is not None:
             return self._elsewhere
+        if self._unsupported is not None:
+            err = self._unsupported
+            return FolderVerdict(False, err.file, "UnsupportedContent", str(err))
         if not self._bad:
             return FolderVerdict(accepted=True)
         file = min(self._bad)
@@ -113,6 +139,11 @@ class Folder:
         if documents:
             self._index(file, documents)
 
+    def rendered(self, files: list[str], tree: kustomize.Tree) -> None:
+        """A kustomize folder after a write (P2): its files and the render the writer just
+        verified, so the next write starts from it without reading the folder again."""
+        self.files, self.tree = files, tree
+
     def _forget(self, file: str) -> None:
         self._bad.pop(file, None)
         for key in self._keys_of.pop(file, ()):
@@ -133,6 +164,8 @@ class Folder:
 
     def identities(self) -> list[IdentityKey]:
         """Every object with a document in the folder (D2 compares them with a listing)."""
+        if self.tree is not None:
+            return [r.key for r in self.tree.objects]
         return list(self._where)
 
     def find(self, key: IdentityKey) -> Located | None:

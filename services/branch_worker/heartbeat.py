@@ -136,6 +136,17 @@ class Heartbeat:
             )
             self._held.mark_lost(lease)
 
+    def renewal_problem(self) -> str | None:
+        """None while the leases are renewed on time, else why not: the branch worker's
+        readiness (issue 13). Two beats missed in a row means one more miss may lose every
+        lease, so the worker stops counting as ready then, before its branches move."""
+        if self.error is not None:
+            return f"the lease heartbeat stopped ({type(self.error).__name__})"
+        late = self._clock() - self._renewed_at
+        if late > 2 * self.interval_s:
+            return f"leases not renewed for {late:.0f}s (lease period {self._lease_s:g}s)"
+        return None
+
     def run(self, stop: threading.Event) -> None:
         """Beat until ``stop`` is set. Redis away is ridden out (``missed``: a worker that
         cannot renew drops its branches after a lease period); any other failure is kept in

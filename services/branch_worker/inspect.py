@@ -2,7 +2,8 @@
 
 For every branch with work: its repository and branch, its owner, the observed tip, whether it
 is quiet (and if not, why), and for every applier its GitTargets name: what it is owed, the
-attempt out, its backoff, and what the decision rule says it is waiting for now.
+attempt out, its backoff, and what the decision rule says it is waiting for now; and the
+branch's latest apply-window collisions (W3): what was withheld or judged ambiguous, and why.
 """
 
 from __future__ import annotations
@@ -77,4 +78,13 @@ def _branch(bk: BranchKey, stores: Stores, now: float) -> list[str]:
         periods = {str(t.uid): t.quiet_period_s for t in targets}
         applier = stores.appliers.load(ref.key, ref.kind)
         lines += _applier_lines(ref, replace(applier, quiet_periods=periods), view, now)
-    return lines
+    return lines + _collision_lines(stores, bk, now)
+
+
+def _collision_lines(stores: Stores, bk: BranchKey, now: float) -> list[str]:
+    """W3: the latest apply-window collisions, newest first."""
+    return [
+        f"  apply window: {c.outcome} {c.object} of GitTarget {c.gittarget} "
+        f"({c.applier}, {now - c.at:.0f}s ago): {c.why}"
+        for c in stores.collisions.latest(bk)
+    ]

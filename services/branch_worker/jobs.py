@@ -13,6 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
+from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop, ProviderChanged
 from services.branch_worker.heartbeat import HeldLeases
@@ -25,7 +26,7 @@ from shared.kube.errors import KubeError
 from shared.model.config import BranchConfig
 from shared.model.ids import BranchKey
 from shared.model.notices import PushNotice
-from shared.settings import Settings
+from shared.settings import Settings, apply_window_switched_off
 from shared.store.branch_state import FencedOff
 from shared.store.errors import REDIS_DOWN
 from shared.store.leases import Lease
@@ -227,6 +228,14 @@ class BranchJobs:
                 states=self.stores.states,
                 clock=self._clock,
                 attempt_deadline_s=self.settings.attempt_deadline.total_seconds(),
+            ),
+            guard=ApplyWindowGuard(
+                bk,
+                appliers=self.stores.appliers,
+                ledger=self.stores.ledger,
+                collisions=self.stores.collisions,
+                clock=self._clock,
+                enabled=not apply_window_switched_off(),
             ),
         )
 

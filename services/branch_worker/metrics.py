@@ -1,4 +1,5 @@
-"""The branch worker's metrics (O1): commits, pushes, foreign commits, refusals, notices, waits.
+"""The branch worker's metrics (O1): commits, pushes, foreign commits, refusals, notices, waits,
+apply-window collisions (W3).
 
 Defined as the other processes define theirs: a class whose metrics live on the registry it is
 given, so a test can build its own. The branch loops are not yet handed an instance, so the
@@ -53,6 +54,13 @@ class BranchWorkerMetrics:
             ["branch"],
             registry=registry,
         )
+        self.apply_window_collisions = Counter(
+            "gitops_reverser_apply_window_collisions_total",
+            "Object events the apply window judged a collision (W3): withheld (not mirrored) "
+            "or ambiguous (a same-second tie, mirrored)",
+            ["outcome"],
+            registry=registry,
+        )
         self.owned_branches = Gauge(
             "gitops_reverser_owned_branches",
             "Branches this worker holds the lease of and works",
@@ -78,6 +86,7 @@ REFUSALS = METRICS.refusals
 NOTICES = METRICS.notices
 OBLIGATIONS = METRICS.obligations
 QUIET_WAIT = METRICS.quiet_wait
+APPLY_WINDOW_COLLISIONS = METRICS.apply_window_collisions
 OWNED_BRANCHES = METRICS.owned_branches
 BUSY_THREADS = METRICS.busy_threads
 WAITING_BRANCHES = METRICS.waiting_branches

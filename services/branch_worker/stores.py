@@ -9,10 +9,12 @@ from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
 from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import BranchStates
+from shared.store.collisions import Collisions
 from shared.store.config import ConfigStore
 from shared.store.connection import Client
 from shared.store.keys import Keys
 from shared.store.leases import Leases
+from shared.store.ledger import Ledger
 from shared.store.notice_reader import NoticeReader
 from shared.store.streams import EventStream
 from shared.store.workers import WorkerRegistry
@@ -31,6 +33,8 @@ class Stores:
     appliers: ApplierStore
     attempts: Attempts
     health: BranchHealth
+    ledger: Ledger
+    collisions: Collisions
 
     @classmethod
     def build(cls, client: Client, settings: Settings) -> Stores:
@@ -46,4 +50,6 @@ class Stores:
             ApplierStore(client, keys),
             Attempts(client, keys, settings.apply_queue),
             BranchHealth(client, keys),
+            Ledger(client, keys),
+            Collisions(client, keys),
         )

@@ -2,7 +2,13 @@
 
 The API value wins (M5): the whole sanitised object replaces its document. A document already
 in the folder is edited where it lives; a new one goes to the canonical path. Deletes follow
-the GitTarget's prune mode (M9).
+the GitTarget's prune mode (M9). A folder holding a kustomization is written through the
+kustomize subset (P2): its files and kustomizations are planned together, and the write is
+made only when the folder, rendered again, shows exactly the edit and nothing else moved.
+A Secret arrives sealed when its GitTarget encrypts (P3): it is written as it came
+(ciphertext; a new one to ``{name}.sops.yaml``), and it is no write when the document in Git
+carries the same plaintext fingerprint (M3: every sealing differs in bytes, so bytes cannot
+say "unchanged").
 """
 
 from __future__ import annotations
@@ -12,12 +18,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from services.branch_worker.folder import Folder, IdentityKey, Located
+from services.branch_worker.sops_bootstrap import stage_sops_bootstrap
 from shared.decide.placement import PlacementRefused, canonical_path
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
+from shared.model import kustomize, kustomize_edit
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
 from shared.model.manifest import render
+from shared.model.sops import SEALED_SUFFIX, is_sealed, stored_fingerprint
 
 Kind = Literal["write", "none", "refused"]
 
@@ -48,9 +57,12 @@ def apply_event(
 ) -> Applied:
     """Apply ``event`` to the work tree under ``target.path`` (``folder``: its current index)."""
     oid = event.object_id
-    if event.sensitive and event.operation == "DELETE":
+    sealed = event.sensitive and bool(target.recipients)
+    if event.sensitive and event.body is not None and not is_sealed(event.body):
+        sealed = False  # not a Secret (sops encrypts data only), or sealed by nobody
+    if event.sensitive and event.operation == "DELETE" and not sealed:
         return NO_WRITE  # it was never written; its refusal is lifted by the caller
-    if event.sensitive:
+    if event.sensitive and not sealed:
         label = f"{oid.kind} {oid.namespace}/{oid.name}".replace(" /", " ")
         return Applied(
             "refused",
@@ -67,7 +79,9 @@ def apply_event(
         )
     located = folder.find(key_of(event))
     try:
-        if event.operation == "DELETE" or event.body is None:
+        if folder.tree is not None:
+            applied = _through_kustomize(workspace, target, event, folder)
+        elif event.operation == "DELETE" or event.body is None:
             applied = _delete(workspace, target, located)
         else:
             applied = _upsert(workspace, target, event, located)
@@ -82,7 +96,7 @@ def apply_event(
             reason="PathNotWritable",
             message=f"{err.strerror}: the path of {oid.kind} {oid.name} under {target.path!r}",
         )
-    if applied.kind == "write":
+    if applied.kind == "write" and folder.tree is None:
         folder.record(applied.path, list(applied.documents))
     return applied
 
@@ -94,14 +108,28 @@ def _upsert(
     if located is None:
         try:
             path = canonical_path(target.path, event.object_id)
+            if is_sealed(event.body):
+                path = path.removesuffix(".yaml") + SEALED_SUFFIX
+                stage_sops_bootstrap(workspace, target)  # P4 (the bootstrap hook's to stage)
         except PlacementRefused as err:
             return Applied("refused", reason="PathOutsideTarget", message=str(err))
         return _write_file(workspace, path, [event.body])
-    if located.documents[located.index] == event.body:
+    if located.documents[located.index] == event.body or _same_plaintext(
+        located.documents[located.index], event.body
+    ):
         return NO_WRITE  # same object, whatever the file's formatting (M3)
     docs = list(located.documents)
     docs[located.index] = event.body  # the whole API object replaces the document (M5)
     return _write_file(workspace, located.path, docs)
+
+
+def _same_plaintext(in_git: dict[str, Any], new: dict[str, Any]) -> bool:
+    """P3: two sealed documents with one fingerprint hold the same plaintext for the same
+    recipients (a document without one, or re-encrypted by a person, never matches)."""
+    if not (is_sealed(in_git) and is_sealed(new)):
+        return False
+    found = stored_fingerprint(in_git)
+    return bool(found) and found == stored_fingerprint(new)
 
 
 def _delete(workspace: Workspace, target: TargetConfig, located: Located | None) -> Applied:
@@ -112,6 +140,46 @@ def _delete(workspace: Workspace, target: TargetConfig, located: Located | None)
         workspace.delete(located.path)
         return Applied("write", path=located.path)
     return _write_file(workspace, located.path, docs)
+
+
+def _through_kustomize(
+    workspace: Workspace, target: TargetConfig, event: ObjectEvent, folder: Folder
+) -> Applied:
+    """P2: plan the edit on the folder's render, render again, and write only what verifies."""
+    tree = folder.tree
+    assert tree is not None
+    key = key_of(event)
+    body = None if event.operation == "DELETE" else event.body
+    try:
+        if body is None:
+            if target.prune == "Never":
+                return NO_WRITE
+            plan = kustomize_edit.plan_delete(tree, target.path, key, workspace.read)
+        else:
+            new_path = canonical_path(target.path, event.object_id)
+            plan = kustomize_edit.plan_upsert(tree, target.path, body, new_path, workspace.read)
+        if plan is None:
+            return NO_WRITE
+        edits = {p: d for p, d in plan.finish().items() if workspace.read(p) != d}
+        if not edits:
+            return NO_WRITE
+        files = sorted({*folder.files, *(p for p, d in edits.items() if d is not None)})
+        files = [f for f in files if edits.get(f, b"") is not None]
+        after = kustomize.render_folder(target.path, files, plan.reader(), previous=tree)
+        kustomize_edit.verify(tree, after, key, body)
+    except PlacementRefused as err:
+        return Applied("refused", reason="PathOutsideTarget", message=str(err))
+    except kustomize_edit.Refused as err:
+        return Applied("refused", reason=err.reason, message=str(err))
+    except kustomize.Unsupported as err:
+        return Applied("refused", reason="UnsupportedContent", message=str(err))
+    for path, data in sorted(edits.items()):
+        if data is None:
+            workspace.delete(path)
+        else:
+            workspace.write(path, data)
+    folder.rendered(files, after)
+    return Applied("write", path=min(edits))
 
 
 def _write_file(workspace: Workspace, path: str, docs: list[dict[str, Any]]) -> Applied:

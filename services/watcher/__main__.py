@@ -1,7 +1,8 @@
 """``python -m services.watcher [--burst]``: the watcher process.
 
-Settings come from ``GITOPS_REVERSER_*`` variables; logs are JSON lines; ``/metrics`` is
-served on ``GITOPS_REVERSER_METRICS_PORT`` when it is not 0 (``shared.process``). The first
+Settings come from ``GITOPS_REVERSER_*`` variables; logs are JSON lines; ``/healthz``,
+``/readyz`` (Redis and the Kubernetes API reachable) and ``/metrics`` are served on
+``GITOPS_REVERSER_METRICS_PORT`` when it is not 0 (``shared.process``). The first
 SIGTERM (or SIGINT) finishes the event in hand and exits; a second one exits at once.
 """
 
@@ -16,11 +17,14 @@ from collections.abc import Sequence
 from services.watcher.app import Watcher, WatcherParts
 from services.watcher.metrics import WatcherMetrics
 from shared import process
+from shared.health import Check
 from shared.kube.clients import ClientFactory
 from shared.kube.errors import KubeError
+from shared.kube.health import ApiProbe
 from shared.settings import Settings
 from shared.store.config import ConfigStore
 from shared.store.connection import connect
+from shared.store.health import RedisProbe
 from shared.store.keys import Keys
 from shared.store.ledger import Ledger
 from shared.store.receivers import ReceiverDirectory
@@ -60,7 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the watcher; returns the exit status."""
     args = _parse(argv)
     settings = process.start("watcher")
-    watcher = Watcher(_parts(settings), burst=args.burst)
+    parts = _parts(settings)
+    probes = [
+        Check("redis", RedisProbe(settings.redis_url)),
+        Check("kubernetes", ApiProbe(parts.factory)),
+    ]
+    process.serve(settings, probes)
+    watcher = Watcher(parts, burst=args.burst)
     process.Shutdown(watcher.request_stop).install()
     try:
         if args.burst:

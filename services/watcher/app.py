@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from services.watcher.encryption import Sealer
 from services.watcher.metrics import WatcherMetrics
 from services.watcher.reconcile import AppliersSetup, Plan, Reconciler
 from services.watcher.supervisor import Supervisor
@@ -60,6 +61,7 @@ class Watcher:
     def __init__(self, parts: WatcherParts, burst: bool = False) -> None:
         self._parts = parts
         self._burst = burst
+        sealer = Sealer(clock=parts.clock)
         self._deps = WatchDeps(
             events=parts.events,
             state=parts.state,
@@ -67,6 +69,7 @@ class Watcher:
             clock=parts.clock,
             session_s=BURST_SESSION_S if burst else SESSION_S,
             burst=burst,
+            sealer=sealer,
         )
         self._reconciler = Reconciler(
             parts.factory,
@@ -76,6 +79,7 @@ class Watcher:
             parts.clock,
             appliers=AppliersSetup(parts.settings, parts.ledger),
             receivers=parts.receivers,
+            sealer=sealer,
         )
         self._supervisor = Supervisor(self._worker)
         self._clients: dict[str, KubeClient] = {}

@@ -4,13 +4,15 @@ Pure functions: which operation a watch event is, what the event carries, and wh
 remembers about the object. An object with a ``deletionTimestamp`` is a DELETE at once
 (deletion is the intent; the finalizer updates that follow must not write the file back).
 A Secret travels as its identity only: no ``data`` ever reaches Redis, and the branch
-worker refuses it (M10).
+worker refuses it (M10); or, for a GitTarget with ``spec.encryption``, sealed as a SOPS
+document (ciphertext only) that the branch worker writes (P3).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from services.watcher.encryption import Sealer
 from shared.decide.watches import WatchSpec
 from shared.kube.kinds import is_sensitive
 from shared.model.events import Listing, ObjectEvent, Operation, latest_managers
@@ -62,7 +64,10 @@ def known_object(spec: WatchSpec, obj: Obj) -> KnownObject:
     )
 
 
-def _body(spec: WatchSpec, obj: Obj) -> Obj:
+def _body(spec: WatchSpec, obj: Obj, sealer: Sealer | None) -> Obj:
+    if spec.recipients and sealer is not None:
+        clean = sanitise({**obj, "apiVersion": obj.get("apiVersion") or spec.resource.api_version})
+        return sealer.seal(clean, spec.recipients, spec.key.uid)
     if spec.sensitive or is_sensitive(spec.resource):
         meta = _meta(obj)
         identity = {"name": meta.get("name"), "namespace": meta.get("namespace")}
@@ -74,8 +79,11 @@ def _body(spec: WatchSpec, obj: Obj) -> Obj:
     return sanitise({**obj, "apiVersion": obj.get("apiVersion") or spec.resource.api_version})
 
 
-def object_event(spec: WatchSpec, operation: Operation, obj: Obj, now: float) -> ObjectEvent:
-    """The event for one observed change of ``obj``."""
+def object_event(
+    spec: WatchSpec, operation: Operation, obj: Obj, now: float, sealer: Sealer | None = None
+) -> ObjectEvent:
+    """The event for one observed change of ``obj`` (a Secret sealed by ``sealer`` when its
+    GitTarget encrypts, P3)."""
     meta = _meta(obj)
     res = spec.resource
     managed = meta.get("managedFields")
@@ -87,7 +95,7 @@ def object_event(spec: WatchSpec, operation: Operation, obj: Obj, now: float) ->
         ),
         uid=str(meta.get("uid", "")),
         resource_version=str(meta.get("resourceVersion", "")),
-        body=None if operation == "DELETE" else _body(spec, obj),
+        body=None if operation == "DELETE" else _body(spec, obj, sealer),
         managers=latest_managers(managed if isinstance(managed, list) else None),
         observed_at=now,
         sensitive=spec.sensitive or is_sensitive(res),

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from services.watcher.applier_status import ApplierStatus
 from services.watcher.appliers import ApplierChecker
 from services.watcher.clusters import reconcile_clusters
+from services.watcher.encryption import Sealer, read_master, with_recipients
 from services.watcher.metrics import WatcherMetrics
 from services.watcher.probe import Prober
 from services.watcher.providers import reconcile_providers
@@ -106,12 +107,15 @@ class Reconciler:
         *,
         appliers: AppliersSetup,
         receivers: ReceiverDirectory | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         local = factory.local()
         self._local = local.client
         self._receivers = receivers
         self._factory = factory
         self._reader = CrdReader(local.client)
+        self._settings = appliers.settings
+        self._sealer = sealer
         writer = StatusWriter(local.client, COMPONENT, clock)
         self._status = StatusPublisher(writer, metrics, clock)
         self._prober = Prober(clock)
@@ -136,7 +140,7 @@ class Reconciler:
         return Snapshot(
             clusters=self._reader.cluster_providers(),
             providers=self._reader.git_providers(),
-            targets=self._reader.git_targets(),
+            targets=with_recipients(self._reader.git_targets(), self._reader),
             rules=self._reader.watch_rules(),
             namespace_labels=self._reader.namespace_labels(),
             cluster_rules=self._reader.cluster_watch_rules(),
@@ -146,6 +150,12 @@ class Reconciler:
         """One pass: status written, configs published, watches decided."""
         snap = self.read()
         self._check_epoch()
+        if self._sealer is not None and any(t.encryption for t in snap.targets):
+            self._sealer.use_master(
+                read_master(
+                    self._reader, self._settings.namespace, self._settings.sops_fingerprint_secret
+                )
+            )
         states = reconcile_clusters(self._factory, snap.clusters, self._status)
         problems = reconcile_providers(snap.providers, self._reader, self._prober, self._status)
         if self._receivers is not None:

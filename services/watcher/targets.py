@@ -106,6 +106,7 @@ def target_config(target: GitTargetView, provider: GitProviderView) -> TargetCon
         quiet_period_s=target.quiet_period_s,
         webhook=target.webhook,
         signing_secret=target.signing.secret_name if target.signing else "",
+        recipients=target.encryption.recipients if target.encryption is not None else (),
     )
 
 

@@ -32,6 +32,7 @@ from services.watcher.emit import (
     operation_of,
     swept_event,
 )
+from services.watcher.encryption import Sealer
 from services.watcher.metrics import WatcherMetrics
 from shared.decide.watches import WatchSpec
 from shared.kube.api import KubeClient, StreamHandle, WatchEvent
@@ -64,6 +65,7 @@ class WatchDeps:
     session_s: int  # timeoutSeconds of each watch request
     burst: bool = False  # end once a session ends quiet (tests, --burst)
     monotonic: Callable[[], float] = time.monotonic  # measures quiet, never business time
+    sealer: Sealer | None = None  # seals the Secrets of encrypting GitTargets (P3)
 
 
 class WatchWorker:
@@ -197,7 +199,8 @@ class WatchWorker:
                 present[name] = seen
                 if seen.same_revision(known.get(name)):
                     continue  # published before at this very revision: nothing to write (M3)
-            chunk.append((operation, object_event(self.spec, operation, obj, self._deps.clock())))
+            event = object_event(self.spec, operation, obj, self._deps.clock(), self._deps.sealer)
+            chunk.append((operation, event))
             if len(chunk) >= PUBLISH_CHUNK:
                 self._publish_chunk(chunk)
         self._publish_chunk(chunk)
@@ -218,8 +221,8 @@ class WatchWorker:
             return
         if self.spec.prune == "OnEvent" and not lost:
             return
-        if is_sensitive(self.spec.resource):
-            return  # never written, so nothing to find in the folder
+        if is_sensitive(self.spec.resource) and not self.spec.recipients:
+            return  # never written, so nothing to find in the folder (sealed ones are, P3)
         self._deps.events.publish(
             self.spec.branch, listing_of(self.spec, present, self._deps.clock())
         )
@@ -269,7 +272,8 @@ class WatchWorker:
         if operation is None:
             return 0
         obj = event.object
-        self._publish(operation, object_event(self.spec, operation, obj, self._deps.clock()))
+        published = object_event(self.spec, operation, obj, self._deps.clock(), self._deps.sealer)
+        self._publish(operation, published)
         name = name_of(obj)
         if operation == "DELETE":
             self._deps.state.advance(self._at, event.resource_version, gone=[name])

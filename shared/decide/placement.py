@@ -21,7 +21,16 @@ from shared.model.ids import ObjectId
 CLUSTER_SEGMENT = "_cluster"
 #: Files a folder may hold beside manifests without being refused.
 RECOGNISED_NAMES = frozenset(
-    {".gittargetignore", ".gitignore", ".gitattributes", ".gitkeep", "LICENSE", "COPYING", "NOTICE"}
+    {
+        ".gittargetignore",
+        ".gitignore",
+        ".gitattributes",
+        ".gitkeep",
+        "LICENSE",
+        "COPYING",
+        "NOTICE",
+        ".sops.yaml",  # SOPS creation rules (P4): read by sops, never an object
+    }
 )
 RECOGNISED_SUFFIXES = (".md",)
 MANIFEST_SUFFIXES = (".yaml", ".yml")

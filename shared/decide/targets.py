@@ -31,6 +31,8 @@ INVALID_PATH = "InvalidPath"
 CLUSTER_PROVIDER_NOT_FOUND = "ClusterProviderNotFound"
 NOT_ADMITTED = "NotAdmitted"
 INVALID_APPLIER = "InvalidApplier"
+#: spec.encryption names no usable age recipient (P3).
+INVALID_ENCRYPTION = "InvalidEncryption"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,8 @@ def validate(target: GitTargetView, around: Surroundings) -> Verdict:
         return Verdict(INVALID_PATH, problem)
     if target.applier_problem:
         return Verdict(INVALID_APPLIER, target.applier_problem)
+    if target.encryption is not None and target.encryption.problem:
+        return Verdict(INVALID_ENCRYPTION, target.encryption.problem)
     if around.cluster is None:
         return Verdict(
             CLUSTER_PROVIDER_NOT_FOUND, f"ClusterProvider {target.cluster_provider} not found"

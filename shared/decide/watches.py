@@ -52,6 +52,9 @@ class WatchSpec:
     operations: frozenset[Operation]
     prune: PruneMode
     sensitive: bool = False  # M10: only the object's identity is published, and it is refused
+    #: P3: core Secrets of a GitTarget with spec.encryption are published sealed for these
+    #: age recipients instead (empty: refused as above).
+    recipients: tuple[str, ...] = ()
     #: D2: a WatchRule asking for this watch was Ready before this watcher started, so the watch
     #: ran before; finding no cursor in Redis then means Redis lost it. Not part of equality: it
     #: never restarts a running watch.
@@ -81,8 +84,20 @@ def watch_spec(
     sensitive = (resource.group == "" and resource.resource == "secrets") or sensitive_kind(
         resource.group, resource.kind, target.sensitive
     )
+    enc = target.encryption
+    recipients: tuple[str, ...] = ()
+    if enc is not None and not enc.problem and (resource.group, resource.kind) == ("", "Secret"):
+        recipients = enc.recipients  # only a Secret's payload is what sops encrypts (data)
     return WatchSpec(
-        key, resource, target.cluster_provider, ref, served.branch, ops, target.prune, sensitive
+        key,
+        resource,
+        target.cluster_provider,
+        ref,
+        served.branch,
+        ops,
+        target.prune,
+        sensitive,
+        recipients,
     )
 
 

@@ -128,6 +128,9 @@ class TargetConfig:
     #: spec.commit.signing.secretRef.name, in the GitTarget's namespace; "" = unsigned (P6).
     #: The name only: the key is read from the Secret by the branch's owner when it commits.
     signing_secret: str = ""
+    #: spec.encryption's age recipients (public keys): Secrets are written sealed for them
+    #: (P3); empty: Secrets are refused (M10).
+    recipients: tuple[str, ...] = ()
 
     @property
     def ref(self) -> Branch:
@@ -152,6 +155,7 @@ class TargetConfig:
         data["applier"] = ApplierRef.from_data(applier) if applier else None
         webhook = data.get("webhook")
         data["webhook"] = WebhookEndpoint.from_data(webhook) if webhook else None
+        data["recipients"] = tuple(data.get("recipients") or ())
         if "quiet_period_s" not in data:  # written before the period left the reference
             data["quiet_period_s"] = float((applier or {}).get("quiet_period_s", QUIET_PERIOD_S))
         return cls(**data)

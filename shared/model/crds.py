@@ -19,6 +19,7 @@ from shared.model.config import ApplierRef, OnRefusal, PruneMode
 from shared.model.duration import DurationError, parse_duration
 from shared.model.events import OPERATIONS, Operation
 from shared.model.ids import GitTargetUid
+from shared.model.recipients import SopsError, parse_recipients
 from shared.model.webhook import MAX_TIMEOUT_S, WebhookEndpoint, url_problem
 
 Raw = Mapping[str, Any]
@@ -136,6 +137,16 @@ class SigningRef:
 
 
 @dataclass(frozen=True, slots=True)
+class EncryptionView:
+    """``spec.encryption`` (P3): the age recipients Secrets are sealed for."""
+
+    recipients: tuple[str, ...]  # spec.encryption.age.recipients, checked and sorted
+    secret_name: str  # spec.encryption.age.recipientsSecretRef.name; "" = none
+    secret_key: str  # its key (default ``recipients``)
+    problem: str = ""  # why the recipients cannot be used (the CRD's rules again)
+
+
+@dataclass(frozen=True, slots=True)
 class GitTargetView:
     """One folder on one branch."""
 
@@ -160,6 +171,8 @@ class GitTargetView:
     #: ``status.signingPublicKey`` last showed (written only when it changes).
     signing: SigningRef | None = None
     signing_public_key: str = field(default="", compare=False)
+    #: spec.encryption: Secrets are sealed for these recipients instead of refused (P3).
+    encryption: EncryptionView | None = None
 
     @property
     def uid(self) -> GitTargetUid:
@@ -380,6 +393,30 @@ def _stored_applier(raw: Raw) -> Raw | None:
     return cast(Raw, value) if isinstance(value, Mapping) else None
 
 
+def parse_encryption(spec: Raw) -> EncryptionView | None:
+    """``spec.encryption``, or None when Secrets are refused (M10)."""
+    raw = spec.get("encryption")
+    if not isinstance(raw, Mapping):
+        return None
+    age = _map(raw.get("age"))
+    ref = _map(age.get("recipientsSecretRef"))
+    listed = _strings(age.get("recipients"))
+    name = str(ref.get("name") or "")
+    key = str(ref.get("key") or defaults.RECIPIENTS_KEY)
+    problem = ""
+    recipients: tuple[str, ...] = ()
+    if str(raw.get("provider") or defaults.ENCRYPTION_PROVIDER) != defaults.ENCRYPTION_PROVIDER:
+        problem = "spec.encryption.provider must be sops"
+    elif listed:
+        try:
+            recipients = parse_recipients(listed)
+        except SopsError as err:
+            problem = f"spec.encryption.age.recipients: {err}"
+    elif not name:
+        problem = "spec.encryption.age needs recipients or recipientsSecretRef"
+    return EncryptionView(recipients, name, key, problem)
+
+
 def parse_git_target(raw: Raw) -> GitTargetView:
     """A GitTarget."""
     spec = _map(raw.get("spec"))
@@ -411,6 +448,7 @@ def parse_git_target(raw: Raw) -> GitTargetView:
         ),
         signing=_signing(_map(_map(spec.get("commit")).get("signing"))),
         signing_public_key=str(_map(raw.get("status")).get("signingPublicKey") or ""),
+        encryption=parse_encryption(spec),
     )
 
 

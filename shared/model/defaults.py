@@ -35,6 +35,10 @@ PRUNE_MODE: Final[PruneMode] = "OnEvent"
 ON_REFUSAL: Final[OnRefusal] = "None"
 #: GitTarget ``spec.applier.webhook.timeout``: how long one webhook POST may take (D7).
 WEBHOOK_TIMEOUT: Final = "10s"
+#: GitTarget ``spec.encryption.provider``: SOPS is the only format (P3).
+ENCRYPTION_PROVIDER: Final = "sops"
+#: GitTarget ``spec.encryption.age.recipientsSecretRef.key``: the Secret key holding recipients.
+RECIPIENTS_KEY: Final = "recipients"
 
 #: GitTarget ``spec.applier.quietPeriod`` when left out (behaviour.md §1). No schema default,
 #: because a CEL rule refuses a quietPeriod next to an applicationRef.
@@ -59,6 +63,8 @@ SCHEMA_DEFAULTS: Final[Mapping[tuple[str, str], str]] = {
     ("GitTarget", "spec.prune.mode"): PRUNE_MODE,
     ("GitTarget", "spec.onRefusal"): ON_REFUSAL,
     ("GitTarget", "spec.applier.webhook.timeout"): WEBHOOK_TIMEOUT,
+    ("GitTarget", "spec.encryption.provider"): ENCRYPTION_PROVIDER,
+    ("GitTarget", "spec.encryption.age.recipientsSecretRef.key"): RECIPIENTS_KEY,
 }
 #: (kind, field path) -> the product's value for a field whose schema has no ``default:``.
 PRODUCT_DEFAULTS: Final[Mapping[tuple[str, str], str]] = {

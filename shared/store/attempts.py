@@ -1,5 +1,8 @@
 """Sending apply attempts (rq jobs on ``apply-attempts``) and their outcomes (a stream).
 
+The queue's name is formed under the key prefix (``Keys.apply_queue``), so two installs that
+share one Redis each work only their own attempts (O4).
+
 The attempt is recorded in the applier before the job is enqueued, so a crash between the two
 leaves an attempt that is handed back after its deadline (never one sent twice); the job id is
 derived from the token, so one token is one job (D1). rq job ids may hold only letters,
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from types import FrameType
@@ -61,7 +65,7 @@ class Attempts:
     def __init__(self, client: redis.Redis, keys: Keys, queue: str) -> None:
         self._r = client
         self._keys = keys
-        self._queue_name = queue
+        self._queue_name = keys.apply_queue(queue)
         self._report_once = client.register_script(_REPORT_ONCE)
 
     def queue(self) -> Queue:
@@ -83,8 +87,11 @@ class Attempts:
         way every process of the product does. rq leaves its loop when Redis is away (a
         timeout, or any failure outside its dequeue); the process rides that out (C9): it
         waits ``OUTAGE_PAUSE_S`` and starts a new rq worker, until a signal asks it to stop.
+        Outside an rq worker's loop (before it installs its handlers, after it restores the
+        defaults, during the pause) a signal is a clean stop too, not death by SIGTERM.
         """
         while True:
+            _stop_on_signal()
             queue = self.queue()
             worker = _InProcessWorker([queue], connection=queue.connection)
             worker.exit_now = exit_now
@@ -92,12 +99,15 @@ class Attempts:
                 worker.work(burst=burst, logging_level=log_level)
             except REDIS_DOWN as err:  # rq's teardown writes to Redis too
                 log.warning("rq worker ended: Redis unreachable (%s)", err)
+            except StopRequested:  # a signal before rq's own handlers were installed
+                return
             if burst or worker._shutdown_requested_date is not None:
                 return
+            _stop_on_signal()
             log.warning("rq worker left its loop; starting another in %.0f s", OUTAGE_PAUSE_S)
             try:
                 threading.Event().wait(OUTAGE_PAUSE_S)
-            except StopRequested:  # rq's handler: a signal came between two rq workers
+            except StopRequested:  # a signal came between two rq workers
                 return
 
     def enqueue(self, request: ApplyRequest) -> None:
@@ -150,6 +160,16 @@ class Attempts:
         """Remove outcomes whose effect is stored in the applier."""
         if entry_ids:
             self._r.xdel(self._keys.branch_outcomes(bk), *entry_ids)
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise StopRequested
+
+
+def _stop_on_signal() -> None:
+    """SIGTERM/SIGINT raise StopRequested until an rq worker installs its own handlers."""
+    signal.signal(signal.SIGTERM, _raise_stop)
+    signal.signal(signal.SIGINT, _raise_stop)
 
 
 class _InProcessWorker(SimpleWorker):

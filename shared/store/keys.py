@@ -37,8 +37,13 @@ each does or does not expire:
   its branch worker while its passes fail and deleted when one succeeds or the branch is
   retired (T4);
   ``stalled-branches``: the set of branch keys with one, which the watcher reads each pass.
+- ``branch:{bk}:collisions``: list of the branch's latest apply-window collisions (W3), newest
+  first, capped at a few dozen, for ``branch_worker inspect`` (TTL: a day, renewed by each).
 - ``watcher:epoch``: a random value the watcher sets once and reads every pass; finding it
   gone or changed means Redis lost its data, so every config is published again (C8; no TTL).
+- ``queue:{name}``: the rq queue of apply attempts (``Settings.apply_queue``; rq stores it as
+  ``rq:queue:{prefix}:queue:{name}``), so two installs sharing one Redis never take each
+  other's jobs (O4; rq's own bookkeeping, with the jobs' TTLs).
 - ``watcher:targets``: set of GitTarget uids whose config the watcher published, so a
   GitTarget deleted while no watcher ran is still forgotten (no TTL: the live list).
 """
@@ -58,6 +63,10 @@ class Keys:
 
     def _k(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))
+
+    def apply_queue(self, name: str) -> str:
+        """The rq queue named ``name`` (``Settings.apply_queue``), under the prefix (O4)."""
+        return self._k("queue", name)
 
     @property
     def branches(self) -> str:
@@ -93,6 +102,10 @@ class Keys:
     def branch_outcomes(self, bk: BranchKey) -> str:
         """Stream of apply-request outcomes for a branch (A4)."""
         return self._k("branch", bk, "outcomes")
+
+    def branch_collisions(self, bk: BranchKey) -> str:
+        """List of the branch's latest apply-window collisions, newest first (W3)."""
+        return self._k("branch", bk, "collisions")
 
     def branch_state(self, bk: BranchKey) -> str:
         """Hash of the branch's published state (Q3)."""

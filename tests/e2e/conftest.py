@@ -74,16 +74,22 @@ class Launcher:
         self._redis_url = redis_url or Settings.from_env().redis_url
         self._running: list[tuple[Iterator[System], str]] = []
 
-    def start(self, identities: Identities | None = None, **settings: str) -> System:
+    def start(
+        self,
+        identities: Identities | None = None,
+        *,
+        seams: dict[str, str] | None = None,
+        **settings: str,
+    ) -> System:
         """A running system with a fresh key prefix and rq queue; ``identities`` and
-        ``settings`` as run_system's.
+        ``settings`` as run_system's, ``seams`` test seams for the processes' environment.
 
         The ClusterProvider ``default`` admits every namespace (docs/crds.md: ``selector: {}``).
         """
         prefix = f"test:e2e:{uuid.uuid4().hex[:10]}"
         values = {"key_prefix": prefix, "apply_queue": f"{prefix}:apply", **settings}
         directory = self._root / prefix.rsplit(":", 1)[1]
-        runner = run_system_as(identities, directory, self._redis_url, ALL, values)
+        runner = run_system_as(identities, directory, self._redis_url, ALL, values, seams=seams)
         system = next(runner)
         self._running.append((runner, prefix))
         system.create(
@@ -506,18 +512,26 @@ class FluxTenants(Tenants):
         suspend: bool = False,
         follows: str = "main",
         commit_window: str = "1s",
+        encryption: dict[str, Any] | None = None,
+        decryption: dict[str, Any] | None = None,
     ) -> FluxTenant:
         """A tenant (``Tenants.make``) plus, when ``receiver``, a GitHub receiver whose hook
         the Git host calls; the GitTarget's applier; and Flux's GitRepository (following
         ``follows``) and Kustomization. Returns once a worker owns the branch and, unless
-        suspended or mismatched, Flux applied the first commit with ApplierConfigured True."""
+        suspended or mismatched, Flux applied the first commit with ApplierConfigured True.
+        ``encryption`` is the GitTarget's ``spec.encryption``, ``decryption`` the
+        Kustomization's ``spec.decryption`` (P3)."""
         applier = {"kustomizationRef": {"name": "ks", "namespace": name}, "quietPeriod": quiet}
         tenant = self.make(
             name,
             commit_window=commit_window,
             rules=rules or [CONFIGMAPS],
             receiver={"type": "github", "secretRef": {"name": "webhook"}} if receiver else None,
-            target_spec={"onRefusal": on_refusal, "applier": applier},
+            target_spec={
+                "onRefusal": on_refusal,
+                "applier": applier,
+                **({"encryption": encryption} if encryption else {}),
+            },
             files={
                 "README.md": b"e2e\n",
                 f"clusters/{name}/README.md": b"The folder of GitTarget gt.\n",
@@ -526,7 +540,7 @@ class FluxTenants(Tenants):
         )
         if receiver:
             self.secret(name, "webhook", {"token": WEBHOOK_TOKEN})
-        self._flux(name, tenant.url, follows, suspend)
+        self._flux(name, tenant.url, follows, suspend, decryption)
         found = tenant.target()
         flux = FluxTenant(tenant, str(found["metadata"]["uid"]))
         tenant.wait_owned()
@@ -560,7 +574,14 @@ class FluxTenants(Tenants):
         found = self.system.get(GROUP, VERSION, ns, "gittargets", name)
         return str(found["metadata"]["uid"])
 
-    def _flux(self, ns: str, url: str, follows: str, suspend: bool) -> None:
+    def _flux(
+        self,
+        ns: str,
+        url: str,
+        follows: str,
+        suspend: bool,
+        decryption: dict[str, Any] | None = None,
+    ) -> None:
         source = {"url": url, "interval": "24h", "ref": {"branch": follows}}
         kustomization = {
             "interval": "24h",
@@ -568,6 +589,7 @@ class FluxTenants(Tenants):
             "prune": False,
             "suspend": suspend,
             "sourceRef": {"kind": "GitRepository", "name": "src"},
+            **({"decryption": decryption} if decryption else {}),
         }
         for (group, version, plural), kind, obj, spec in (
             (SOURCES, "GitRepository", "src", source),

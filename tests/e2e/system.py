@@ -9,7 +9,7 @@ with real git, and wait (bounded) for effects in other processes.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 from kubernetes import client
 
 from sandbox import manifests as m
+from sandbox.flux.pacing import Pacing
 from sandbox.githost import Hook
 from sandbox.githost.outside import git, push
 from sandbox.processes import Processes, environment, free_port
@@ -105,15 +106,26 @@ def run_system_as(
     redis_url: str,
     processes: tuple[str, ...],
     settings: dict[str, str],
+    *,
+    seams: Mapping[str, str] | None = None,
 ) -> Iterator[System]:
     """``run_system``; with ``identities`` the API server double authenticates and authorizes
     every request (the product's kubeconfig carries its own token; the tests act as the
-    administrator)."""
-    sbx = start(directory, repos=(), identities=identities)
+    administrator). The applier doubles run without pauses (a test that needs a slow apply
+    holds ``pacing.gate``); ``seams`` are test seams added to the processes' environment
+    as they are (``shared.settings.APPLY_WINDOW_TEST_SEAM``), never user settings."""
+    sbx = start(
+        directory,
+        repos=(),
+        identities=identities,
+        flux_pacing=Pacing(),
+        argocd_pacing=Pacing(),
+    )
     port = free_port()
     env = environment(directory, port)
     env["GITOPS_REVERSER_REDIS_URL"] = redis_url
     env.update({f"GITOPS_REVERSER_{k.upper()}": v for k, v in settings.items()})
+    env.update(seams or {})
     procs = Processes(env, directory / "logs")
     system = System(directory, sbx, env, port, procs)
     RUNNING_LOGS.append(directory / "logs")

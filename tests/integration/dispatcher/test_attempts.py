@@ -20,6 +20,7 @@ from kubernetes import client
 
 from sandbox import manifests as m
 from sandbox.flux import FluxControllers
+from sandbox.flux.pacing import Pacing
 from sandbox.githost import GitHost
 from sandbox.githost.outside import OutsideClone
 from sandbox.kube.server import KubeApiServer
@@ -129,7 +130,7 @@ def world(
     api = kube.api_client()
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
-    flux = FluxControllers(kube.api_client(), tmp_path / "flux")
+    flux = FluxControllers(kube.api_client(), tmp_path / "flux", pacing=Pacing())
     keys = Keys(key_prefix)
     settings = Settings(
         redis_url=Settings.from_env().redis_url,

@@ -19,6 +19,7 @@ from kubernetes import client
 
 from sandbox import manifests as m
 from sandbox.flux import FluxControllers
+from sandbox.flux.pacing import Pacing
 from sandbox.githost import GitHost
 from sandbox.githost.outside import git
 from sandbox.kube.server import KubeApiServer
@@ -119,7 +120,7 @@ def test_the_stamp_lands_in_the_appliers_own_cluster(
 ) -> None:
     local, remote, _, url = clusters
     uid = _setup(local, remote, url, tmp_path, admitted=[NS])
-    flux = FluxControllers(remote.api_client(), tmp_path / "flux")
+    flux = FluxControllers(remote.api_client(), tmp_path / "flux", pacing=Pacing())
     flux.start()
     try:
         request, outcome, message = _attempt(local, url, uid, redis_client, key_prefix)

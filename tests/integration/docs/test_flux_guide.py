@@ -25,6 +25,7 @@ from kubernetes import client
 
 from sandbox import manifests as m
 from sandbox.flux import FluxControllers
+from sandbox.flux.pacing import Pacing
 from sandbox.githost import GitHost
 from sandbox.kube.schema import check
 from sandbox.kube.server import KubeApiServer
@@ -143,7 +144,7 @@ def test_the_example_is_configured_and_a_request_stamps_the_source(
     conditions = {c["type"]: c for c in target["status"]["conditions"]}
     assert conditions["ApplierConfigured"]["status"] == "True", conditions["ApplierConfigured"]
 
-    flux = FluxControllers(kube.api_client(), tmp_path / "flux")
+    flux = FluxControllers(kube.api_client(), tmp_path / "flux", pacing=Pacing())
     flux.start()
     try:
         keys = Keys(key_prefix)

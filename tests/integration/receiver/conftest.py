@@ -35,7 +35,9 @@ from shared.store.keys import Keys
 from shared.store.receivers import ReceiverDirectory
 
 ROOT = Path(__file__).resolve().parents[3]
-GUNICORN = Path(sys.executable).parent / "gunicorn"
+#: The receiver's console script (gunicorn with services/receiver/gunicorn.conf.py), as the
+#: Procfile and the image start it.
+RECEIVER = Path(sys.executable).parent / "gitops-reverser-receiver"
 #: Small, so a chunked body over it is cheap to send; every real delivery here is far smaller.
 LIMIT = 64 * 1024
 START_TIMEOUT_S = 20.0
@@ -62,13 +64,8 @@ def _drain(stream: object, lines: list[str], found: queue.Queue[str]) -> None:
 
 
 def start_gunicorn(env: dict[str, str], home: Path, metrics_dir: Path) -> Gunicorn:
-    """Start ``gunicorn -c services/receiver/gunicorn.conf.py ...`` as the Procfile does."""
-    command = [
-        str(GUNICORN),
-        "-c",
-        "services/receiver/gunicorn.conf.py",
-        "services.receiver.app:create_app()",
-    ]
+    """Start ``gitops-reverser-receiver`` as the Procfile does."""
+    command = [str(RECEIVER)]
     process = subprocess.Popen(
         command, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
     )

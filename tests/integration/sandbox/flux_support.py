@@ -17,6 +17,7 @@ from typing import Any
 from kubernetes import client
 
 from sandbox.flux import FluxControllers
+from sandbox.flux.pacing import Pacing
 from sandbox.githost import GitHost
 from sandbox.kube.server import KubeApiServer
 from sandbox.paths import third_party_crd_files
@@ -184,7 +185,9 @@ def open_env(
         initial = files or {"deploy/app.yaml": config_map("app", {"color": "blue"})}
         url = host.create_repo("fleet", files={k: v.encode() for k, v in initial.items()})
         work = WorkTree(Git(tmp_path / "home"), url, tmp_path / "work")
-        flux = FluxControllers(kube.api_client(), tmp_path / "flux", clock=clock or time.time)
+        flux = FluxControllers(
+            kube.api_client(), tmp_path / "flux", clock=clock or time.time, pacing=Pacing()
+        )
         yield FluxEnv(kube, host, url, work, flux, clock or time.time)
         flux.stop()
     finally:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import pyrage
 import pytest
 import redis
 
+from services.watcher.encryption import Sealer
 from shared.model.events import latest_managers
 from shared.model.manifest import sanitise
+from shared.model.sops import fingerprint, is_sealed, stored_fingerprint
 from tests.integration.watcher.harness import (
     GROUP,
     Rig,
@@ -213,3 +216,57 @@ def test_rule_operations_filter_what_is_published(rig: Rig, repo_url: str) -> No
     rig.burst()
 
     assert [e.operation for e in rig.published(repo_url)] == ["CREATE", "DELETE"]
+
+
+def test_a_secret_of_an_encrypting_target_is_published_sealed(rig: Rig, repo_url: str) -> None:
+    """P3: with spec.encryption (recipients from a Secret in the GitTarget's namespace) the
+    Secret is published as a SOPS document; Redis holds ciphertext only; its fingerprint is
+    keyed from the cluster's fingerprint Secret, so another watcher process agrees on it; and
+    a list without a cursor names the Secrets (D2), since sealed ones are in the folder."""
+    identity = pyrage.x25519.Identity.generate()
+    c = rig.cluster
+    c.namespace("gitops-reverser")
+    c.create(_secret("gitops-reverser", "gitops-reverser-sops-fingerprint", {"key": "k" * 32}))
+    uid = mirror_setup(
+        rig,
+        repo_url,
+        rules=[{"apiGroups": [""], "resources": ["secrets"]}],
+        encryption={"age": {"recipientsSecretRef": {"name": "keys"}}},
+        prune={"mode": "Always"},
+    )
+    c.create(_secret("team-a", "keys", {"recipients": f"# flux\n{identity.to_public()}\n"}))
+    password = "hunter2-do-not-leak"
+    encoded = base64.b64encode(password.encode()).decode()
+    c.create(_secret("team-a", "db", {"password": password}))
+    rig.burst()
+
+    sealed = [e for e in rig.events(repo_url) if e.object_id.name == "db"]
+    assert len(sealed) == 1 and sealed[0].sensitive and sealed[0].body is not None
+    body = sealed[0].body
+    assert is_sealed(body) and body["sops"]["age"][0]["recipient"] == str(identity.to_public())
+    plain = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "db", "namespace": "team-a"},
+        "data": {"password": encoded},
+        "type": "Opaque",
+    }
+    key = Sealer(b"k" * 32).key_for(uid)
+    assert stored_fingerprint(body) == fingerprint(plain, (str(identity.to_public()),), key)
+    stored = _all_values(rig.redis, rig.prefix)
+    assert password not in stored and encoded not in stored
+    assert "ENC[AES256_GCM" in stored
+    # D2 for sealed Secrets: they are in the folder, so a list without a cursor names them
+    (listing,) = [x for x in rig.listings(repo_url) if x.resource.resource == "secrets"]
+    assert listing.names == {"db", "keys"}
+
+
+def _secret(ns: str, name: str, values: dict[str, str]) -> dict[str, Any]:
+    data = {k: base64.b64encode(v.encode()).decode() for k, v in values.items()}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": name, "namespace": ns},
+        "data": data,
+    }

@@ -240,3 +240,27 @@ def test_a_git_provider_receiver_is_published_with_its_webhook_path(
     c.delete(GROUP, "GitProvider", "repo", "team-a")
     rig.burst()
     assert ReceiverDirectory(rig.redis, rig.keys).lookup(digest) is None
+
+
+def test_a_missing_recipients_secret_stalls_the_target_with_invalid_encryption(
+    rig: Rig, repo_url: str
+) -> None:
+    """P3, T4: spec.encryption naming a recipients Secret that is not in the GitTarget's
+    namespace is a condition the user sees (Validated=False InvalidEncryption, naming the
+    Secret); nothing of the GitTarget is published, so no Secret is refused or written."""
+    uid = mirror_setup(
+        rig,
+        repo_url,
+        rules=[{"apiGroups": [""], "resources": ["secrets"]}],
+        encryption={"age": {"recipientsSecretRef": {"name": "missing-keys"}}},
+    )
+    rig.burst()
+
+    conditions = rig.cluster.conditions("GitTarget", "target", "team-a")
+    assert (conditions["Validated"]["status"], conditions["Validated"]["reason"]) == (
+        "False",
+        "InvalidEncryption",
+    )
+    assert "team-a/missing-keys" in conditions["Validated"]["message"]
+    assert conditions["Stalled"]["status"] == "True"
+    assert rig.config.target(GitTargetUid(uid)) is None

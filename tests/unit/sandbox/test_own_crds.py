@@ -83,6 +83,13 @@ GIT_TARGET: dict[str, Any] = {
         "onRefusal": "Reapply",
         "commit": {"signing": {"secretRef": {"name": "signing"}, "generateWhenMissing": True}},
         "sensitive": [{"group": "example.com", "kind": "Widget"}, {"group": "", "kind": "*"}],
+        "encryption": {
+            "provider": "sops",
+            "age": {
+                "recipients": ["age1" + "q" * 58],
+                "recipientsSecretRef": {"name": "sops-recipients", "key": "recipients"},
+            },
+        },
         "applier": {
             "kustomizationRef": {"name": "apps", "namespace": "flux-system"},
             "clusterProviderRef": {"name": "hub"},
@@ -590,3 +597,25 @@ def test_signing_needs_a_secret(schemas: dict[str, dict[str, Any]]) -> None:
     target = _example("GitTarget")
     target["spec"]["commit"]["signing"] = {"generateWhenMissing": True}
     assert _fields(_check(schemas, target)) == ["spec.commit.signing.secretRef"]
+
+
+def test_encryption_names_age_recipients(schemas: dict[str, dict[str, Any]]) -> None:
+    """P3: spec.encryption.age needs a recipient list or a Secret; provider defaults to sops,
+    the Secret's key to ``recipients``; a key that is not an age public key is refused."""
+    target = _example("GitTarget")
+    target["spec"]["encryption"] = {"age": {"recipientsSecretRef": {"name": "keys"}}}
+    checked = _check(schemas, target)
+    assert checked.errors == []
+    assert checked.obj["spec"]["encryption"] == {
+        "provider": "sops",
+        "age": {"recipientsSecretRef": {"name": "keys", "key": "recipients"}},
+    }
+    target["spec"]["encryption"] = {"age": {"recipients": []}}
+    _refused_with(
+        schemas,
+        target,
+        "spec.encryption.age",
+        "spec.encryption.age needs recipients or recipientsSecretRef",
+    )
+    target["spec"]["encryption"] = {"age": {"recipients": ["AGE-SECRET-KEY-1XYZ"]}}
+    assert _fields(_check(schemas, target)) == ["spec.encryption.age.recipients[0]"]

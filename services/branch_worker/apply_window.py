@@ -1,0 +1,152 @@
+"""The apply window at the branch (W1-W3): withhold the applier's revert of an API edit.
+
+``shared.decide.apply_window`` decides; this module gathers what it decides on and acts:
+
+- the applier's window: its latest request, which is the attempt out (its ``sent_at`` in the
+  applier's record) or else the GitTarget's last finished request (``sent_at``/``finished_at``
+  in the ledger the dispatcher writes when the attempt ends, S3). Only the latest counts: an
+  edit made after an older request but before the latest one is in the commit the latest one
+  applies, so that apply is no revert (judging it against the older window would withhold a
+  correct apply); the trailing events of an older apply that arrive once a newer request is
+  out are mirrored, which only proof could prevent;
+- when the API side last edited each object: the time the watcher observed the last event
+  that was not the applier's alone. It is kept in this owner's memory, so a new owner of the
+  branch starts with none: it mirrors (only proof withholds, W2), never withholds wrongly.
+
+A withheld event is not mirrored (the caller acknowledges it as no write); every collision is
+logged, counted in ``apply_window_collisions_total{outcome}`` and kept for ``inspect`` (W3).
+Store reads happen only for an event the applier's own manager wrote: an API edit costs none.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from services.branch_worker import metrics
+from services.branch_worker.writer import key_of
+from shared.decide.apply_window import (
+    AFTER_FINISH_S,
+    ApplyWindow,
+    Decision,
+    Verdict,
+    decide,
+    is_api_edit,
+    managers_of,
+)
+from shared.model.config import ApplierRef, TargetConfig
+from shared.model.events import ObjectEvent
+from shared.model.ids import BranchKey
+from shared.store.appliers import ApplierStore
+from shared.store.collisions import Collision, Collisions
+from shared.store.ledger import Ledger
+
+log = logging.getLogger(__name__)
+
+#: How long an API edit is remembered: past any attempt's deadline (5 minutes, D6) and the
+#: window's 10 s after it, so no edit a window could need is forgotten.
+REMEMBER_S = 900.0
+
+EditKey = tuple[str, str, str, str, str]
+
+
+class ApplyWindowGuard:
+    """Judges one branch's object events against their appliers' apply windows."""
+
+    def __init__(
+        self,
+        bk: BranchKey,
+        *,
+        appliers: ApplierStore,
+        ledger: Ledger,
+        collisions: Collisions,
+        clock: Callable[[], float],
+        enabled: bool = True,
+    ) -> None:
+        self._bk = bk
+        self._appliers = appliers
+        self._ledger = ledger
+        self._collisions = collisions
+        self._clock = clock
+        self._enabled = enabled  # False only through the e2e test seam
+        self._edited: dict[EditKey, float] = {}
+
+    def admits(self, target: TargetConfig, event: ObjectEvent) -> bool:
+        """True to mirror ``event``; False when the apply window withholds it (W1)."""
+        ref = target.applier
+        if not self._enabled or ref is None:
+            return True
+        key: EditKey = (target.uid, *key_of(event))
+        if is_api_edit(event.operation, event.managers, ref.kind):
+            decision = Decision(Verdict.MIRROR, "an API edit")
+            if {m.manager for m in event.managers} & managers_of(ref.kind):
+                decision = self._judge(ref, target, event, key)  # a same-second tie (W2)
+            self._remember(key, event.observed_at)
+        else:
+            decision = self._judge(ref, target, event, key)
+        if decision.collision:
+            self._report(ref, target, event, decision)
+        return decision.mirrored
+
+    def _judge(
+        self, ref: ApplierRef, target: TargetConfig, event: ObjectEvent, key: EditKey
+    ) -> Decision:
+        return decide(
+            operation=event.operation,
+            newest=event.managers,
+            applier_kind=ref.kind,
+            window=self._window(ref, target),
+            api_edited_at=self._edited.get(key),
+            now=self._clock(),
+        )
+
+    def _window(self, ref: ApplierRef, target: TargetConfig) -> ApplyWindow | None:
+        """The applier's latest request: the attempt out, else the GitTarget's last one."""
+        attempt = self._appliers.load(ref.key, ref.kind).attempt
+        if attempt is not None:
+            return ApplyWindow(attempt.sent_at)
+        try:
+            last, _ = self._ledger.last_request(target.uid)
+        except ValueError:
+            return None
+        return None if last is None else ApplyWindow(last.sent_at, last.finished_at)
+
+    def _remember(self, key: EditKey, at: float) -> None:
+        self._edited[key] = max(at, self._edited.get(key, at))
+        horizon = self._clock() - REMEMBER_S - AFTER_FINISH_S
+        if len(self._edited) % 256 == 0:  # now and then, drop what no window can need
+            self._edited = {k: t for k, t in self._edited.items() if t >= horizon}
+
+    def _report(
+        self, ref: ApplierRef, target: TargetConfig, event: ObjectEvent, decision: Decision
+    ) -> None:
+        """W3: log, count and keep one collision."""
+        oid = event.object_id
+        subject = "/".join(p for p in (oid.kind, oid.namespace, oid.name) if p)
+        applier = f"{ref.kind}/{ref.namespace}/{ref.name}"
+        outcome = decision.verdict.value
+        metrics.APPLY_WINDOW_COLLISIONS.labels(outcome).inc()
+        log.warning(
+            "apply window: %s %s (%s)",
+            outcome,
+            subject,
+            decision.why,
+            extra={
+                "branch": self._bk,
+                "applier": applier,
+                "gittarget": f"{target.namespace}/{target.name}",
+                "object": subject,
+                "outcome": outcome,
+            },
+        )
+        self._collisions.record(
+            self._bk,
+            Collision(
+                self._clock(),
+                outcome,
+                subject,
+                f"{target.namespace}/{target.name}",
+                applier,
+                decision.why,
+            ),
+        )

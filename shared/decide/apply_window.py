@@ -1,0 +1,136 @@
+"""The apply window (W1-W2): is this object event the applier reverting an API edit?
+
+An applier applies the commit it was asked for a few seconds after the stamp. An API edit made
+in those seconds, to a field the applier applies, is reverted by the apply; mirroring that
+revert would write the applier's value over the edit in Git, so the edit would survive only in
+history (the seed's "An apply runs a few seconds after its stamp"). The API value wins (M5), so
+such a revert is *withheld*: not mirrored. Git keeps the edit, and the CatchUp its push owes
+applies it back.
+
+Only proof withholds (W2). An event is withheld when all of these hold:
+
+- it is not a DELETE;
+- the applier's request is out, or finished less than ``AFTER_FINISH_S`` ago (the window);
+- the object is in the applier's folders (the caller passes the window of the applier the
+  event's GitTarget names, or none);
+- the newest ``managedFields`` entries (those sharing the newest time) all belong to that
+  applier's own field managers;
+- the API side edited the object after the request was sent (an edit seen later than
+  ``sent_at``).
+
+A newest time shared by the applier's manager and another manager (same second) could be the
+API edit itself: it is mirrored, and counted as ``ambiguous``. Everything else is mirrored and
+is no collision. This module decides; it does no IO (the branch worker reads the window and the
+edit times from the store and acts).
+
+Not to be confused with ``shared.decide.window``, which is the *commit* window (M6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+from shared.model.events import ManagerEntry, Operation
+
+#: W1: the window stays open this long after the applier finished, for the watch to deliver
+#: the apply's events (they can trail the finish the dispatcher saw).
+AFTER_FINISH_S = 10.0
+
+#: W1: the field managers each applier kind writes with (facts: appliers.md F3 for Flux's
+#: ``kustomize-controller``; A5 for Argo CD's ``argocd-controller`` on every apply, client- or
+#: server-side, and ``argocd-application-controller`` from its User-Agent when no manager is
+#: given). A webhook applier writes with whatever it likes, so none can be proven.
+APPLIER_MANAGERS: dict[str, frozenset[str]] = {
+    "Kustomization": frozenset({"kustomize-controller"}),
+    "Application": frozenset({"argocd-controller", "argocd-application-controller"}),
+}
+
+
+class Verdict(Enum):
+    """What to do with one object event."""
+
+    MIRROR = "mirror"  # mirror as usual; no collision
+    WITHHELD = "withheld"  # W1: not mirrored; counted
+    AMBIGUOUS = "ambiguous"  # W2: mirrored, but counted: a same-second tie
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyWindow:
+    """One applier's latest request as the window sees it: when it was sent, and when it
+    finished (None while it is out)."""
+
+    sent_at: float
+    finished_at: float | None = None
+
+    def open_at(self, now: float) -> bool:
+        """W1: out, or finished less than ``AFTER_FINISH_S`` before ``now``."""
+        if now < self.sent_at:
+            return False
+        return self.finished_at is None or now < self.finished_at + AFTER_FINISH_S
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The verdict and why, for the log line and ``inspect``."""
+
+    verdict: Verdict
+    why: str
+
+    @property
+    def mirrored(self) -> bool:
+        """Whether the event is mirrored (everything but a withheld one)."""
+        return self.verdict is not Verdict.WITHHELD
+
+    @property
+    def collision(self) -> bool:
+        """W3: whether the event is counted as a collision."""
+        return self.verdict is not Verdict.MIRROR
+
+
+def managers_of(kind: str) -> frozenset[str]:
+    """The field managers an applier of ``kind`` writes with (none for a webhook applier)."""
+    return APPLIER_MANAGERS.get(kind, frozenset())
+
+
+def is_api_edit(operation: Operation, newest: Iterable[ManagerEntry], kind: str) -> bool:
+    """Whether an event is evidence of an API-side edit for an applier of ``kind``: any
+    operation whose newest managers are not the applier's alone (a DELETE always is: the
+    window never withholds one, and an object deleted by hand is an edit a re-create reverts)."""
+    names = {entry.manager for entry in newest}
+    if operation == "DELETE":
+        return True
+    return not names or not names <= managers_of(kind)
+
+
+def decide(
+    *,
+    operation: Operation,
+    newest: Iterable[ManagerEntry],
+    applier_kind: str | None,
+    window: ApplyWindow | None,
+    api_edited_at: float | None,
+    now: float,
+) -> Decision:
+    """W1-W2 for one event of an object in the folder of the applier of ``applier_kind``
+    (None: the event's GitTarget names no applier).
+
+    ``newest`` are the ``managedFields`` entries that share the newest time; ``window`` the
+    applier's latest request; ``api_edited_at`` the last time an API-side edit of this object
+    was seen (None: none seen).
+    """
+    if operation == "DELETE":
+        return Decision(Verdict.MIRROR, "a DELETE is never withheld")
+    if applier_kind is None or window is None or not window.open_at(now):
+        return Decision(Verdict.MIRROR, "no apply window open")
+    own = managers_of(applier_kind)
+    names = {entry.manager for entry in newest}
+    if not names & own:
+        return Decision(Verdict.MIRROR, "not written by the applier")
+    if api_edited_at is None or api_edited_at <= window.sent_at:
+        return Decision(Verdict.MIRROR, "no API edit since the request was sent")
+    if not names <= own:
+        others = ", ".join(sorted(names - own))
+        return Decision(Verdict.AMBIGUOUS, f"same-second tie with {others}")
+    return Decision(Verdict.WITHHELD, f"{', '.join(sorted(names))} reverted an API edit")

@@ -1,0 +1,300 @@
+"""The chart rendered by Helm for the default values and a few realistic value sets (O4).
+
+Each test would fail if the chart were wrong in the way it names: a manifest the Kubernetes
+API of the oldest supported version (1.29, Chart.yaml's kubeVersion) or the newest would
+refuse, a value the schema should refuse, an impossible combination that renders, a
+permission wider than the processes need, a container that could write its root filesystem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import helm_python as helm
+import kubernetes_validate
+import pytest
+import yaml
+
+from shared.settings import Settings
+from tests.integration.chart.render import CHART, COMMANDS, RELEASE, Rendered, lint, render
+
+#: Realistic installs: the default; an external TLS Redis with the receiver behind an Ingress
+#: and an autoscaler, Flux's grant in two namespaces; an existing Secret, Argo CD's grant
+#: cluster-wide, everything optional on and several replicas.
+VALUE_SETS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "external-flux": {
+        "redis": {"builtin": False, "url": "rediss://:secret@redis.example.net:6380/0"},
+        "receiver": {
+            "enabled": True,
+            "ingress": {"enabled": True, "host": "hooks.example.com", "tlsSecretName": "hooks"},
+            "autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 6},
+        },
+        "flux": {"grant": {"enabled": True, "namespaces": ["flux-system", "team-a"]}},
+        "settings": {"steady_tick": "30s", "log_level": "DEBUG"},
+    },
+    "everything": {
+        "redis": {"builtin": False, "existingSecret": {"name": "redis-url", "key": "url"}},
+        "receiver": {"enabled": True, "replicas": 3},
+        "branchWorker": {"replicas": 3, "settings": {"branch_threads": 16}},
+        "dispatcher": {"replicas": 2},
+        "argocd": {"grant": {"enabled": True, "namespaces": []}},
+        "flux": {"grant": {"enabled": True}},
+        "dashboard": {"enabled": True},
+        "podDisruptionBudget": {"enabled": True},
+        "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+        "keyPrefix": "team-b:v1",
+    },
+}
+#: Kinds the Kubernetes OpenAPI does not describe (the Prometheus Operator's CRD).
+NOT_BUILT_IN = {"ServiceMonitor"}
+OLDEST, NEWEST = "1.29.0", kubernetes_validate.latest_version()
+
+
+@pytest.fixture(scope="module", params=sorted(VALUE_SETS))
+def rendered(request: pytest.FixtureRequest) -> Rendered:
+    return render(VALUE_SETS[request.param])
+
+
+@pytest.mark.parametrize("name", sorted(VALUE_SETS))
+def test_helm_lint_finds_nothing_to_warn_about(name: str) -> None:
+    """O4: Helm's strict lint (warnings fail) passes for every value set."""
+    found = helm.lint(str(CHART), VALUE_SETS[name], strict=True, namespace="gitops-reverser")
+    assert found["errors"] == []
+    assert [m for m in found["messages"] if m["severity"] >= 2] == []
+    assert lint()["errors"] == []
+
+
+@pytest.mark.parametrize("version", [OLDEST, NEWEST])
+def test_every_manifest_is_valid_kubernetes(rendered: Rendered, version: str) -> None:
+    """O4: each rendered object is valid against the OpenAPI schema (strict: no unknown
+    field) of the oldest supported Kubernetes and the newest."""
+    checked = 0
+    for obj in rendered:
+        if obj["kind"] in NOT_BUILT_IN:
+            continue
+        kubernetes_validate.validate(obj, version, strict=True)
+        checked += 1
+    assert checked >= 10
+
+
+def test_the_project_crds_are_valid_kubernetes() -> None:
+    """O4: the CRDs in crds/ (installed first by helm) are valid CustomResourceDefinitions."""
+    files = sorted((CHART / "crds").glob("*.yaml"))
+    assert len(files) == 4
+    for path in files:
+        for doc in yaml.safe_load_all(path.read_text()):
+            kubernetes_validate.validate(doc, OLDEST, strict=True)
+
+
+def test_a_wrong_manifest_is_caught() -> None:
+    """The validation above can fail: a Deployment with a misspelt field is refused."""
+    bad = render().deployment("watcher")
+    bad["spec"]["template"]["spec"]["containers"][0]["imagePullPolcy"] = "Always"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, OLDEST, strict=True)
+
+
+def test_defaults_run_three_processes_with_redis_built_in() -> None:
+    """O4: receiver and dashboard off, no grant, Redis built in with AOF on every write."""
+    found = render()
+    assert found.components() == {"watcher", "branch-worker", "dispatcher"}
+    assert found.names("StatefulSet") == {f"{RELEASE}-gitops-reverser-redis"}
+    assert not found.of_kind("Service") or found.names("Service") == {
+        f"{RELEASE}-gitops-reverser-redis"
+    }
+    assert not found.of_kind("Ingress") and not found.of_kind("HorizontalPodAutoscaler")
+    assert not found.of_kind("Role") and not found.of_kind("RoleBinding")
+    config = found.one("ConfigMap", f"{RELEASE}-gitops-reverser-redis")["data"]["redis.conf"]
+    assert "appendonly yes" in config.splitlines()
+    assert "appendfsync always" in config.splitlines()
+    password = found.one("Secret", f"{RELEASE}-gitops-reverser-redis")["data"]["password"]
+    assert len(password) >= 32
+    claims = found.one("StatefulSet", f"{RELEASE}-gitops-reverser-redis")["spec"][
+        "volumeClaimTemplates"
+    ]
+    assert claims[0]["spec"]["resources"]["requests"]["storage"] == "2Gi"
+
+
+def test_each_process_is_locked_down_and_probed(rendered: Rendered) -> None:
+    """O4: non-root, no privilege escalation, read-only root, /healthz and /readyz on the
+    metrics port, resources, its own ServiceAccount, the image's console script."""
+    accounts = set()
+    for component in rendered.components() - {"dashboard"}:
+        container = rendered.container(component)
+        context = container["securityContext"]
+        assert context["runAsNonRoot"] and context["readOnlyRootFilesystem"]
+        assert context["allowPrivilegeEscalation"] is False
+        assert container["command"] == [COMMANDS[component]]
+        port = container["ports"][0]["name"]
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port}
+        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port}
+        assert container["resources"]["requests"] and container["resources"]["limits"]
+        pod = rendered.deployment(component)["spec"]["template"]["spec"]
+        accounts.add(pod["serviceAccountName"])
+    assert len(accounts) == len(rendered.components() - {"dashboard"})
+
+
+def test_branch_worker_clones_into_an_empty_dir() -> None:
+    """O4: the clones live in an emptyDir, the only writable place besides /tmp."""
+    found = render()
+    pod = found.deployment("branch-worker")["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in found.container("branch-worker")["env"]}
+    mounts = {m["mountPath"]: m["name"] for m in found.container("branch-worker")["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "emptyDir" in volumes[mounts[env["GITOPS_REVERSER_WORK_DIR"]]]
+
+
+def test_nobody_has_a_wildcard(rendered: Rendered) -> None:
+    """O4: no rule of any Role or ClusterRole names "*" (verbs, groups or resources)."""
+    rules = [
+        r for kind in ("Role", "ClusterRole") for o in rendered.of_kind(kind) for r in o["rules"]
+    ]
+    assert rules
+    for rule in rules:
+        for field in ("verbs", "apiGroups", "resources"):
+            assert "*" not in rule.get(field, []), rule
+
+
+def test_secrets_are_read_by_name_never_listed(rendered: Rendered) -> None:
+    """T3/O4: Secrets are get only: no process lists or watches them."""
+    for role in rendered.of_kind("ClusterRole"):
+        for rule in role["rules"]:
+            if "secrets" in rule["resources"]:
+                assert rule["verbs"] == ["get"], role["metadata"]["name"]
+
+
+def test_grants_have_exactly_the_documented_verbs() -> None:
+    """O4: Flux get+patch on GitRepositories and Kustomizations, Argo CD get+update on
+    Applications; a namespace list makes Roles, none makes a ClusterRole; no list, no watch."""
+    found = render(VALUE_SETS["external-flux"])
+    roles = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in found.of_kind("Role")}
+    assert roles == {
+        (ns, f"{RELEASE}-gitops-reverser-flux-grant") for ns in ("flux-system", "team-a")
+    }
+    rules = found.of_kind("Role")[0]["rules"]
+    assert {(r["resources"][0], tuple(r["verbs"])) for r in rules} == {
+        ("gitrepositories", ("get", "patch")),
+        ("kustomizations", ("get", "patch")),
+    }
+    argo = render(VALUE_SETS["everything"]).one(
+        "ClusterRole", f"{RELEASE}-gitops-reverser-argocd-grant"
+    )
+    assert argo["rules"] == [
+        {"apiGroups": ["argoproj.io"], "resources": ["applications"], "verbs": ["get", "update"]}
+    ]
+
+
+def test_receiver_when_enabled_scales_on_its_own() -> None:
+    """O4: Service, Ingress on the host, an autoscaler instead of fixed replicas; the other
+    Deployments keep theirs."""
+    found = render(VALUE_SETS["external-flux"])
+    assert "replicas" not in found.deployment("receiver")["spec"]
+    assert found.deployment("branch-worker")["spec"]["replicas"] == 1
+    ingress = found.of_kind("Ingress")[0]
+    assert ingress["spec"]["rules"][0]["host"] == "hooks.example.com"
+    hpa = found.of_kind("HorizontalPodAutoscaler")[0]
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 6)
+    fixed = render(VALUE_SETS["everything"])
+    assert fixed.deployment("receiver")["spec"]["replicas"] == 3
+    assert fixed.deployment("branch-worker")["spec"]["replicas"] == 3
+    assert {
+        p["metadata"]["name"].rsplit("-", 1)[-1] for p in fixed.of_kind("PodDisruptionBudget")
+    } >= {"receiver", "worker", "dispatcher"}
+
+
+def test_external_redis_keeps_the_url_in_a_secret() -> None:
+    """O4: rediss:// accepted; the URL (it may hold a password) is never a plain env value."""
+    found = render(VALUE_SETS["external-flux"])
+    assert not found.of_kind("StatefulSet")
+    for component in found.components():
+        env = {e["name"]: e for e in found.container(component)["env"]}
+        ref = env["GITOPS_REVERSER_REDIS_URL"]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": f"{RELEASE}-gitops-reverser-redis", "key": "url"}
+    existing = render(VALUE_SETS["everything"])
+    env = {e["name"]: e for e in existing.container("watcher")["env"]}
+    assert env["GITOPS_REVERSER_REDIS_URL"]["valueFrom"]["secretKeyRef"]["name"] == "redis-url"
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [
+        ({"redis": {"builtin": False}}, "no Redis"),
+        ({"redis": {"url": "redis://elsewhere:6379/0"}}, "more than one way"),
+        (
+            {"receiver": {"enabled": True, "ingress": {"enabled": True}}},
+            "needs receiver.ingress.host",
+        ),
+        ({"receiver": {"ingress": {"enabled": True, "host": "x"}}}, "needs receiver.enabled"),
+    ],
+)
+def test_impossible_combinations_fail_with_a_message(values: dict[str, Any], says: str) -> None:
+    """O4: the chart's ``fail`` guards."""
+    with pytest.raises(helm.HelmRenderError, match=says):
+        render(values)
+
+
+@pytest.mark.parametrize(
+    ("values", "where"),
+    [
+        ({"settings": {"steady_tick": "5"}}, "/settings/steady_tick"),
+        ({"settings": {"redis_url": "redis://x"}}, "redis_url"),
+        ({"branchWorker": {"settings": {"branch_threads": 0}}}, "branch_threads"),
+        ({"redis": {"url": "http://redis:6379"}}, "/redis/url"),
+        (
+            {"watcher": {"watchedResources": [{"apiGroups": ["*"], "resources": ["pods"]}]}},
+            "apiGroups",
+        ),
+        ({"receiver": {"replica": 2}}, "replica"),
+    ],
+)
+def test_wrong_values_fail_at_install(values: dict[str, Any], where: str) -> None:
+    """O4: values.schema.json refuses a wrong value and names where it is."""
+    with pytest.raises(helm.HelmValuesError, match=where):
+        render(values)
+
+
+def test_schema_settings_are_the_product_settings() -> None:
+    """The schema's settings are exactly Settings' fields less the ones the chart sets, so a
+    new setting cannot be missed and a removed one cannot linger."""
+    schema = yaml.safe_load((CHART / "values.schema.json").read_text())
+    offered = set(schema["properties"]["settings"]["properties"])
+    chart_owned = {
+        "redis_url",
+        "namespace",
+        "kubeconfig",
+        "metrics_port",
+        "key_prefix",
+        "work_dir",
+        "receiver_bind",
+    }
+    assert offered == {f.name for f in fields(Settings)} - chart_owned
+
+
+def test_settings_reach_every_process_as_the_product_reads_them() -> None:
+    """Values' settings become GITOPS_REVERSER_* variables that Settings.from_env accepts."""
+    found = render(
+        VALUE_SETS["everything"] | {"settings": {"steady_tick": "30s", "max_window": "2m"}}
+    )
+    config = found.one("ConfigMap", f"{RELEASE}-gitops-reverser-settings")["data"]
+    for component in found.components() - {"dashboard"}:
+        env = dict(config)
+        for entry in found.container(component)["env"]:
+            env[entry["name"]] = entry.get(
+                "value", "redis://x:6379/0" if "REDIS" in entry["name"] else "ns"
+            )
+        settings = Settings.from_env(env)
+        assert settings.steady_tick.total_seconds() == 30
+        assert settings.key_prefix == "team-b:v1"
+    worker = {e["name"]: e.get("value") for e in found.container("branch-worker")["env"]}
+    assert worker["GITOPS_REVERSER_BRANCH_THREADS"] == "16"
+
+
+def test_notes_say_what_to_do_next() -> None:
+    """O4: NOTES.txt names the pods, the receiver's state and the missing grant."""
+    notes = render().notes
+    assert "kubectl -n gitops-reverser get pods" in notes
+    assert "receiver is off" in notes and "flux.grant.enabled" in notes
+    hooked = render(VALUE_SETS["external-flux"]).notes
+    assert "https://hooks.example.com" in hooked and "No applier grant" not in hooked

@@ -1,0 +1,128 @@
+"""W1-W2 as a pure rule: every case the seed names, table-driven, with an injected clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from shared.decide.apply_window import (
+    AFTER_FINISH_S,
+    ApplyWindow,
+    Verdict,
+    decide,
+    is_api_edit,
+    managers_of,
+)
+from shared.model.events import ManagerEntry, Operation
+
+SENT = 1_000.0  # the request went out at this clock reading
+SECOND = "2026-12-01T10:00:05Z"
+FLUX = (ManagerEntry("kustomize-controller", "Apply", SECOND),)
+ARGO_SSA = (ManagerEntry("argocd-controller", "Apply", SECOND),)
+ARGO_UA = (ManagerEntry("argocd-application-controller", "Update", SECOND),)
+ARGO_BOTH = ARGO_SSA + ARGO_UA
+KUBECTL = (ManagerEntry("kubectl-edit", "Update", SECOND),)
+TIE = FLUX + KUBECTL
+OUT = ApplyWindow(SENT)
+FINISHED = ApplyWindow(SENT, SENT + 4.0)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    expected: Verdict
+    newest: tuple[ManagerEntry, ...] = FLUX
+    kind: str | None = "Kustomization"
+    window: ApplyWindow | None = OUT
+    edited: float | None = SENT + 1.0
+    now: float = SENT + 3.0
+    operation: Operation = "UPDATE"
+
+
+CASES = [
+    Case("W1 Flux reverts an API edit while the request is out", Verdict.WITHHELD),
+    Case("W1 a create by the applier after an API delete", Verdict.WITHHELD, operation="CREATE"),
+    Case(
+        "W1 within 10 s after the request finished",
+        Verdict.WITHHELD,
+        window=FINISHED,
+        now=FINISHED.finished_at + AFTER_FINISH_S - 0.5,  # type: ignore[operator]
+    ),
+    Case(
+        "W1 10 s after the request finished the window is shut",
+        Verdict.MIRROR,
+        window=FINISHED,
+        now=FINISHED.finished_at + AFTER_FINISH_S,  # type: ignore[operator]
+    ),
+    Case("W1 Argo CD server-side apply", Verdict.WITHHELD, newest=ARGO_SSA, kind="Application"),
+    Case("W1 Argo CD by User-Agent", Verdict.WITHHELD, newest=ARGO_UA, kind="Application"),
+    Case("W1 both Argo CD managers", Verdict.WITHHELD, newest=ARGO_BOTH, kind="Application"),
+    Case("W1 another applier's manager", Verdict.MIRROR, newest=FLUX, kind="Application"),
+    Case("W1 Argo CD's manager on a Flux folder", Verdict.MIRROR, newest=ARGO_SSA),
+    Case("W1 a webhook applier proves nothing", Verdict.MIRROR, kind="Webhook"),
+    Case("W1 the API edit itself is mirrored", Verdict.MIRROR, newest=KUBECTL),
+    Case("W1 outside the applier's folders", Verdict.MIRROR, kind=None),
+    Case("W1 no request ever sent", Verdict.MIRROR, window=None),
+    Case("W1 a request sent after the event", Verdict.MIRROR, now=SENT - 1.0, edited=SENT - 2.0),
+    Case("W1 no API edit seen", Verdict.MIRROR, edited=None),
+    Case("W1 the API edit came before the request", Verdict.MIRROR, edited=SENT - 0.5),
+    Case("W1 an API edit at the very send is not after it", Verdict.MIRROR, edited=SENT),
+    Case("W2 a same-second tie with another manager", Verdict.AMBIGUOUS, newest=TIE),
+    Case("W2 a tie with no API edit seen is no collision", Verdict.MIRROR, newest=TIE, edited=None),
+    Case("W2 a DELETE is never withheld", Verdict.MIRROR, operation="DELETE"),
+    Case("W2 a DELETE with a tie neither", Verdict.MIRROR, operation="DELETE", newest=TIE),
+    Case("W1 no managedFields at all", Verdict.MIRROR, newest=()),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_apply_window_decides_each_case(case: Case) -> None:
+    """W1-W2: withheld only with proof; a tie is mirrored but counted; a DELETE never withheld."""
+    decision = decide(
+        operation=case.operation,
+        newest=case.newest,
+        applier_kind=case.kind,
+        window=case.window,
+        api_edited_at=case.edited,
+        now=case.now,
+    )
+    assert decision.verdict is case.expected, decision.why
+    assert decision.mirrored is (case.expected is not Verdict.WITHHELD)
+    assert decision.collision is (case.expected is not Verdict.MIRROR)
+
+
+def test_the_window_opens_at_the_send_and_shuts_ten_seconds_after_the_finish() -> None:
+    """W1: out means open; finished means open for AFTER_FINISH_S more."""
+    assert AFTER_FINISH_S == 10.0
+    assert not OUT.open_at(SENT - 0.001)
+    assert OUT.open_at(SENT) and OUT.open_at(SENT + 3600)
+    assert FINISHED.open_at(SENT + 4.0 + 9.999)
+    assert not FINISHED.open_at(SENT + 4.0 + 10.0)
+
+
+@pytest.mark.parametrize(
+    ("operation", "newest", "kind", "expected"),
+    [
+        ("UPDATE", KUBECTL, "Kustomization", True),
+        ("UPDATE", FLUX, "Kustomization", False),
+        ("UPDATE", TIE, "Kustomization", True),
+        ("UPDATE", FLUX, "Application", True),
+        ("UPDATE", ARGO_BOTH, "Application", False),
+        ("UPDATE", (), "Kustomization", True),
+        ("DELETE", FLUX, "Kustomization", True),
+        ("CREATE", KUBECTL, "Webhook", True),
+    ],
+)
+def test_what_counts_as_an_api_edit(
+    operation: Operation, newest: tuple[ManagerEntry, ...], kind: str, expected: bool
+) -> None:
+    """W1: an edit the applier did not make alone is the API side's."""
+    assert is_api_edit(operation, newest, kind) is expected
+
+
+def test_each_applier_kind_has_its_own_managers() -> None:
+    """W1: kustomize-controller for Flux; argocd-controller or argocd-application-controller."""
+    assert managers_of("Kustomization") == {"kustomize-controller"}
+    assert managers_of("Application") == {"argocd-controller", "argocd-application-controller"}
+    assert managers_of("Webhook") == frozenset()
