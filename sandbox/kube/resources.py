@@ -160,6 +160,16 @@ BUILTINS: tuple[ResourceType, ...] = (
         namespaced=True,
         name_rule="path",
     ),
+    # cluster-scoped RBAC, as the Go operator's chart installs it (facts/upstream §6)
+    ResourceType(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        "clusterrole",
+        namespaced=False,
+        name_rule="path",
+    ),
     ResourceType(
         "authorization.k8s.io",
         "v1",

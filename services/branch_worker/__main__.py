@@ -21,6 +21,7 @@ import time
 
 from services.branch_worker.credentials import SecretCredentials
 from services.branch_worker.inspect import report
+from services.branch_worker.signing import SecretSigner
 from services.branch_worker.worker import BranchWorker, Stores
 from shared import process
 from shared.health import Check
@@ -53,8 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     client = connect(settings.redis_url, client_name=f"branch-worker:{args.id}")
     stores = Stores.build(client, settings)
     factory = ClientFactory(settings, time.time)
-    credentials = SecretCredentials(lambda: CrdReader(factory.local().client), stores.configs)
-    worker = BranchWorker(settings, stores, args.id, time.time, credentials=credentials)
+    reader = lambda: CrdReader(factory.local().client)  # noqa: E731
+    credentials = SecretCredentials(reader, stores.configs)
+    signer = SecretSigner(reader)
+    worker = BranchWorker(
+        settings, stores, args.id, time.time, credentials=credentials, signer=signer
+    )
     checks = [
         Check("redis", RedisProbe(settings.redis_url)),
         Check("kubernetes", ApiProbe(factory)),

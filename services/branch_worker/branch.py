@@ -20,9 +20,16 @@ from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.folder import Folder
 from services.branch_worker.listings import missed_deletes
+from services.branch_worker.signing import (
+    SIGNING_KEY_INVALID,
+    Signer,
+    SigningUnavailable,
+    unsigned,
+)
 from services.branch_worker.writer import Applied, apply_event, key_of
 from shared.decide.tips import TipKind, classify_tip, on_notices, steady_tick_due
 from shared.decide.window import Window, closes_at, is_due, open_window
+from shared.git.errors import GitTemporary
 from shared.git.workspace import Committer, Workspace
 from shared.model import templates
 from shared.model.config import BranchConfig, TargetConfig
@@ -91,9 +98,12 @@ class BranchLoop:
         steady_tick: float,
         max_window: float,
         desk: ApplierDesk | None = None,
+        signer: Signer = unsigned,
         guard: ApplyWindowGuard | None = None,
     ) -> None:
         self.lease = lease
+        #: The key file each GitTarget's commits are signed with (``spec.commit.signing``).
+        self._signer = signer
         self.config = config
         self.ws = workspace
         self._events, self._states, self._configs = events, states, configs
@@ -354,9 +364,52 @@ class BranchLoop:
             self._configs.set_refusal(window.target.uid, BAD_TEMPLATE, problem, key="template")
         elif "template" in self._configs.refusals(window.target.uid):
             self._configs.clear_refusal(window.target.uid, key="template")
+        try:
+            sha = self._commit_files(window.target, message)
+        except SigningUnavailable as err:
+            self._refuse_unsigned(window.target, window.entries, err)
+            return
         self._closed.append(ClosedWindow(window.target, message, window.entries))
-        if self.ws.commit(message, _committer(self.config), paths=(window.target.path or ".",)):
+        if sha:
             metrics.COMMITS.inc()
+
+    def _commit_files(self, target: TargetConfig, message: str) -> str | None:
+        """Commit the GitTarget's folder, signed when it asks for it (P6); SigningUnavailable
+        when its key cannot be had, with nothing committed."""
+        with self._signer(target) as key:
+            sha = self.ws.commit(
+                message, _committer(self.config), paths=(target.path or ".",), signing_key=key
+            )
+        if target.signing_secret and "signing" in self._configs.refusals(target.uid):
+            self._configs.clear_refusal(target.uid, key="signing")
+        return sha
+
+    def _refuse_unsigned(
+        self, target: TargetConfig, entries: list[StreamEntry], err: SigningUnavailable
+    ) -> None:
+        """P6, T4: a GitTarget that asks for signed commits never gets an unsigned one. A key
+        the API could not give now fails the pass (the branch starts over and tries again); a
+        Secret that is gone or holds no usable key refuses the window's writes, like any
+        refusal (M10): its changes leave the work tree, its events are acknowledged unwritten,
+        and the GitTarget shows ``SigningKeyInvalid``; the other GitTargets of the branch are
+        committed and pushed as usual."""
+        if not err.permanent:
+            raise GitTemporary(str(err)) from err
+        self.ws.discard(target.path or ".")
+        self._folders.pop(target.uid, None)
+        self._configs.set_refusal(target.uid, SIGNING_KEY_INVALID, str(err), key="signing")
+        metrics.REFUSALS.labels(SIGNING_KEY_INVALID).inc()
+        self._events.ack(self.lease.branch, entries)
+        log.warning(
+            "refused %d event(s): %s",
+            len(entries),
+            err,
+            extra={
+                "branch": self.bk,
+                "gittarget": f"{target.namespace}/{target.name}",
+                "reason": SIGNING_KEY_INVALID,
+            },
+        )
 
     def _push(self) -> None:
         self._states.publish_push(self.lease, in_flight=True)
@@ -396,13 +449,18 @@ class BranchLoop:
         self.ws.reset(self.tip)
         self._folders.clear()
         self._states.publish_tip(self.lease, self.tip)
+        kept: list[ClosedWindow] = []
         for closed in self._closed:
             for entry in closed.entries:
                 if entry.event:
                     apply_event(self.ws, closed.target, entry.event, self._folder(closed.target))
-            self.ws.commit(
-                closed.message, _committer(self.config), paths=(closed.target.path or ".",)
-            )
+            try:
+                self._commit_files(closed.target, closed.message)
+            except SigningUnavailable as err:
+                self._refuse_unsigned(closed.target, closed.entries, err)
+                continue
+            kept.append(closed)
+        self._closed = kept
         for window in self._open.values():
             for entry in window.entries:
                 if entry.event:

@@ -17,6 +17,7 @@ from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop, ProviderChanged
 from services.branch_worker.heartbeat import HeldLeases
+from services.branch_worker.signing import Signer, unsigned
 from services.branch_worker.stores import Stores
 from shared.git.errors import GitError
 from shared.git.remote import ls_remote
@@ -113,6 +114,7 @@ class BranchJobs:
         *,
         credentials: CredentialSource,
         workspaces: WorkspaceFactory,
+        signer: Signer = unsigned,
     ) -> None:
         self.settings = settings
         self.stores = stores
@@ -121,6 +123,7 @@ class BranchJobs:
         self._held = held
         self._credentials = credentials
         self._workspaces = workspaces
+        self._signer = signer
         self._stalled: set[BranchKey] = set()  # branches whose stall this worker recorded
         self._compacted: set[BranchKey] = set()  # stalled branches whose stream it compacted
 
@@ -215,6 +218,7 @@ class BranchJobs:
             read_tip=lambda: ls_remote(config.url, config.branch, env),
             steady_tick=self.settings.steady_tick.total_seconds(),
             max_window=self.settings.max_window.total_seconds(),
+            signer=self._signer,
             desk=ApplierDesk(
                 bk,
                 config,

@@ -42,6 +42,7 @@ from services.branch_worker.jobs import (
     no_credentials,
 )
 from services.branch_worker.orphans import Orphans
+from services.branch_worker.signing import Signer, unsigned
 from services.branch_worker.stores import Stores
 from shared.decide.shares import excess, room_for
 from shared.model.ids import BranchKey
@@ -85,6 +86,7 @@ class BranchWorker:
         *,
         credentials: CredentialSource = no_credentials,
         workspaces: WorkspaceFactory = git_workspace,
+        signer: Signer = unsigned,
     ) -> None:
         self.settings = settings
         self.stores = stores
@@ -102,6 +104,7 @@ class BranchWorker:
             self.held,
             credentials=credentials,
             workspaces=workspaces,
+            signer=signer,
         )
         self.heartbeat = Heartbeat(
             stores.leases, stores.registry, self.held, worker_id, clock=clock, lease_s=self._lease_s

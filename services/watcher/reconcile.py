@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.watcher.applier_status import ApplierStatus
 from services.watcher.appliers import ApplierChecker
@@ -24,9 +24,11 @@ from services.watcher.metrics import WatcherMetrics
 from services.watcher.probe import Prober
 from services.watcher.providers import reconcile_providers
 from services.watcher.receivers import publish_receivers
-from services.watcher.rules import reconcile_rules
+from services.watcher.rules import reconcile_cluster_rules, reconcile_rules
+from services.watcher.signing import SigningKeys
 from services.watcher.status import StatusPublisher
 from services.watcher.targets import TargetReconciler, World, verdict_of
+from shared.decide.cluster_rules import Sources, desired_cluster_watches
 from shared.decide.conditions import Problem
 from shared.decide.watches import ServedTarget, WatchKey, WatchSpec, desired_watches
 from shared.kube.api import KubeClient
@@ -35,6 +37,7 @@ from shared.kube.crds import CrdReader
 from shared.kube.status import StatusWriter
 from shared.model.crds import (
     ClusterProviderView,
+    ClusterWatchRuleView,
     GitProviderView,
     GitTargetView,
     WatchRuleView,
@@ -79,6 +82,7 @@ class Snapshot:
     targets: list[GitTargetView]
     rules: list[WatchRuleView]
     namespace_labels: dict[str, dict[str, str]]
+    cluster_rules: list[ClusterWatchRuleView] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +131,7 @@ class Reconciler:
         #: The marker of Redis's data as the last pass read it (C8); None before the first.
         self._epoch: str | None = None
         self._applier_status = ApplierStatus(writer, appliers.ledger)
+        self._signing = SigningKeys(self._reader, local.client, writer)
         #: This process's start, as conditions record times (D2: ``ready_before``).
         self._started = rfc3339(clock())
 
@@ -138,6 +143,7 @@ class Reconciler:
             targets=with_recipients(self._reader.git_targets(), self._reader),
             rules=self._reader.watch_rules(),
             namespace_labels=self._reader.namespace_labels(),
+            cluster_rules=self._reader.cluster_watch_rules(),
         )
 
     def reconcile(self) -> Plan:
@@ -163,16 +169,23 @@ class Reconciler:
             cluster_states=states,
             namespace_labels=snap.namespace_labels,
             branch_stalls=branch_problems(self._health.stalls()),
+            signing_problems=self._signing.check(snap.targets),
         )
         served = self._targets.reconcile(snap.targets, world)
+        self._signing.publish(snap.targets)
         self._applier_status.track(snap.targets)
         verdicts = {
             (t.meta.namespace, t.meta.name): (t, verdict_of(t, world)) for t in snap.targets
         }
         reconcile_rules(snap.rules, verdicts, states, self._status)
+        sources = Sources(world.clusters, snap.namespace_labels)
+        reconcile_cluster_rules(snap.cluster_rules, verdicts, sources, states, self._status)
         catalogs = {name: s.catalog for name, s in states.items() if s.catalog is not None}
         clients = {name: s.cluster.client for name, s in states.items() if s.cluster is not None}
         desired = desired_watches(served, snap.rules, catalogs, self._started)
+        desired.update(
+            desired_cluster_watches(served, snap.cluster_rules, sources, catalogs, self._started)
+        )
         self._publish_feeds(served, desired)
         return Plan(desired, clients, frozenset(t.meta.uid for t in snap.targets))
 

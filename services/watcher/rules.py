@@ -1,8 +1,13 @@
-"""WatchRules: Ready when their GitTarget exists and every resource they name resolves.
+"""WatchRules and ClusterWatchRules: Ready when their GitTarget exists (and, for a
+ClusterWatchRule, its ClusterProvider lets it receive cluster-scoped objects) and every
+resource they name resolves.
 
 A WatchRule's resources are resolved against the discovery of its GitTarget's cluster; a
 name that matches no namespaced, watchable type there stalls it with
-``UnresolvedResources``. A cluster that cannot be read yet keeps it Reconciling.
+``UnresolvedResources`` (a ClusterWatchRule: no cluster-scoped one). A cluster that cannot be
+read yet keeps it Reconciling. A ClusterWatchRule its GitTarget's ClusterProvider does not
+admit stalls with ``GitTargetNamespaceNotAuthorized`` or ``ClusterScopeNotAdmitted``
+(``shared.decide.cluster_rules``).
 """
 
 from __future__ import annotations
@@ -11,11 +16,16 @@ from collections.abc import Mapping
 
 from services.watcher.clusters import ClusterState
 from services.watcher.status import StatusPublisher
+from shared.decide.cluster_rules import Sources, cluster_rule_problems
 from shared.decide.conditions import Problem, trio
 from shared.decide.targets import CLUSTER_PROVIDER_NOT_FOUND, NOT_ADMITTED, Verdict
 from shared.decide.watches import rule_problems
-from shared.kube.kinds import WATCH_RULES
-from shared.model.crds import GitTargetView, WatchRuleView
+from shared.kube.kinds import CLUSTER_WATCH_RULES, WATCH_RULES
+from shared.model.crds import (
+    ClusterWatchRuleView,
+    GitTargetView,
+    WatchRuleView,
+)
 
 #: Target verdicts that leave a WatchRule without a cluster to resolve against.
 _CLUSTER_REASONS = frozenset({CLUSTER_PROVIDER_NOT_FOUND, NOT_ADMITTED})
@@ -48,3 +58,22 @@ def reconcile_rules(
             problem = _cluster_problem(target, verdict, states)
             problems = rule_problems(rule, target, problem, state.catalog if state else None)
         status.publish(WATCH_RULES, rule.meta, rule.conditions, trio(problems))
+
+
+def reconcile_cluster_rules(
+    rules: list[ClusterWatchRuleView],
+    targets: Mapping[tuple[str, str], tuple[GitTargetView, Verdict]],
+    sources: Sources,
+    states: Mapping[str, ClusterState],
+    status: StatusPublisher,
+) -> None:
+    """Write every ClusterWatchRule's conditions when they changed."""
+    for rule in rules:
+        found = targets.get((rule.target_namespace, rule.target))
+        target, verdict = found if found is not None else (None, None)
+        refused = sources.admission(rule, target, verdict)
+        state = states.get(target.cluster_provider) if target is not None else None
+        problem = state.problem if state else None
+        catalog = state.catalog if state else None
+        problems = cluster_rule_problems(rule, refused, problem, catalog)
+        status.publish(CLUSTER_WATCH_RULES, rule.meta, rule.conditions, trio(problems))

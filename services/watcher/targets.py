@@ -56,6 +56,8 @@ class World:
     namespace_labels: Mapping[str, dict[str, str]]
     #: Branches that cannot push or start, as their GitTargets show it (T4).
     branch_stalls: Mapping[BranchKey, Problem] = field(default_factory=dict)
+    #: GitTargets (by uid) whose signing key cannot be used (P6, ``services.watcher.signing``).
+    signing_problems: Mapping[str, Verdict] = field(default_factory=dict)
 
 
 def verdict_of(target: GitTargetView, world: World) -> Verdict:
@@ -66,7 +68,10 @@ def verdict_of(target: GitTargetView, world: World) -> Verdict:
         cluster=world.clusters.get(target.cluster_provider),
         namespace_labels=world.namespace_labels.get(ns, {}),
     )
-    return validate(target, around)
+    verdict = validate(target, around)
+    if verdict.valid:
+        return world.signing_problems.get(target.meta.uid, verdict)
+    return verdict
 
 
 def branch_config(provider: GitProviderView, branch: str) -> BranchConfig:
@@ -100,6 +105,7 @@ def target_config(target: GitTargetView, provider: GitProviderView) -> TargetCon
         applier=target.applier,
         quiet_period_s=target.quiet_period_s,
         webhook=target.webhook,
+        signing_secret=target.signing.secret_name if target.signing else "",
         recipients=target.encryption.recipients if target.encryption is not None else (),
     )
 

@@ -4,7 +4,9 @@ A rule names groups, versions and plural resources, each possibly ``*``. Expandi
 pure function of what the cluster serves (a ``Catalog``), so it is tested without a cluster.
 Each group/resource is watched in one version only (objects that differ only in version are
 one object, M4), the preferred one when the rule allows it. A WatchRule mirrors namespaced
-objects; a cluster-scoped type it names explicitly is reported as unresolved.
+objects; a cluster-scoped type it names explicitly is reported as unresolved, and a
+ClusterWatchRule the other way round (P6: a tenant never reaches cluster-scoped objects
+through its namespaced WatchRule).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ WILDCARD_EXCLUDED = frozenset(
         ("apps", "controllerrevisions"),
         ("batch", "jobs"),
         ("batch", "cronjobs"),
+        ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
     }
 )
 
@@ -58,25 +62,31 @@ def _groups(rule: RuleView, catalog: Catalog) -> tuple[str, ...]:
     return rule.api_groups
 
 
-def _selectable(resource: ApiResource) -> bool:
-    return resource.namespaced and resource.watchable and "/" not in resource.resource
+def _selectable(resource: ApiResource, namespaced: bool) -> bool:
+    """A WatchRule selects namespaced types only, a ClusterWatchRule cluster-scoped ones only:
+    neither kind of rule can reach the other's objects."""
+    return resource.namespaced == namespaced and resource.watchable and "/" not in resource.resource
 
 
-def _wildcard(catalog: Catalog, group: str, versions: tuple[str, ...]) -> list[ApiResource]:
+def _wildcard(
+    catalog: Catalog, group: str, versions: tuple[str, ...], namespaced: bool
+) -> list[ApiResource]:
     return [
         r
         for version in versions
         for r in catalog.in_group_version(group, version)
-        if _selectable(r) and (r.group, r.resource) not in WILDCARD_EXCLUDED
+        if _selectable(r, namespaced) and (r.group, r.resource) not in WILDCARD_EXCLUDED
     ]
 
 
-def _named(catalog: Catalog, group: str, versions: tuple[str, ...], name: str) -> list[ApiResource]:
+def _named(
+    catalog: Catalog, group: str, versions: tuple[str, ...], name: str, namespaced: bool
+) -> list[ApiResource]:
     return [
         r
         for version in versions
         for r in catalog.in_group_version(group, version)
-        if r.resource == name and _selectable(r)
+        if r.resource == name and _selectable(r, namespaced)
     ]
 
 
@@ -85,8 +95,9 @@ def _label(rule: RuleView, group: str, name: str) -> str:
     return f"{group or 'core'}/{versions}/{name}"
 
 
-def resolve_rule(rule: RuleView, catalog: Catalog) -> Resolution:
-    """The types one rule selects, and the explicit names it could not find."""
+def resolve_rule(rule: RuleView, catalog: Catalog, namespaced: bool = True) -> Resolution:
+    """The types one rule selects (namespaced ones, or for a ClusterWatchRule cluster-scoped
+    ones), and the explicit names it could not find."""
     found: list[ApiResource] = []
     missing: list[str] = []
     for name in rule.resources:
@@ -94,9 +105,9 @@ def resolve_rule(rule: RuleView, catalog: Catalog) -> Resolution:
         for group in _groups(rule, catalog):
             versions = _versions(rule, catalog, group)
             if name == WILDCARD:
-                hits.extend(_wildcard(catalog, group, versions))
+                hits.extend(_wildcard(catalog, group, versions, namespaced))
                 continue
-            named = _named(catalog, group, versions, name)
+            named = _named(catalog, group, versions, name, namespaced)
             if not named and WILDCARD not in rule.api_groups:
                 missing.append(_label(rule, group, name))
             hits.extend(named)
@@ -106,12 +117,14 @@ def resolve_rule(rule: RuleView, catalog: Catalog) -> Resolution:
     return Resolution(tuple(found), tuple(missing))
 
 
-def resolve_rules(rules: Iterable[RuleView], catalog: Catalog) -> Resolution:
+def resolve_rules(
+    rules: Iterable[RuleView], catalog: Catalog, namespaced: bool = True
+) -> Resolution:
     """The union over rules, one version per group/resource (the catalog's order wins)."""
     chosen: dict[tuple[str, str], ApiResource] = {}
     missing: list[str] = []
     for rule in rules:
-        result = resolve_rule(rule, catalog)
+        result = resolve_rule(rule, catalog, namespaced)
         for resource in result.resources:
             chosen.setdefault((resource.group, resource.resource), resource)
         missing.extend(m for m in result.unresolved if m not in missing)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from shared.decide.conditions import Problem
 from shared.decide.resolution import resolve_rule, resolve_rules
 from shared.model.config import PruneMode
-from shared.model.crds import GitTargetView, WatchRuleView
+from shared.model.crds import ClusterWatchRuleView, GitTargetView, WatchRuleView
 from shared.model.events import GitTargetRef, Operation
 from shared.model.ids import BranchKey, GitTargetUid
 from shared.model.resources import ApiResource, Catalog, sensitive_kind
@@ -69,10 +69,17 @@ class ServedTarget:
     branch: BranchKey
 
 
-def watch_spec(served: ServedTarget, resource: ApiResource, ops: frozenset[Operation]) -> WatchSpec:
-    """The watch of one resource type for one served GitTarget."""
+def watch_spec(
+    served: ServedTarget,
+    resource: ApiResource,
+    ops: frozenset[Operation],
+    namespace: str | None = None,
+) -> WatchSpec:
+    """The watch of one resource type for one served GitTarget, in the GitTarget's namespace
+    (a WatchRule's) or in ``namespace`` ("" for a ClusterWatchRule's cluster-wide watch)."""
     target = served.target
-    key = WatchKey(target.uid, resource.group, resource.resource, target.meta.namespace)
+    where = target.meta.namespace if namespace is None else namespace
+    key = WatchKey(target.uid, resource.group, resource.resource, where)
     ref = GitTargetRef(target.uid, target.meta.namespace, target.meta.name)
     sensitive = (resource.group == "" and resource.resource == "secrets") or sensitive_kind(
         resource.group, resource.kind, target.sensitive
@@ -94,7 +101,7 @@ def watch_spec(served: ServedTarget, resource: ApiResource, ops: frozenset[Opera
     )
 
 
-def ready_before(rule: WatchRuleView, started: str) -> bool:
+def ready_before(rule: WatchRuleView | ClusterWatchRuleView, started: str) -> bool:
     """D2: the rule's ``Ready`` condition turned True in a second before ``started`` (RFC 3339,
     this watcher's start): its watches ran before this process, so a missing cursor was lost."""
     return any(

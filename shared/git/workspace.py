@@ -24,6 +24,7 @@ from git.refs.symbolic import SymbolicReference
 
 from shared.git.errors import GitTemporary, PathEscapes, WriteNotHeld
 from shared.git.remote import NETWORK_TIMEOUT_S, NO_PROMPT, branch_ref
+from shared.git.signing import signing_options
 
 #: git's status flags in ``push --porcelain`` output that mean the ref moved as asked.
 _PUSHED_FLAGS = {" ", "*", "="}
@@ -234,12 +235,20 @@ class Workspace:
         if not target.resolve().is_relative_to(self._root):
             raise PathEscapes(f"path {path!r} leaves the work tree")
 
-    def commit(self, message: str, committer: Committer, paths: tuple[str, ...] = ()) -> str | None:
+    def commit(
+        self,
+        message: str,
+        committer: Committer,
+        paths: tuple[str, ...] = (),
+        signing_key: Path | None = None,
+    ) -> str | None:
         """Commit the changes under ``paths`` (default: everything); None when none changed.
 
         Two git processes, as a person typing it: ``add`` and ``commit``. Whether anything was
         staged is asked of git only when the commit fails (``git commit`` exits 1 when there is
         nothing to commit), and the new commit's sha is read from its ref, not from a process.
+        With ``signing_key`` (a private key file, ``shared.git.signing.key_file``) the commit is
+        signed as ``git -c gpg.format=ssh -c user.signingkey=<key> commit -S`` signs it.
         """
         # core.bigFileThreshold=1 makes every blob "big": git streams them into one pack
         options = {"c": "core.bigFileThreshold=1"} if self._written >= BULK_ADD_FILES else {}
@@ -251,7 +260,8 @@ class Workspace:
             "GIT_COMMITTER_NAME": committer.name,
             "GIT_COMMITTER_EMAIL": committer.email,
         }
-        status, out, err = self._repo.git.commit(
+        run = self._repo.git(c=signing_options(signing_key)) if signing_key else self._repo.git
+        status, out, err = run.commit(
             "-q",
             "--no-verify",
             "-m",
@@ -267,6 +277,20 @@ class Workspace:
             return None
         self._check_held(paths)
         return self.head()
+
+    def discard(self, folder: str) -> None:
+        """Drop every change under ``folder`` since the last commit (a window that may not be
+        committed): the work tree and index there become HEAD's again, untracked files go."""
+        self._repo.git.reset("-q", "--", _key(folder) or ".", with_exceptions=False)
+        if self._tree([_key(folder)]):
+            self._repo.git.checkout("-q", "HEAD", "--", _key(folder) or ".")
+        else:
+            self._repo.git.rm("-r", "-q", "--cached", "--ignore-unmatch", "--", _key(folder) or ".")
+        self._repo.git.clean("-q", "-f", "-d", "-x", "--", _key(folder) or ".")
+        self._real_dirs.clear()
+        folders = [_key(folder)]
+        for path in [p for p in self._expected if _under(p, folders)]:
+            del self._expected[path]
 
     def _check_held(self, paths: tuple[str, ...]) -> None:
         """Every write under ``paths`` since the last commit is what HEAD's tree holds there:

@@ -14,6 +14,7 @@ from shared.kube.api import KubeClient
 from shared.kube.errors import NotFound
 from shared.kube.kinds import (
     CLUSTER_PROVIDERS,
+    CLUSTER_WATCH_RULES,
     GIT_PROVIDERS,
     GIT_TARGETS,
     NAMESPACES,
@@ -22,10 +23,12 @@ from shared.kube.kinds import (
 )
 from shared.model.crds import (
     ClusterProviderView,
+    ClusterWatchRuleView,
     GitProviderView,
     GitTargetView,
     WatchRuleView,
     parse_cluster_provider,
+    parse_cluster_watch_rule,
     parse_git_provider,
     parse_git_target,
     parse_watch_rule,
@@ -49,6 +52,15 @@ class CrdReader:
     def watch_rules(self) -> list[WatchRuleView]:
         """Every WatchRule, in every namespace."""
         return [parse_watch_rule(o) for o in self._client.list(WATCH_RULES).items]
+
+    def cluster_watch_rules(self) -> list[ClusterWatchRuleView]:
+        """Every ClusterWatchRule (cluster-scoped); none where the CRD is not installed (a
+        chart from before it), so the rest of a pass is not held up by it."""
+        try:
+            listed = self._client.list(CLUSTER_WATCH_RULES).items
+        except NotFound:
+            return []
+        return [parse_cluster_watch_rule(o) for o in listed]
 
     def cluster_providers(self) -> list[ClusterProviderView]:
         """Every ClusterProvider."""

@@ -19,6 +19,9 @@ GIT_PROVIDERS = ApiResource(GROUP, VERSION, "gitproviders", "GitProvider", True,
 GIT_TARGETS = ApiResource(GROUP, VERSION, "gittargets", "GitTarget", True, _CRUD)
 WATCH_RULES = ApiResource(GROUP, VERSION, "watchrules", "WatchRule", True, _CRUD)
 CLUSTER_PROVIDERS = ApiResource(GROUP, VERSION, "clusterproviders", "ClusterProvider", False, _CRUD)
+CLUSTER_WATCH_RULES = ApiResource(
+    GROUP, VERSION, "clusterwatchrules", "ClusterWatchRule", False, _CRUD
+)
 
 NAMESPACES = ApiResource("", "v1", "namespaces", "Namespace", False, _CRUD)
 SECRETS = ApiResource("", "v1", "secrets", "Secret", True, _CRUD)

@@ -48,7 +48,9 @@ class StatusWriter:
         }
         self._client.patch_status(res, meta.namespace, meta.name, patch)
 
-    def write_field(self, res: ApiResource, meta: Meta, field: str, value: Obj | None) -> None:
+    def write_field(
+        self, res: ApiResource, meta: Meta, field: str, value: Obj | str | None
+    ) -> None:
         """Set (or, for None, remove) ``status.<field>`` of the incarnation ``meta`` names.
 
         A JSON patch whose first operation tests ``metadata.uid``: a GitTarget deleted and

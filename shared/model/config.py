@@ -125,6 +125,9 @@ class TargetConfig:
     extra: dict[str, str] = field(default_factory=dict)
     webhook: WebhookEndpoint | None = None  # spec.applier.webhook, when the applier is one (D7)
     writer: str = ""  # ``BranchConfig.writer`` of its GitProvider (T1)
+    #: spec.commit.signing.secretRef.name, in the GitTarget's namespace; "" = unsigned (P6).
+    #: The name only: the key is read from the Secret by the branch's owner when it commits.
+    signing_secret: str = ""
     #: spec.encryption's age recipients (public keys): Secrets are written sealed for them
     #: (P3); empty: Secrets are refused (M10).
     recipients: tuple[str, ...] = ()

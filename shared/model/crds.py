@@ -104,6 +104,9 @@ class ClusterProviderView:
     conditions: tuple[Condition, ...] = ()
     #: spec.crossNamespaceAppliers (T2); empty: a GitTarget's applier must be in its namespace.
     cross_namespace_appliers: tuple[ApplierAllowance, ...] = ()
+    #: spec.clusterScoped.accessFrom: the GitTarget namespaces a ClusterWatchRule may feed
+    #: with this cluster's cluster-scoped objects; None admits none.
+    cluster_scoped: AccessFrom | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +126,14 @@ class GitProviderView:
     receiver_type: str  # spec.receiver.type; empty: no webhook endpoint
     receiver_secret: str  # spec.receiver.secretRef.name (key "token")
     webhook_path: str  # status.receiver.webhookPath as last written
+
+
+@dataclass(frozen=True, slots=True)
+class SigningRef:
+    """``spec.commit.signing`` of a GitTarget: its key's Secret, in its own namespace."""
+
+    secret_name: str
+    generate_when_missing: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +166,11 @@ class GitTargetView:
     webhook: WebhookEndpoint | None = None  # spec.applier.webhook, when the applier is one
     #: spec.sensitive: (group, kind) refused like Secrets (M10); kind ``*``: the whole group.
     sensitive: tuple[tuple[str, str], ...] = ()
+    #: spec.commit.signing (P6): the Secret in this namespace holding the SSH key ("" =
+    #: unsigned), whether to generate a key into it when it has none, and the public key
+    #: ``status.signingPublicKey`` last showed (written only when it changes).
+    signing: SigningRef | None = None
+    signing_public_key: str = field(default="", compare=False)
     #: spec.encryption: Secrets are sealed for these recipients instead of refused (P3).
     encryption: EncryptionView | None = None
 
@@ -179,6 +195,17 @@ class WatchRuleView:
     """Which objects of its own namespace a GitTarget mirrors."""
 
     meta: Meta
+    target: str
+    rules: tuple[RuleView, ...]
+    conditions: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterWatchRuleView:
+    """Which cluster-scoped objects a GitTarget (named by namespace and name) mirrors."""
+
+    meta: Meta
+    target_namespace: str
     target: str
     rules: tuple[RuleView, ...]
     conditions: tuple[Condition, ...] = ()
@@ -255,6 +282,7 @@ def parse_cluster_provider(raw: Raw) -> ClusterProviderView:
         parse_access_from(spec.get("accessFrom")),
         parse_conditions(raw),
         allowances,
+        parse_access_from(_map(spec.get("clusterScoped")).get("accessFrom")),
     )
 
 
@@ -418,8 +446,18 @@ def parse_git_target(raw: Raw) -> GitTargetView:
             for s in spec.get("sensitive") or []
             if isinstance(s, Mapping) and s.get("kind")
         ),
+        signing=_signing(_map(_map(spec.get("commit")).get("signing"))),
+        signing_public_key=str(_map(raw.get("status")).get("signingPublicKey") or ""),
         encryption=parse_encryption(spec),
     )
+
+
+def _signing(raw: Raw) -> SigningRef | None:
+    """``spec.commit.signing``; absent (or without a Secret name) is None: unsigned."""
+    name = str(_map(raw.get("secretRef")).get("name") or "")
+    if not name:
+        return None
+    return SigningRef(name, raw.get("generateWhenMissing") is True)
 
 
 def _operations(value: Any) -> frozenset[Operation]:
@@ -432,7 +470,25 @@ def _operations(value: Any) -> frozenset[Operation]:
 def parse_watch_rule(raw: Raw) -> WatchRuleView:
     """A WatchRule."""
     spec = _map(raw.get("spec"))
-    rules = tuple(
+    target = str(_map(spec.get("targetRef")).get("name", ""))
+    return WatchRuleView(parse_meta(raw), target, _rules(spec), parse_conditions(raw))
+
+
+def parse_cluster_watch_rule(raw: Raw) -> ClusterWatchRuleView:
+    """A ClusterWatchRule."""
+    spec = _map(raw.get("spec"))
+    ref = _map(spec.get("targetRef"))
+    return ClusterWatchRuleView(
+        parse_meta(raw),
+        str(ref.get("namespace", "")),
+        str(ref.get("name", "")),
+        _rules(spec),
+        parse_conditions(raw),
+    )
+
+
+def _rules(spec: Raw) -> tuple[RuleView, ...]:
+    return tuple(
         RuleView(
             api_groups=_strings(r.get("apiGroups")),
             api_versions=_strings(r.get("apiVersions")),
@@ -442,5 +498,3 @@ def parse_watch_rule(raw: Raw) -> WatchRuleView:
         for r in spec.get("rules") or []
         if isinstance(r, Mapping)
     )
-    target = str(_map(spec.get("targetRef")).get("name", ""))
-    return WatchRuleView(parse_meta(raw), target, rules, parse_conditions(raw))

@@ -13,6 +13,7 @@ import redis
 from sandbox.githost.outside import git, push
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop
+from services.branch_worker.signing import Signer, unsigned
 from shared.git.remote import ls_remote
 from shared.git.workspace import Workspace
 from shared.model.config import BranchConfig, TargetConfig
@@ -72,7 +73,10 @@ class Rig:
         return self.branch.ref.key
 
     def loop(
-        self, worker: str = "w1", read_tip: Callable[[], str | None] | None = None
+        self,
+        worker: str = "w1",
+        read_tip: Callable[[], str | None] | None = None,
+        signer: Signer = unsigned,
     ) -> BranchLoop:
         lease = Leases(self.client, self.keys, 60_000).acquire(self.bk, worker)
         assert lease is not None
@@ -89,6 +93,7 @@ class Rig:
             read_tip=read_tip or (lambda: ls_remote(str(self.bare), "main")),
             steady_tick=self.settings.steady_tick.total_seconds(),
             max_window=self.settings.max_window.total_seconds(),
+            signer=signer,
             desk=ApplierDesk(
                 self.bk,
                 self.branch,

@@ -43,6 +43,11 @@ NOT_EXERCISED = {
     # about its own identity, so it must hold the verbs the dispatcher uses (see grants.yaml)
     ("watcher", "patch", "kustomizations"),
     ("watcher", "patch", "gitrepositories"),
+    # a generated signing key (P6; tests/integration/watcher/test_signing.py) and a
+    # ClusterWatchRule's status (tests/integration/watcher/test_cluster_watch_rules.py)
+    ("watcher", "create", "secrets"),
+    ("watcher", "update", "secrets"),
+    ("watcher", "patch", "clusterwatchrules/status"),
 }
 
 

@@ -133,3 +133,13 @@ def test_kubectl_api_resources_and_crds_without_errors(kubectl: Kubectl) -> None
     crds = kubectl("get", "crd")
     assert crds.returncode == 0 and crds.stderr == ""
     assert "gitrepositories.source.toolkit.fluxcd.io" in crds.stdout
+
+
+def test_cluster_roles_are_cluster_scoped(kube: KubeApiServer) -> None:
+    """ClusterRoles are served by rbac.authorization.k8s.io/v1 without a namespace, as the Go
+    operator's chart creates its manager and watch ClusterRoles (facts/upstream-gitops-reverser.md
+    §6, RBAC), and a ClusterWatchRule mirrors them under _cluster/ (P6)."""
+    rbac = _resources(kube, "/apis/rbac.authorization.k8s.io/v1")
+    assert rbac["clusterroles"]["namespaced"] is False
+    assert rbac["clusterroles"]["kind"] == "ClusterRole"
+    assert rbac["roles"]["namespaced"] is True

@@ -73,6 +73,7 @@ def _schema_defaults() -> dict[tuple[str, str], Any]:
 def test_the_chart_has_schemas_to_compare() -> None:
     assert {kind for kind, _ in FIELDS} == {
         "ClusterProvider",
+        "ClusterWatchRule",
         "GitProvider",
         "GitTarget",
         "WatchRule",

@@ -26,6 +26,7 @@ KINDS = {
     "ClusterProvider": "Cluster",
     "GitTarget": "Namespaced",
     "WatchRule": "Namespaced",
+    "ClusterWatchRule": "Cluster",
 }
 READY_STATUS = '.status.conditions[?(@.type=="Ready")].status'
 READY_REASON = '.status.conditions[?(@.type=="Ready")].reason'
@@ -91,7 +92,7 @@ def _rules(crds: dict[str, dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any
 
 
 def test_the_chart_ships_the_four_kinds(crds: dict[str, dict[str, Any]]) -> None:
-    """docs/crds.md: four kinds of group gitopsreverser.io, v1alpha1 served and stored.
+    """docs/crds.md: five kinds of group gitopsreverser.io, v1alpha1 served and stored.
 
     The object name must be ``<plural>.<group>`` (Kubernetes docs, "Create a
     CustomResourceDefinition": https://kubernetes.io/docs/tasks/extend-kubernetes/
@@ -252,7 +253,12 @@ def test_printer_columns(crds: dict[str, dict[str, Any]]) -> None:
     Kubernetes docs, "Additional printer columns": priority 0 columns are shown by default;
     a type ``date`` column renders as an age.
     """
-    extra = {"GitProvider": ["URL"], "GitTarget": ["Branch", "Path"], "WatchRule": ["Target"]}
+    extra = {
+        "GitProvider": ["URL"],
+        "GitTarget": ["Branch", "Path"],
+        "WatchRule": ["Target"],
+        "ClusterWatchRule": ["Target Namespace", "Target"],
+    }
     for kind, crd in crds.items():
         columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
         default = {c["name"]: c for c in columns if c.get("priority", 0) == 0}
@@ -274,6 +280,7 @@ def test_short_names_are_unique(crds: dict[str, dict[str, Any]]) -> None:
         "ClusterProvider": ["cp"],
         "GitTarget": ["gt"],
         "WatchRule": ["wr"],
+        "ClusterWatchRule": ["cwr"],
     }
     for crd in crds.values():
         assert crd["spec"]["names"]["categories"] == ["gitops-reverser"]

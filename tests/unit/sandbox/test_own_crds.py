@@ -66,6 +66,7 @@ CLUSTER_PROVIDER: dict[str, Any] = {
             {"namespace": "argocd", "accessFrom": {"names": ["team-a"]}},
             {"namespace": "flux-system", "accessFrom": {"selector": {}}},
         ],
+        "clusterScoped": {"accessFrom": {"names": ["team-a"]}},
     },
     "status": {"observedGeneration": 1, "conditions": [CONDITION]},
 }
@@ -80,6 +81,7 @@ GIT_TARGET: dict[str, Any] = {
         "clusterProviderRef": {"name": "hub"},
         "prune": {"mode": "Always"},
         "onRefusal": "Reapply",
+        "commit": {"signing": {"secretRef": {"name": "signing"}, "generateWhenMissing": True}},
         "sensitive": [{"group": "example.com", "kind": "Widget"}, {"group": "", "kind": "*"}],
         "encryption": {
             "provider": "sops",
@@ -97,6 +99,7 @@ GIT_TARGET: dict[str, Any] = {
     "status": {
         "observedGeneration": 1,
         "conditions": [CONDITION, {**CONDITION, "type": "ApplierConfigured"}],
+        "signingPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleExample",
         "applier": {
             "kind": "Kustomization",
             "name": "apps",
@@ -132,7 +135,26 @@ WATCH_RULE: dict[str, Any] = {
     },
     "status": {"observedGeneration": 1, "conditions": [CONDITION]},
 }
+CLUSTER_WATCH_RULE: dict[str, Any] = {
+    "apiVersion": API_VERSION,
+    "kind": "ClusterWatchRule",
+    "metadata": {"name": "cluster-rbac"},
+    "spec": {
+        "targetRef": {"name": "apps", "namespace": "team-a"},
+        "rules": [
+            {
+                "apiGroups": ["rbac.authorization.k8s.io"],
+                "apiVersions": ["v1"],
+                "resources": ["clusterroles", "clusterrolebindings"],
+                "operations": ["CREATE", "UPDATE", "DELETE"],
+            },
+            {"apiGroups": [""], "resources": ["namespaces"], "operations": ["*"]},
+        ],
+    },
+    "status": {"observedGeneration": 1, "conditions": [CONDITION]},
+}
 EXAMPLES = {
+    "ClusterWatchRule": CLUSTER_WATCH_RULE,
     "GitProvider": GIT_PROVIDER,
     "ClusterProvider": CLUSTER_PROVIDER,
     "GitTarget": GIT_TARGET,
@@ -559,6 +581,22 @@ def test_the_built_in_templates_pass(schemas: dict[str, dict[str, Any]]) -> None
         "groupTemplate": "Mirror {count:>3} API edits to {path}",
     }
     assert _check(schemas, provider).errors == []
+
+
+def test_a_cluster_watch_rule_names_its_targets_namespace(
+    schemas: dict[str, dict[str, Any]],
+) -> None:
+    """P6: a ClusterWatchRule is cluster-scoped, so its GitTarget is named with a namespace."""
+    rule = _example("ClusterWatchRule")
+    del rule["spec"]["targetRef"]["namespace"]
+    assert _fields(_check(schemas, rule)) == ["spec.targetRef.namespace"]
+
+
+def test_signing_needs_a_secret(schemas: dict[str, dict[str, Any]]) -> None:
+    """P6: spec.commit.signing names the Secret holding (or to hold) the key."""
+    target = _example("GitTarget")
+    target["spec"]["commit"]["signing"] = {"generateWhenMissing": True}
+    assert _fields(_check(schemas, target)) == ["spec.commit.signing.secretRef"]
 
 
 def test_encryption_names_age_recipients(schemas: dict[str, dict[str, Any]]) -> None:

@@ -1,0 +1,180 @@
+"""The branch loop signs a GitTarget's commits with its key, and never commits them unsigned.
+
+Real Redis, a real bare repository, real git and ssh-keygen; the key comes from a signer that
+stands in for the Secret read (``SecretSigner`` against the sandbox API is in
+``tests/integration/watcher/test_signing.py``). Signatures are checked with
+``git verify-commit`` and an allowed-signers file (P6); a key that cannot be used refuses that
+GitTarget's writes with ``SigningKeyInvalid`` while the branch goes on (T4).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from sandbox.githost.outside import git
+from services.branch_worker.signing import SIGNING_KEY_INVALID, SigningUnavailable
+from shared.git.errors import GitTemporary
+from shared.git.signing import SigningKey, generate_key, key_file
+from shared.model.config import TargetConfig
+from shared.model.events import GitTargetRef, ObjectEvent
+from shared.model.ids import GitTargetUid, ObjectId
+from tests.configs import DEFAULT_COMMITTER, target_config
+from tests.integration.branch_worker.conftest import Rig
+
+pytestmark = pytest.mark.integration
+
+CM = "apps/team/configmaps/app.yaml"
+
+
+class FakeSigner:
+    """A Signer whose key (or failure) the test sets; it counts the key files it handed out."""
+
+    def __init__(self, key: SigningKey | None = None) -> None:
+        self.key = key
+        self.failure: SigningUnavailable | None = None
+        self.files: list[Path] = []
+
+    @contextmanager
+    def __call__(self, target: TargetConfig) -> Iterator[Path | None]:
+        if not target.signing_secret:
+            yield None
+            return
+        if self.failure is not None:
+            raise self.failure
+        assert self.key is not None
+        with key_file(self.key) as path:
+            self.files.append(path)
+            yield path
+
+
+def verified(rig: Rig, rev: str, key: SigningKey) -> bool:
+    allowed = rig.tmp / "allowed_signers"
+    allowed.write_text(key.allowed_signer(DEFAULT_COMMITTER.email))
+    done = subprocess.run(
+        ["git", "-c", f"gpg.ssh.allowedSignersFile={allowed}", "verify-commit", rev],
+        cwd=rig.bare,
+        capture_output=True,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+def signed_target(rig: Rig) -> None:
+    rig.target = dataclasses.replace(rig.target, signing_secret="signing")
+    rig.configs.publish_target(rig.target)
+
+
+def test_a_signed_targets_commit_verifies(rig: Rig) -> None:
+    """P6: the window's commit is signed with the GitTarget's key; the key file is gone."""
+    signed_target(rig)
+    key = generate_key("team/gt")
+    signer = FakeSigner(key)
+    loop = rig.loop(signer=signer)
+    rig.publish("app", "CREATE", {"a": "1"})
+    rig.drain(loop)
+    loop.flush(force=True)
+    assert rig.show(CM).startswith("apiVersion: v1")
+    assert verified(rig, "main", key)
+    assert not verified(rig, "main", generate_key("another"))
+    assert signer.files and not any(p.exists() for p in signer.files)
+
+
+def test_a_replayed_commit_is_signed_again(rig: Rig) -> None:
+    """M7 with P6: a push refused because the remote moved is replayed on the new tip, and
+    the replayed commit carries a signature of its own."""
+    signed_target(rig)
+    key = generate_key("team/gt")
+    loop = rig.loop(signer=FakeSigner(key))
+    rig.publish("app", "CREATE", {"a": "1"})
+    rig.drain(loop)
+    foreign = rig.foreign_push()
+    loop.flush(force=True)
+    assert git("rev-parse", "main~1", cwd=rig.bare).strip() == foreign
+    assert verified(rig, "main", key)
+
+
+def test_a_key_that_cannot_be_used_refuses_the_targets_writes(rig: Rig) -> None:
+    """P6, T4: nothing unsigned is committed; the GitTarget shows SigningKeyInvalid, its
+    events are acknowledged unwritten, and once the key is back the next write is signed."""
+    signed_target(rig)
+    signer = FakeSigner()
+    signer.failure = SigningUnavailable("Secret team/signing: no key", permanent=True)
+    loop = rig.loop(signer=signer)
+    before = rig.head()
+    rig.publish("app", "CREATE", {"a": "1"})
+    rig.drain(loop)
+    loop.flush(force=True)
+    assert rig.head() == before
+    refusal = rig.configs.refusal(rig.target.uid)
+    assert refusal is not None and refusal["reason"] == SIGNING_KEY_INVALID
+    assert rig.events.pending_count(rig.bk) == 0
+    assert not loop.busy()
+    status = git("status", "--porcelain", cwd=loop.ws.directory)
+    assert status.strip() == ""  # the refused write left the work tree
+
+    key = generate_key("team/gt")
+    signer.failure, signer.key = None, key
+    rig.publish("app", "UPDATE", {"a": "2"})
+    rig.drain(loop)
+    loop.flush(force=True)
+    assert "a: '2'" in rig.show(CM)
+    assert verified(rig, "main", key)
+    assert "signing" not in rig.configs.refusals(rig.target.uid)
+
+
+def test_a_key_the_api_could_not_give_fails_the_pass_and_keeps_the_events(rig: Rig) -> None:
+    """A Secret that could not be read now (the API is down) is retried: the pass fails as
+    any git failure does (the branch starts over), and no event is acknowledged (M8)."""
+    signed_target(rig)
+    signer = FakeSigner()
+    signer.failure = SigningUnavailable("Secret team/signing could not be read", permanent=False)
+    loop = rig.loop(signer=signer)
+    rig.publish("app", "CREATE", {"a": "1"})
+    rig.drain(loop)
+    with pytest.raises(GitTemporary):
+        loop.flush(force=True)
+    assert rig.events.pending_count(rig.bk) == 1
+    assert rig.configs.refusal(rig.target.uid) is None
+
+
+def test_another_target_of_the_branch_is_committed_unsigned_meanwhile(rig: Rig) -> None:
+    """T4: one GitTarget's bad key fails that GitTarget only."""
+    signed_target(rig)
+    other = target_config(
+        GitTargetUid("gt-uid-2"), "team", "other", str(rig.bare), "main", path="other"
+    )
+    rig.configs.publish_target(other)
+    signer = FakeSigner()
+    signer.failure = SigningUnavailable("Secret team/signing: no key", permanent=True)
+    loop = rig.loop(signer=signer)
+    rig.publish("app", "CREATE", {"a": "1"})
+    rig.events.publish(
+        rig.bk,
+        ObjectEvent(
+            target=GitTargetRef(other.uid, "team", "other"),
+            operation="CREATE",
+            object_id=ObjectId("", "v1", "configmaps", "ConfigMap", "team", "theirs"),
+            uid="uid-theirs",
+            resource_version="1",
+            body={
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "theirs", "namespace": "team"},
+                "data": {"b": "1"},
+            },
+            managers=(),
+            observed_at=rig.clock.now,
+        ),
+    )
+    rig.drain(loop)
+    loop.flush(force=True)
+    assert "other/team/configmaps/theirs.yaml" in rig.files()
+    assert CM not in rig.files()
+    assert rig.configs.refusal(other.uid) is None
+    assert rig.events.pending_count(rig.bk) == 0
