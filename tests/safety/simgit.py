@@ -151,7 +151,15 @@ class SimWorkspace:
     def leads_elsewhere(self, folder: str) -> bool:
         return False
 
-    def commit(self, message: str, committer: Committer, paths: tuple[str, ...] = ()) -> str | None:
+    def commit(
+        self,
+        message: str,
+        committer: Committer,
+        paths: tuple[str, ...] = (),
+        signing_key: Path | None = None,
+    ) -> str | None:
+        """The work tree's commit; unsigned (the suite's GitTargets sign nothing)."""
+        assert signing_key is None, "the simulated remote does not sign"
         yield_point("commit")
         base = self.remote.tree(self._head)
         folders = [_key(p) for p in paths] or [""]
