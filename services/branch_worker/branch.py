@@ -29,7 +29,7 @@ from services.branch_worker.signing import (
 from services.branch_worker.writer import Applied, apply_event, key_of
 from shared.decide.tips import TipKind, classify_tip, on_notices, steady_tick_due
 from shared.decide.window import Window, closes_at, is_due, open_window
-from shared.git.errors import GitTemporary
+from shared.git.errors import GitTemporary, WriteNotHeld
 from shared.git.workspace import Committer, Workspace
 from shared.model import templates
 from shared.model.config import BranchConfig, TargetConfig
@@ -55,6 +55,9 @@ MAX_PUSH_ATTEMPTS = 5
 SLICE = 500
 #: The reason a GitTarget shows while its GitProvider's commit template cannot be used.
 BAD_TEMPLATE = "InvalidCommitTemplate"
+#: The commit did not hold a write made for the GitTarget (D1, issue 11): shown on it until a
+#: commit of its folder holds what was written.
+WRITE_NOT_HELD = "WriteNotHeld"
 
 
 class ProviderChanged(Exception):
@@ -375,11 +378,24 @@ class BranchLoop:
 
     def _commit_files(self, target: TargetConfig, message: str) -> str | None:
         """Commit the GitTarget's folder, signed when it asks for it (P6); SigningUnavailable
-        when its key cannot be had, with nothing committed."""
-        with self._signer(target) as key:
-            sha = self.ws.commit(
-                message, _committer(self.config), paths=(target.path or ".",), signing_key=key
-            )
+        when its key cannot be had, with nothing committed.
+
+        D1: a commit that does not hold the folder's writes (``WriteNotHeld``, the last
+        defence after the folder's own checks) is shown on the GitTarget as
+        ``GitPathAccepted=False WriteNotHeld`` and fails the pass as before: nothing is
+        acknowledged and the branch starts over. No Refusal is owed to the applier (the edit is
+        not refused, only not yet written). The next commit of the folder that holds its writes
+        lifts it."""
+        try:
+            with self._signer(target) as key:
+                sha = self.ws.commit(
+                    message, _committer(self.config), paths=(target.path or ".",), signing_key=key
+                )
+        except WriteNotHeld as err:
+            self._configs.set_refusal(target.uid, WRITE_NOT_HELD, str(err), key="held")
+            metrics.REFUSALS.labels(WRITE_NOT_HELD).inc()
+            raise
+        self._configs.clear_refusal(target.uid, key="held")
         if target.signing_secret and "signing" in self._configs.refusals(target.uid):
             self._configs.clear_refusal(target.uid, key="signing")
         return sha

@@ -20,8 +20,9 @@ from shared.store.branch_health import BranchHealth
 from shared.store.keys import Keys
 
 #: Refusal slots that record no refused edit: a commit template the worker could not use (T4)
-#: makes the commit anyway, so nothing is owed a Refusal for it (A5).
-NOT_AN_EDIT = frozenset({"template"})
+#: makes the commit anyway, and a commit that did not hold its writes (``held``, D1) leaves the
+#: edits to be written again, so nothing is owed a Refusal for either (A5).
+NOT_AN_EDIT = frozenset({"template", "held"})
 
 
 class ConfigStore:
