@@ -124,6 +124,13 @@ class BranchLoop:
         #: the work tree, their events unacknowledged, until ``_retry_at`` (see ``_hold``).
         self._held: dict[GitTargetUid, OpenWindow] = {}
         self._retry_at: dict[GitTargetUid, float] = {}
+        #: Events of GitTargets withdrawn while their key is out (the watcher stops serving
+        #: a GitTarget whose key it finds unusable, so its settings are gone): not applied,
+        #: not acknowledged, handled again every ``SIGNING_RETRY_S`` (``_park``).
+        self._parked: list[StreamEntry] = []
+        self._parked_retry_at: float | None = None
+        #: Per slice: whether a GitTarget without settings is withdrawn for its key.
+        self._withdrawn: dict[GitTargetUid, bool] = {}
         #: GitTargets whose ``signing`` refusal this owner set: lifted at their next commit.
         self._signing_refused: set[GitTargetUid] = set()
         #: Events read or claimed but not applied yet, oldest first (see ``SLICE``).
@@ -180,13 +187,16 @@ class BranchLoop:
         self._backlog.extend(entries)
         batch, self._backlog = self._backlog[:SLICE], self._backlog[SLICE:]
         targets: dict[GitTargetUid, TargetConfig | None] = {}  # one read per GitTarget per slice
+        self._withdrawn.clear()
         done: list[StreamEntry] = []
         wrote = False
+        parked = len(self._parked)
         for entry in batch:
-            if self._apply(entry, targets):
-                wrote = True
-            else:
+            if not self._apply(entry, targets):
                 done.append(entry)
+            elif len(self._parked) == parked:
+                wrote = True
+            parked = len(self._parked)
         self._events.ack(self.lease.branch, done)
         if wrote:
             self._publish_counts(last_write_at=self._clock())
@@ -200,7 +210,7 @@ class BranchLoop:
             targets[item.target.uid] = self._configs.target(item.target.uid)
         target = targets[item.target.uid]
         if target is None:
-            return False  # its GitTarget incarnation is gone
+            return self._park(entry)  # gone (dropped), or withdrawn while its key is out
         if not self.config.writes_for(target):
             return self._not_ours(target)
         if entry.listing is None:
@@ -230,6 +240,26 @@ class BranchLoop:
         if self.config.commit_window_s <= 0:
             self._commit(self._open.pop(target.uid))  # commitWindow 0s: a commit per write
         return True
+
+    def _park(self, entry: StreamEntry) -> bool:
+        """An event of a GitTarget without settings: dropped (False) if it is gone; kept
+        unacknowledged (True) if it was withdrawn while its signing key is out, which its
+        standing ``signing`` refusal tells (P6, M8: withdrawal keeps refusals, deletion does
+        not), until its settings are back."""
+        item = entry.listing or entry.event
+        assert item is not None
+        uid = item.target.uid
+        if uid not in self._withdrawn:
+            self._withdrawn[uid] = self._withdrawn_for_key(uid)
+        if not self._withdrawn[uid]:
+            return False
+        self._parked.append(entry)
+        if self._parked_retry_at is None:
+            self._parked_retry_at = self._clock() + SIGNING_RETRY_S
+        return True
+
+    def _withdrawn_for_key(self, uid: GitTargetUid) -> bool:
+        return "signing" in self._configs.refusals(uid)
 
     def _not_ours(self, target: TargetConfig) -> bool:
         """T1: a GitTarget of another GitProvider never writes with this branch's Secret. The
@@ -343,6 +373,8 @@ class BranchLoop:
             closes_at(w.window, c.commit_window_s, self._max_window) for w in self._open.values()
         ]
         times.extend(self._retry_at.values())
+        if self._parked_retry_at is not None:
+            times.append(self._parked_retry_at)
         if not self.busy():
             times.append(self._tip_read_at + self._steady_tick)
         if self.desk is not None and self.desk.next_wake is not None:
@@ -353,12 +385,16 @@ class BranchLoop:
 
     def busy(self) -> bool:
         """Anything unapplied, open, held or unpushed on this worker (Q3: not quiet)."""
-        return self.retrying() or bool(self._held)
+        return self.retrying() or self.holding()
 
     def retrying(self) -> bool:
         """Anything unapplied, open or unpushed: worth a pass every ``RETRY_S``. Held writes
         (``_hold``) are not: they wait for their own ``next_deadline``."""
         return bool(self._backlog or self._open or self._closed)
+
+    def holding(self) -> bool:
+        """Writes or events held until a GitTarget's signing key works again."""
+        return bool(self._held or self._parked)
 
     def held(self) -> list[GitTargetUid]:
         """The GitTargets whose writes are held because their commits cannot be signed."""
@@ -368,6 +404,9 @@ class BranchLoop:
         """Close the windows that are due (all when ``force``), commit them, and push."""
         now = self._clock()
         c = self.config
+        if self._parked_retry_at is not None and (force or self._parked_retry_at <= now):
+            self._backlog[:0], self._parked = self._parked, []  # handled again, oldest first
+            self._parked_retry_at = None
         due_held = [u for u, at in self._retry_at.items() if force or at <= now]
         if due_held:
             self._retry_held(due_held)
@@ -506,12 +545,17 @@ class BranchLoop:
     def _take_held(self, uid: GitTargetUid) -> OpenWindow | None:
         """A held GitTarget's writes with its open window's (its changes are in the same
         folder), out of the hold; None for a GitTarget gone meanwhile: its writes go with it,
-        as any event of a gone GitTarget (acknowledged unwritten)."""
+        as any event of a gone GitTarget (acknowledged unwritten). One withdrawn by the
+        watcher for its key (settings gone, ``signing`` refusal standing) stays held."""
         window = self._held.pop(uid)
         self._retry_at.pop(uid, None)
         newer = self._open.pop(uid, None)
         entries = window.entries + (newer.entries if newer else [])
         current = self._configs.target(uid)
+        if current is None and self._withdrawn_for_key(uid):  # held until it is served again
+            self._held[uid] = OpenWindow(window.target, window.window, entries)
+            self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
+            return None
         if current is None:
             self.ws.discard(window.target.path or ".")
             self._folders.pop(uid, None)
@@ -596,7 +640,7 @@ class BranchLoop:
     def _publish_counts(self, last_write_at: float | None = None) -> None:
         pending = len(self._backlog) + sum(len(w.entries) for w in self._open.values())
         pending += sum(len(c.entries) for c in self._closed)
-        pending += sum(len(w.entries) for w in self._held.values())
+        pending += sum(len(w.entries) for w in self._held.values()) + len(self._parked)
         self._states.publish_counts(self.lease, len(self._open), pending, last_write_at)
 
 

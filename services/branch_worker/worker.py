@@ -262,7 +262,10 @@ class BranchWorker:
         return max(min(waits), 0.0)
 
     def _retire_orphans(self) -> None:
-        idle = [bk for bk in self.loops if bk not in self._inflight]
+        # P6: a branch holding writes of a GitTarget withdrawn for its signing key is kept
+        idle = [
+            bk for bk in self.loops if bk not in self._inflight and not self.loops[bk].holding()
+        ]
         if idle:
             for bk in self.orphans.to_retire(idle):
                 self._submit(bk, self.jobs.retire, bk, self.loops[bk])

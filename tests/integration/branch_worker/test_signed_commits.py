@@ -287,3 +287,76 @@ def test_another_target_of_the_branch_is_committed_unsigned_meanwhile(rig: Rig) 
     assert rig.configs.refusal(other.uid) is None
     assert rig.events.pending_count(rig.bk) == 1  # the held GitTarget's edit alone
     assert loop.held() == [rig.target.uid]
+
+
+def test_held_writes_survive_the_watcher_withdrawing_the_target(rig: Rig) -> None:
+    """P6, M8: the watcher stops serving a GitTarget whose key it finds unusable (its
+    settings go, its refusals stay). Its held writes are not taken for those of a deleted
+    GitTarget: they stay held and pending, and once it is served again with a working key
+    they are pushed signed. A deleted GitTarget's held writes go with it."""
+    signed_target(rig)
+    key = generate_key("team/gt")
+    signer = FakeSigner(key)
+    _broken(signer)
+    loop = rig.loop(signer=signer)
+    before = rig.head()
+    rig.publish("app", "CREATE", {"a": "1"})
+    rig.drain(loop)
+    loop.flush(force=True)
+    assert rig.configs.withdraw_target(rig.target.uid)
+    rig.clock.now += SIGNING_RETRY_S
+    loop.flush()
+    assert rig.head() == before
+    assert loop.held() == [rig.target.uid]
+    assert rig.events.pending_count(rig.bk) == 1
+
+    signer.failure = None
+    rig.configs.publish_target(rig.target)  # served again: the Secret is fixed
+    rig.clock.now += SIGNING_RETRY_S
+    loop.flush()
+    assert "a: '1'" in rig.show(CM)
+    assert verified(rig, "main", key)
+    assert rig.events.pending_count(rig.bk) == 0
+
+    _broken(signer)
+    rig.publish("app", "UPDATE", {"a": "2"})
+    rig.drain(loop)
+    loop.flush(force=True)
+    rig.configs.forget_target(rig.target)  # deleted: its refusal goes too
+    rig.clock.now += SIGNING_RETRY_S
+    loop.flush()
+    assert not loop.busy()
+    assert rig.events.pending_count(rig.bk) == 0
+    assert "a: '1'" in rig.show(CM)
+
+
+def test_a_new_owner_parks_the_events_of_a_target_withdrawn_for_its_key(rig: Rig) -> None:
+    """M8 with P6: a new owner that claims events of a GitTarget withdrawn for its key (no
+    settings, its ``signing`` refusal standing) keeps them pending, applied once the
+    GitTarget is served again, and pushes them signed."""
+    signed_target(rig)
+    key = generate_key("team/gt")
+    signer = FakeSigner(key)
+    _broken(signer)
+    dead = rig.loop("dead", signer=signer)
+    rig.publish("app", "CREATE", {"a": "1"})
+    rig.drain(dead, "dead")
+    dead.flush(force=True)
+    rig.configs.withdraw_target(rig.target.uid)
+    rig.client.delete(rig.keys.branch_lease(rig.bk))  # the dead worker's lease expires
+    before = rig.head()
+    heir = rig.loop("heir", signer=FakeSigner(key))  # start() claims and applies them
+    heir.flush()
+    assert rig.head() == before
+    assert heir.busy() and heir.holding()
+    assert rig.events.pending_count(rig.bk) == 1
+
+    rig.configs.publish_target(rig.target)
+    rig.clock.now += SIGNING_RETRY_S
+    heir.flush()  # the parked events go back in the backlog
+    heir.handle([])
+    heir.flush(force=True)
+    assert "a: '1'" in rig.show(CM)
+    assert verified(rig, "main", key)
+    assert rig.events.pending_count(rig.bk) == 0
+    assert not heir.busy()
