@@ -2,7 +2,8 @@
 
 Invariants:
 - an event is acknowledged only after the push that holds its write, or at once when it makes
-  no write or is refused (M3, M8, M10);
+  no write or is refused (M3, M8, M10); a write whose GitTarget's signing key cannot be used is
+  held, unacknowledged, until the key works again (P6, T4): it is never dropped;
 - pushes are CAS against the tip we built on; a rejection fetches, resets to the new tip and
   replays every write not yet pushed, one commit per closed window, then pushes again (M7);
 - every decided write restarts the branch's quiet period (Q2) and is published with the
@@ -12,6 +13,7 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -58,6 +60,10 @@ BAD_TEMPLATE = "InvalidCommitTemplate"
 #: The commit did not hold a write made for the GitTarget (D1, issue 11): shown on it until a
 #: commit of its folder holds what was written.
 WRITE_NOT_HELD = "WriteNotHeld"
+
+#: How long the writes of a GitTarget whose signing key cannot be used are held before its
+#: key is asked for again (one Secret read per held GitTarget each time).
+SIGNING_RETRY_S = 10.0
 
 
 class ProviderChanged(Exception):
@@ -118,6 +124,19 @@ class BranchLoop:
         #: when the folders are read again after a reset.
         self._rendered: dict[GitTargetUid, dict[str, str]] = {}
         self._closed: list[ClosedWindow] = []
+        #: Writes of GitTargets whose commits cannot be signed now (P6): left uncommitted in
+        #: the work tree, their events unacknowledged, until ``_retry_at`` (see ``_hold``).
+        self._held: dict[GitTargetUid, OpenWindow] = {}
+        self._retry_at: dict[GitTargetUid, float] = {}
+        #: Events of GitTargets withdrawn while their key is out (the watcher stops serving
+        #: a GitTarget whose key it finds unusable, so its settings are gone): not applied,
+        #: not acknowledged, handled again every ``SIGNING_RETRY_S`` (``_park``).
+        self._parked: list[StreamEntry] = []
+        self._parked_retry_at: float | None = None
+        #: Per slice: whether a GitTarget without settings is withdrawn for its key.
+        self._withdrawn: dict[GitTargetUid, bool] = {}
+        #: GitTargets whose ``signing`` refusal this owner set: lifted at their next commit.
+        self._signing_refused: set[GitTargetUid] = set()
         #: Events read or claimed but not applied yet, oldest first (see ``SLICE``).
         self._backlog: list[StreamEntry] = []
         #: GitTargets whose folder refusal this owner has lifted since it took the branch: only
@@ -172,13 +191,16 @@ class BranchLoop:
         self._backlog.extend(entries)
         batch, self._backlog = self._backlog[:SLICE], self._backlog[SLICE:]
         targets: dict[GitTargetUid, TargetConfig | None] = {}  # one read per GitTarget per slice
+        self._withdrawn.clear()
         done: list[StreamEntry] = []
         wrote = False
+        parked = len(self._parked)
         for entry in batch:
-            if self._apply(entry, targets):
-                wrote = True
-            else:
+            if not self._apply(entry, targets):
                 done.append(entry)
+            elif len(self._parked) == parked:
+                wrote = True
+            parked = len(self._parked)
         self._events.ack(self.lease.branch, done)
         if wrote:
             self._publish_counts(last_write_at=self._clock())
@@ -192,7 +214,7 @@ class BranchLoop:
             targets[item.target.uid] = self._configs.target(item.target.uid)
         target = targets[item.target.uid]
         if target is None:
-            return False  # its GitTarget incarnation is gone
+            return self._park(entry)  # gone (dropped), or withdrawn while its key is out
         if not self.config.writes_for(target):
             return self._not_ours(target)
         if entry.listing is None:
@@ -222,6 +244,26 @@ class BranchLoop:
         if self.config.commit_window_s <= 0:
             self._commit(self._open.pop(target.uid))  # commitWindow 0s: a commit per write
         return True
+
+    def _park(self, entry: StreamEntry) -> bool:
+        """An event of a GitTarget without settings: dropped (False) if it is gone; kept
+        unacknowledged (True) if it was withdrawn while its signing key is out, which its
+        standing ``signing`` refusal tells (P6, M8: withdrawal keeps refusals, deletion does
+        not), until its settings are back."""
+        item = entry.listing or entry.event
+        assert item is not None
+        uid = item.target.uid
+        if uid not in self._withdrawn:
+            self._withdrawn[uid] = self._withdrawn_for_key(uid)
+        if not self._withdrawn[uid]:
+            return False
+        self._parked.append(entry)
+        if self._parked_retry_at is None:
+            self._parked_retry_at = self._clock() + SIGNING_RETRY_S
+        return True
+
+    def _withdrawn_for_key(self, uid: GitTargetUid) -> bool:
+        return "signing" in self._configs.refusals(uid)
 
     def _not_ours(self, target: TargetConfig) -> bool:
         """T1: a GitTarget of another GitProvider never writes with this branch's Secret. The
@@ -334,6 +376,9 @@ class BranchLoop:
         times = [
             closes_at(w.window, c.commit_window_s, self._max_window) for w in self._open.values()
         ]
+        times.extend(self._retry_at.values())
+        if self._parked_retry_at is not None:
+            times.append(self._parked_retry_at)
         if not self.busy():
             times.append(self._tip_read_at + self._steady_tick)
         if self.desk is not None and self.desk.next_wake is not None:
@@ -343,13 +388,32 @@ class BranchLoop:
         return min(times) if times else None
 
     def busy(self) -> bool:
-        """Anything unapplied, open or unpushed on this worker."""
+        """Anything unapplied, open, held or unpushed on this worker (Q3: not quiet)."""
+        return self.retrying() or self.holding()
+
+    def retrying(self) -> bool:
+        """Anything unapplied, open or unpushed: worth a pass every ``RETRY_S``. Held writes
+        (``_hold``) are not: they wait for their own ``next_deadline``."""
         return bool(self._backlog or self._open or self._closed)
+
+    def holding(self) -> bool:
+        """Writes or events held until a GitTarget's signing key works again."""
+        return bool(self._held or self._parked)
+
+    def held(self) -> list[GitTargetUid]:
+        """The GitTargets whose writes are held because their commits cannot be signed."""
+        return sorted(self._held)
 
     def flush(self, force: bool = False) -> None:
         """Close the windows that are due (all when ``force``), commit them, and push."""
         now = self._clock()
         c = self.config
+        if self._parked_retry_at is not None and (force or self._parked_retry_at <= now):
+            self._backlog[:0], self._parked = self._parked, []  # handled again, oldest first
+            self._parked_retry_at = None
+        due_held = [u for u, at in self._retry_at.items() if force or at <= now]
+        if due_held:
+            self._retry_held(due_held)
         due = [
             uid
             for uid, w in self._open.items()
@@ -362,6 +426,10 @@ class BranchLoop:
         self._publish_counts()
 
     def _commit(self, window: OpenWindow) -> None:
+        blocker = self._held_with(window.target)
+        if blocker is not None:  # P6: nothing of a held folder is committed, signed or not
+            self._hold(window, blocker, None)
+            return
         message, problem = _message(self.config, window)
         if problem:  # T4: shown on this GitTarget; the commit is made with the built-in wording
             self._configs.set_refusal(window.target.uid, BAD_TEMPLATE, problem, key="template")
@@ -370,7 +438,7 @@ class BranchLoop:
         try:
             sha = self._commit_files(window.target, message)
         except SigningUnavailable as err:
-            self._refuse_unsigned(window.target, window.entries, err)
+            self._hold(window, window.target, err)
             return
         self._closed.append(ClosedWindow(window.target, message, window.entries))
         if sha:
@@ -396,36 +464,122 @@ class BranchLoop:
             metrics.REFUSALS.labels(WRITE_NOT_HELD).inc()
             raise
         self._configs.clear_refusal(target.uid, key="held")
-        if target.signing_secret and "signing" in self._configs.refusals(target.uid):
+        if target.uid in self._signing_refused or (
+            target.signing_secret and "signing" in self._configs.refusals(target.uid)
+        ):
             self._configs.clear_refusal(target.uid, key="signing")
+            self._signing_refused.discard(target.uid)
         return sha
 
-    def _refuse_unsigned(
-        self, target: TargetConfig, entries: list[StreamEntry], err: SigningUnavailable
+    def _held_with(self, target: TargetConfig) -> TargetConfig | None:
+        """A held GitTarget whose folder is, holds or is inside ``target``'s (``target``
+        itself first): a commit of ``target``'s folder would take its held, unsigned writes."""
+        held = self._held.get(target.uid)
+        if held is not None:
+            return held.target
+        for window in self._held.values():
+            if _overlap(window.target.path, target.path):
+                return window.target
+        return None
+
+    def _hold(
+        self, window: OpenWindow, blocker: TargetConfig, err: SigningUnavailable | None
     ) -> None:
-        """P6, T4: a GitTarget that asks for signed commits never gets an unsigned one. A key
-        the API could not give now fails the pass (the branch starts over and tries again); a
-        Secret that is gone or holds no usable key refuses the window's writes, like any
-        refusal (M10): its changes leave the work tree, its events are acknowledged unwritten,
-        and the GitTarget shows ``SigningKeyInvalid``; the other GitTargets of the branch are
-        committed and pushed as usual."""
-        if not err.permanent:
+        """P6, T4, M8: a GitTarget that asks for signed commits never gets an unsigned one, and
+        its writes are never dropped. A key the API could not give now fails the pass (the
+        branch starts over and tries again). A Secret that is gone or holds no usable key holds
+        the window: its changes stay uncommitted in the work tree, its events stay pending in
+        the stream (a new owner claims and replays them), the GitTarget shows
+        ``SigningKeyInvalid``, and its key is asked for again every ``SIGNING_RETRY_S``; once
+        it works, every held write is committed, signed, and pushed. Later windows of the
+        GitTarget join the hold. The branch's other GitTargets are committed and pushed as
+        usual, except one whose folder overlaps a held one's (``blocker``): it is held with
+        it, since a commit of its folder would take the held writes unsigned."""
+        if err is not None and not err.permanent:
             raise GitTemporary(str(err)) from err
-        self.ws.discard(target.path or ".")
-        self._folders.pop(target.uid, None)
-        self._configs.set_refusal(target.uid, SIGNING_KEY_INVALID, str(err), key="signing")
+        target = window.target
+        uid = target.uid
+        held = self._held.get(uid)
+        if held is None:
+            self._held[uid] = OpenWindow(target, window.window, list(window.entries))
+        else:
+            held.target = target
+            held.entries.extend(window.entries)
+        if err is None and uid in self._retry_at:
+            return  # joined a standing hold
+        self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
+        if err is not None:
+            message = str(err)
+        else:
+            message = (
+                f"held with GitTarget {blocker.namespace}/{blocker.name}: its folder overlaps "
+                "this one's and its commits cannot be signed"
+            )
+        self._configs.set_refusal(uid, SIGNING_KEY_INVALID, message, key="signing")
+        self._signing_refused.add(uid)
         metrics.REFUSALS.labels(SIGNING_KEY_INVALID).inc()
-        self._events.ack(self.lease.branch, entries)
         log.warning(
-            "refused %d event(s): %s",
-            len(entries),
-            err,
+            "holding %d event(s) unacknowledged: %s",
+            len(self._held[uid].entries),
+            message,
             extra={
                 "branch": self.bk,
                 "gittarget": f"{target.namespace}/{target.name}",
                 "reason": SIGNING_KEY_INVALID,
             },
         )
+
+    def _retry_held(self, due: list[GitTargetUid]) -> None:
+        """Commit held GitTargets' writes if their keys work now; held again if not. The
+        held GitTargets whose folders overlap a due one's are tried with it (each is held
+        while another is, so one alone never goes): every key is asked for first, then the
+        folders are committed deepest first, so a folder is committed only once no held
+        folder overlaps it."""
+        group = set(due)
+        grew = True
+        while grew:
+            more = {
+                uid
+                for uid, w in self._held.items()
+                if uid not in group
+                and any(_overlap(w.target.path, self._held[g].target.path) for g in group)
+            }
+            group |= more
+            grew = bool(more)
+        windows = [w for w in (self._take_held(uid) for uid in sorted(group)) if w is not None]
+        ready: list[OpenWindow] = []
+        for window in windows:
+            try:
+                with self._signer(window.target):
+                    pass
+            except SigningUnavailable as err:
+                self._hold(window, window.target, err)
+                continue
+            ready.append(window)
+        for window in sorted(ready, key=lambda w: _depth(w.target.path), reverse=True):
+            self._commit(window)
+
+    def _take_held(self, uid: GitTargetUid) -> OpenWindow | None:
+        """A held GitTarget's writes with its open window's (its changes are in the same
+        folder), out of the hold; None for a GitTarget gone meanwhile: its writes go with it,
+        as any event of a gone GitTarget (acknowledged unwritten). One withdrawn by the
+        watcher for its key (settings gone, ``signing`` refusal standing) stays held."""
+        window = self._held.pop(uid)
+        self._retry_at.pop(uid, None)
+        newer = self._open.pop(uid, None)
+        entries = window.entries + (newer.entries if newer else [])
+        current = self._configs.target(uid)
+        if current is None and self._withdrawn_for_key(uid):  # held until it is served again
+            self._held[uid] = OpenWindow(window.target, window.window, entries)
+            self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
+            return None
+        if current is None:
+            self.ws.discard(window.target.path or ".")
+            self._folders.pop(uid, None)
+            self._events.ack(self.lease.branch, entries)
+            return None
+        target = current if current.path == window.target.path else window.target
+        return OpenWindow(target, newer.window if newer else window.window, entries)
 
     def _push(self) -> None:
         self._states.publish_push(self.lease, in_flight=True)
@@ -458,33 +612,52 @@ class BranchLoop:
         self._states.publish_pushed(self.lease, head)
 
     def _replay(self) -> None:
-        """Reset to the remote tip and make every unpushed write again (M7)."""
+        """Reset to the remote tip and make every unpushed write again (M7): the closed
+        windows committed again (a window whose key fails now is held, with the later windows
+        of its GitTarget), then the held and open writes, uncommitted, oldest first."""
         tip = self.ws.fetch()
         self._found_tip(tip, self.tip)
         self.tip = tip
         self.ws.reset(self.tip)
         self._folders.clear()
         self._states.publish_tip(self.lease, self.tip)
+        held_before, retry_before = self._held, self._retry_at
+        self._held, self._retry_at = {}, {}
         kept: list[ClosedWindow] = []
         for closed in self._closed:
-            for entry in closed.entries:
-                if entry.event:
-                    apply_event(self.ws, closed.target, entry.event, self._folder(closed.target))
+            window = OpenWindow(closed.target, open_window(self._clock()), closed.entries)
+            self._apply_again(window)
+            blocker = self._held_with(closed.target)
+            if blocker is not None:
+                self._hold(window, blocker, None)
+                continue
             try:
                 self._commit_files(closed.target, closed.message)
             except SigningUnavailable as err:
-                self._refuse_unsigned(closed.target, closed.entries, err)
+                self._hold(window, closed.target, err)
                 continue
             kept.append(closed)
         self._closed = kept
+        for uid, held in held_before.items():
+            self._apply_again(held)
+            joined = self._held.get(uid)
+            if joined is None:
+                self._held[uid] = held
+                self._retry_at[uid] = retry_before.get(uid, self._clock())
+            else:
+                joined.entries.extend(held.entries)
         for window in self._open.values():
-            for entry in window.entries:
-                if entry.event:
-                    apply_event(self.ws, window.target, entry.event, self._folder(window.target))
+            self._apply_again(window)
+
+    def _apply_again(self, window: OpenWindow) -> None:
+        for entry in window.entries:
+            if entry.event:
+                apply_event(self.ws, window.target, entry.event, self._folder(window.target))
 
     def _publish_counts(self, last_write_at: float | None = None) -> None:
         pending = len(self._backlog) + sum(len(w.entries) for w in self._open.values())
         pending += sum(len(c.entries) for c in self._closed)
+        pending += sum(len(w.entries) for w in self._held.values()) + len(self._parked)
         self._states.publish_counts(self.lease, len(self._open), pending, last_write_at)
 
 
@@ -513,6 +686,19 @@ def _message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
         return templates.render(own, fields, values), ""
     except templates.TemplateError as err:
         return templates.render(builtin, fields, values), str(err)
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether two GitTargets' folders are one, or one holds the other."""
+    x, y = (posixpath.normpath(p or ".").strip("/") for p in (a, b))
+    x, y = ("" if x == "." else x), ("" if y == "." else y)
+    return not x or not y or x == y or x.startswith(y + "/") or y.startswith(x + "/")
+
+
+def _depth(path: str) -> int:
+    """How many folders deep a GitTarget's folder is (the root: 0)."""
+    norm = posixpath.normpath(path or ".").strip("/")
+    return 0 if norm == "." else norm.count("/") + 1
 
 
 def _owned_before(lease: Lease) -> bool:

@@ -152,7 +152,7 @@ class BranchWorker:
         stop.wait(OUTAGE_PAUSE_S)
 
     def _settled(self) -> bool:
-        return not self._inflight and not any(lp.busy() for lp in self.loops.values())
+        return not self._inflight and not any(lp.retrying() for lp in self.loops.values())
 
     def wake(self) -> bool:
         """One scheduling round: collect finished jobs, take branches, read what is new for the
@@ -238,12 +238,13 @@ class BranchWorker:
     def _due(self, bk: BranchKey, now: float) -> bool:
         """A pass is due without anything new for a branch not worked since it was taken, one
         whose deadline has come (``BranchLoop.next_deadline``: a window closes, an applier's
-        wait ends, the steady tick), or one holding unpushed work (``RETRY_S`` apart)."""
+        wait ends, the steady tick, a held GitTarget's key retry), or one holding unpushed work
+        (``RETRY_S`` apart)."""
         last = self._last_pass.get(bk)
         if last is None:
             return True
         loop = self.loops[bk]
-        if loop.busy() and now - last >= RETRY_S:
+        if loop.retrying() and now - last >= RETRY_S:
             return True
         deadline = loop.next_deadline()
         return deadline is not None and deadline <= now
@@ -253,7 +254,7 @@ class BranchWorker:
         waits = [BUSY_POLL_S if self._inflight else HINTS_EVERY_S]
         for bk in idle:
             loop = self.loops[bk]
-            if loop.busy():
+            if loop.retrying():
                 waits.append(self._last_pass.get(bk, now) + RETRY_S - now)
             deadline = loop.next_deadline()
             if deadline is not None:
@@ -261,7 +262,10 @@ class BranchWorker:
         return max(min(waits), 0.0)
 
     def _retire_orphans(self) -> None:
-        idle = [bk for bk in self.loops if bk not in self._inflight]
+        # P6: a branch holding writes of a GitTarget withdrawn for its signing key is kept
+        idle = [
+            bk for bk in self.loops if bk not in self._inflight and not self.loops[bk].holding()
+        ]
         if idle:
             for bk in self.orphans.to_retire(idle):
                 self._submit(bk, self.jobs.retire, bk, self.loops[bk])

@@ -15,6 +15,7 @@ keys, never their content.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -33,6 +34,10 @@ PUBLIC_KEY = "signing.pub"
 SSH_KEYGEN_TIMEOUT_S = 20.0
 #: The largest private key accepted: an RSA 16384-bit key in OpenSSH form is ~12 KiB.
 MAX_KEY_BYTES = 32 * 1024
+#: Where the askpass program finds the passphrase: ssh-keygen's environment, which it hands
+#: on, and which only this user (and root) can read, unlike a command line.
+PASSPHRASE_ENV = "GITOPS_REVERSER_SIGNING_PASSPHRASE"
+_ASKPASS = b"#!/bin/sh\nprintf '%s\\n' \"$GITOPS_REVERSER_SIGNING_PASSPHRASE\"\n"
 
 
 class SigningKeyInvalid(GitPermanent):
@@ -60,7 +65,7 @@ def _private_dir() -> Iterator[Path]:
         yield folder
 
 
-def _keygen(*args: str) -> subprocess.CompletedProcess[str]:
+def _keygen(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
             ["ssh-keygen", *args],
@@ -69,6 +74,7 @@ def _keygen(*args: str) -> subprocess.CompletedProcess[str]:
             stdin=subprocess.DEVNULL,
             timeout=SSH_KEYGEN_TIMEOUT_S,
             check=False,
+            env=env,
         )
     except (OSError, subprocess.TimeoutExpired) as err:
         raise SigningKeyInvalid(f"ssh-keygen could not run: {type(err).__name__}") from None
@@ -94,10 +100,8 @@ def load_key(secret: Mapping[str, bytes]) -> SigningKey:
             folder / "key", private if private.endswith(b"\n") else private + b"\n"
         )
         # rewritten without a passphrase in OpenSSH form, which carries its public half:
-        # ``ssh-keygen -Y sign`` cannot sign with a PEM file alone. The passphrase goes on
-        # ssh-keygen's command line: visible to this user's own processes only for the
-        # millisecond it runs, never in a file or a log.
-        done = _keygen("-p", "-q", "-P", passphrase, "-N", "", "-f", str(path))
+        # ``ssh-keygen -Y sign`` cannot sign with a PEM file alone
+        done = _open_key(folder, path, passphrase)
         if done.returncode != 0:
             if passphrase and "incorrect passphrase" in done.stderr:
                 raise SigningKeyInvalid(
@@ -114,6 +118,28 @@ def load_key(secret: Mapping[str, bytes]) -> SigningKey:
     if given and _public_half(given) != public:
         raise SigningKeyInvalid(f"{PUBLIC_KEY!r} is not the public half of {PRIVATE_KEY!r}")
     return SigningKey(opened, public)
+
+
+def _open_key(folder: Path, path: Path, passphrase: str) -> subprocess.CompletedProcess[str]:
+    """``ssh-keygen -p`` taking the passphrase off ``path``. The passphrase never goes on a
+    command line (which every user of the machine can read in /proc): ssh-keygen asks for
+    it, of an askpass program (``SSH_ASKPASS_REQUIRE=force``, OpenSSH 8.4 and later) written
+    0700 in the private folder, which prints it from ssh-keygen's environment
+    (``PASSPHRASE_ENV``; /proc/<pid>/environ is readable by this user and root only)."""
+    if not passphrase:
+        return _keygen("-p", "-q", "-P", "", "-N", "", "-f", str(path))
+    if "\n" in passphrase or "\r" in passphrase:
+        # ssh-keygen keeps an askpass answer up to its first line break
+        raise SigningKeyInvalid(f"the Secret's {PASSPHRASE!r} has a line break")
+    askpass = _write_private(folder / "askpass", _ASKPASS)
+    askpass.chmod(0o700)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "SSH_ASKPASS": str(askpass),
+        "SSH_ASKPASS_REQUIRE": "force",
+        PASSPHRASE_ENV: passphrase,
+    }
+    return _keygen("-p", "-q", "-N", "", "-f", str(path), env=env)
 
 
 def generate_key(comment: str) -> SigningKey:

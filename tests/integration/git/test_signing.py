@@ -126,6 +126,39 @@ def test_a_passphrase_protected_key_signs_with_its_passphrase(tmp_path: Path, ba
     assert verify(bare, sha, key, tmp_path).returncode == 0
 
 
+def test_the_passphrase_is_never_on_a_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """T3: ssh-keygen gets the passphrase from an askpass program reading its environment,
+    never from its argv (readable by every user of the machine); the askpass program goes
+    with the private folder."""
+    private, _ = _keygen(tmp_path, "-t", "ed25519", "-N", "s3cret pass")
+    calls: list[tuple[list[str], dict[str, str] | None]] = []
+    real_run = subprocess.run
+
+    def recording(args: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        env = kw.get("env")
+        calls.append((list(args), dict(env) if isinstance(env, dict) else None))
+        return real_run(args, **kw)  # type: ignore[call-overload,no-any-return]
+
+    monkeypatch.setattr(subprocess, "run", recording)
+    key = load_key({PRIVATE_KEY: private, PASSPHRASE: b"s3cret pass"})
+    assert key.public.startswith("ssh-ed25519 ")
+    assert calls and not any("s3cret" in arg for args, _ in calls for arg in args)
+    opened = [env for args, env in calls if "-p" in args]
+    assert opened and opened[0] is not None
+    assert opened[0]["SSH_ASKPASS_REQUIRE"] == "force"
+    assert not Path(opened[0]["SSH_ASKPASS"]).exists()
+
+
+def test_a_passphrase_with_a_line_break_is_refused(tmp_path: Path) -> None:
+    """An askpass answer ends at its first line break, so such a passphrase is refused in
+    words (and never half-used)."""
+    private, _ = _keygen(tmp_path, "-t", "ed25519", "-N", "right")
+    with pytest.raises(SigningKeyInvalid, match="line break"):
+        load_key({PRIVATE_KEY: private, PASSPHRASE: b"ri\nght"})
+
+
 def test_an_rsa_key_in_pem_form_signs(tmp_path: Path, bare: Path) -> None:
     """PEM (``-m PEM``) keys, as older tooling writes them, load and sign too."""
     private, _ = _keygen(tmp_path, "-t", "rsa", "-b", "2048", "-N", "", "-m", "PEM")

@@ -12,17 +12,25 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from services.branch_worker.signing import SecretSigner, SigningUnavailable
+from sandbox.githost import GitHost
+from sandbox.githost.outside import git
+from services.branch_worker.branch import SIGNING_RETRY_S
+from services.branch_worker.signing import SIGNING_KEY_INVALID, SecretSigner, SigningUnavailable
+from services.branch_worker.worker import BranchWorker, Stores
 from shared.git.signing import PRIVATE_KEY, PUBLIC_KEY, generate_key, load_key
 from shared.kube.api import KubeClient
 from shared.kube.crds import CrdReader
 from shared.model.config import TargetConfig
-from shared.model.ids import GitTargetUid
-from tests.configs import target_config
+from shared.model.ids import Branch, GitTargetUid
+from shared.settings import Settings
+from tests.configs import DEFAULT_COMMITTER, target_config
 from tests.integration.watcher.harness import (
     CONFIGMAPS,
     Rig,
@@ -164,3 +172,103 @@ def test_the_signer_reads_the_key_of_the_targets_own_namespace(rig: Rig, repo_ur
 
 def _signed(config: TargetConfig) -> TargetConfig:
     return dataclasses.replace(config, signing_secret="signing")
+
+
+def _ls(githost: GitHost, name: str) -> dict[str, str]:
+    """Files on the repository's main branch, by path, with their blob ids."""
+    out = git("ls-tree", "-r", "main", cwd=githost.repo_path("team/config"))
+    return {line.split("\t")[1]: line.split()[2] for line in out.splitlines() if name in line}
+
+
+def _work(worker: BranchWorker, rig: Rig, done: Callable[[], bool]) -> None:
+    """Wake the worker (each wake blocks on Redis or its pool, never on a timer), moving the
+    shared clock on so windows close and held keys come due, until ``done`` holds."""
+    for _ in range(100):
+        worker.wake()
+        worker.settle()
+        if done():
+            return
+        rig.clock.now += SIGNING_RETRY_S / 2
+    raise AssertionError("the branch worker never got there")
+
+
+def test_a_key_broken_after_the_watchers_check_loses_no_edit(
+    rig: Rig, repo_url: str, githost: GitHost, tmp_path: Path
+) -> None:
+    """P6, T4, M8, against the sandbox's API with the branch worker's real Secret read: the
+    watcher checks the key and publishes an edit, then the Secret's key is broken before the
+    branch worker commits. Nothing is pushed, the edit stays pending in Redis and the GitTarget
+    shows SigningKeyInvalid (also once the watcher withdraws it); the Secret fixed, the watcher
+    serves it again and the edit arrives in one commit that ``git verify-commit`` accepts."""
+    key = generate_key("team-a")
+    uid = GitTargetUid(mirror_setup(rig, repo_url, **SIGNING))
+    rig.cluster.create(_secret("team-a", "signing", {PRIVATE_KEY: key.private}))
+    rig.cluster.configmap("team-a", "app", {"a": "1"})
+    rig.burst()
+    reader = _reader(rig)
+    settings = Settings(key_prefix=rig.prefix, work_dir=str(tmp_path / "work"))
+    stores = Stores.build(rig.redis, settings)
+    worker = BranchWorker(settings, stores, "w1", rig.clock, signer=SecretSigner(lambda: reader))
+    bk = Branch(repo_url, "main").key
+    stream = rig.keys.branch_events(bk)
+    repo = githost.repo_path("team/config")
+
+    def pending() -> int:
+        return int(rig.redis.xpending(stream, "owners")["pending"])
+
+    def held() -> list[GitTargetUid]:
+        loop = worker.loops.get(bk)
+        return loop.held() if loop is not None else []
+
+    def settled() -> bool:
+        loop = worker.loops.get(bk)
+        return pending() == 0 and loop is not None and not loop.busy()
+
+    try:
+        _work(worker, rig, lambda: bool(_ls(githost, "app.yaml")) and pending() == 0)
+        first = git("rev-parse", "main", cwd=repo).strip()
+        allowed = tmp_path / "allowed_signers"
+        allowed.write_text(key.allowed_signer(DEFAULT_COMMITTER.email))
+        verify = ["git", "-c", f"gpg.ssh.allowedSignersFile={allowed}", "verify-commit", "main"]
+        assert subprocess.run(verify, cwd=repo, capture_output=True, check=False).returncode == 0
+
+        rig.cluster.patch("v1", "ConfigMap", "app", "team-a", {"data": {"a": "2"}})
+        rig.burst()  # the watcher checks the key (still good) and publishes the edit
+        rig.cluster.patch(
+            "v1",
+            "Secret",
+            "signing",
+            "team-a",
+            {"data": {PRIVATE_KEY: base64.b64encode(b"not a key").decode()}},
+        )
+        _work(worker, rig, lambda: held() == [uid])
+        assert git("rev-parse", "main", cwd=repo).strip() == first  # nothing pushed
+        assert pending() == 1
+        refusal = rig.config.refusal(uid)
+        assert refusal is not None and refusal["reason"] == SIGNING_KEY_INVALID
+
+        rig.burst()  # the watcher now finds the key bad: the GitTarget is withdrawn
+        assert rig.config.target(uid) is None
+        conditions = rig.cluster.conditions("GitTarget", "target", "team-a")
+        assert conditions["Validated"]["reason"] == SIGNING_KEY_INVALID
+        rig.clock.now += 2 * SIGNING_RETRY_S
+        worker.wake()
+        worker.settle()
+        assert git("rev-parse", "main", cwd=repo).strip() == first
+        assert pending() == 1  # held, not dropped as a deleted GitTarget's would be
+
+        rig.cluster.patch(
+            "v1",
+            "Secret",
+            "signing",
+            "team-a",
+            {"data": {PRIVATE_KEY: base64.b64encode(key.private).decode()}},
+        )
+        rig.burst()  # served again
+        _work(worker, rig, settled)
+        assert git("rev-parse", "main~1", cwd=repo).strip() == first
+        assert "a: '2'" in git("show", f"main:{next(iter(_ls(githost, 'app.yaml')))}", cwd=repo)
+        assert subprocess.run(verify, cwd=repo, capture_output=True, check=False).returncode == 0
+        assert "signing" not in rig.config.refusals(uid)
+    finally:
+        worker.shutdown()
