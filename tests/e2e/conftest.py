@@ -523,11 +523,13 @@ class FluxTenants(Tenants):
         commit_window: str = "1s",
         encryption: dict[str, Any] | None = None,
         decryption: dict[str, Any] | None = None,
+        prune: bool = False,
     ) -> FluxTenant:
         """A tenant (``Tenants.make``) plus, when ``receiver``, a GitHub receiver whose hook
         the Git host calls; the GitTarget's applier; and Flux's GitRepository (following
-        ``follows``) and Kustomization. Returns once a worker owns the branch and, unless
-        suspended or mismatched, Flux applied the first commit with ApplierConfigured True.
+        ``follows``) and Kustomization (``prune`` as docs/flux.md sets it, when asked).
+        Returns once a worker owns the branch and, unless suspended or mismatched, Flux
+        applied the first commit with ApplierConfigured True.
         ``encryption`` is the GitTarget's ``spec.encryption``, ``decryption`` the
         Kustomization's ``spec.decryption`` (P3)."""
         applier = {"kustomizationRef": {"name": "ks", "namespace": name}, "quietPeriod": quiet}
@@ -549,7 +551,7 @@ class FluxTenants(Tenants):
         )
         if receiver:
             self.secret(name, "webhook", {"token": WEBHOOK_TOKEN})
-        self._flux(name, tenant.url, follows, suspend, decryption)
+        self._flux(name, tenant.url, follows, suspend, decryption=decryption, prune=prune)
         found = tenant.target()
         flux = FluxTenant(tenant, str(found["metadata"]["uid"]))
         tenant.wait_owned()
@@ -589,13 +591,15 @@ class FluxTenants(Tenants):
         url: str,
         follows: str,
         suspend: bool,
+        *,
         decryption: dict[str, Any] | None = None,
+        prune: bool = False,
     ) -> None:
         source = {"url": url, "interval": "24h", "ref": {"branch": follows}}
         kustomization = {
             "interval": "24h",
             "path": "./clusters",
-            "prune": False,
+            "prune": prune,
             "suspend": suspend,
             "sourceRef": {"kind": "GitRepository", "name": "src"},
             **({"decryption": decryption} if decryption else {}),

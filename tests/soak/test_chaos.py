@@ -104,7 +104,9 @@ def test_nothing_lost_or_repeated_while_processes_and_redis_are_killed(
     stamps.start()
     makers = FluxTenants(running, client)
     edited: list[ApplierTenant] = [makers.make_hooked(f"chaos-{i}") for i in range(TENANTS)]
-    fluxed = [makers.make_flux(f"chaos-flux-{i}") for i in range(FLUX_TENANTS)]
+    # pruning as docs/flux.md sets it up: an API delete that an apply re-created is withheld
+    # (W1), and only a pruning Kustomization takes the re-created object away at the CatchUp
+    fluxed = [makers.make_flux(f"chaos-flux-{i}", prune=True) for i in range(FLUX_TENANTS)]
     tenants = [*edited, *fluxed]
     edited += fluxed if APPLY_EDITS else []
     queue = Attempts(client, keys_of(running), running.env["GITOPS_REVERSER_APPLY_QUEUE"]).queue()
