@@ -667,25 +667,25 @@ def _committer(config: BranchConfig) -> Committer:
 
 def _message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
     """The commit message, and why the GitProvider's template could not be used ("" if it
-    could): a bad template falls back to the built-in one, so the write is still made (C1)."""
+    could): a bad template falls back to the built-in one, so the write is still made (C1).
+    ``Username`` and ``Author`` come from attribution when an event or window carries one; until
+    then no actor is named (``Username`` "") and the author is the committer (facts 3.6)."""
     events = [e.event for e in window.entries if e.event]
+    name = window.target.name
     if len(events) == 1:
-        oid = events[0].object_id
-        values: dict[str, object] = {
-            "operation": events[0].operation,
-            "kind": oid.kind,
-            "namespace": oid.namespace,
-            "name": oid.name,
-            "path": window.target.path,
-        }
-        own, fields, builtin = config.message_one, templates.EVENT_FIELDS, EVENT_TEMPLATE
+        event = events[0]
+        username = str(getattr(event, "username", "") or "")
+        data = templates.event_data(event.operation, event.object_id, username, name)
+        own, variables, builtin = config.message_one, templates.EVENT, EVENT_TEMPLATE
     else:
-        values = {"count": len(events), "path": window.target.path or "/"}
-        own, fields, builtin = config.message_many, templates.GROUP_FIELDS, GROUP_TEMPLATE
+        author = str(getattr(window, "author", "") or config.committer_name)
+        writes = [(e.operation, e.object_id) for e in events]
+        data = templates.group_data(author, name, writes)
+        own, variables, builtin = config.message_many, templates.GROUP, GROUP_TEMPLATE
     try:
-        return templates.render(own, fields, values), ""
+        return templates.render(own, variables, data), ""
     except templates.TemplateError as err:
-        return templates.render(builtin, fields, values), str(err)
+        return templates.render(builtin, variables, data), str(err)
 
 
 def _overlap(a: str, b: str) -> bool:

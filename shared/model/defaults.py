@@ -43,11 +43,11 @@ RECIPIENTS_KEY: Final = "recipients"
 #: GitTarget ``spec.applier.quietPeriod`` when left out (behaviour.md §1). No schema default,
 #: because a CEL rule refuses a quietPeriod next to an applicationRef.
 QUIET_PERIOD: Final = "30s"
-#: GitProvider ``spec.commit.message.eventTemplate`` when left out; Python ``str.format``
-#: fields ``operation``, ``kind``, ``namespace``, ``name``, ``path``.
-EVENT_TEMPLATE: Final = "{operation} {kind} {namespace}/{name}"
-#: GitProvider ``spec.commit.message.groupTemplate`` when left out; fields ``count``, ``path``.
-GROUP_TEMPLATE: Final = "Mirror {count} API edits to {path}"
+#: GitProvider ``spec.commit.message.eventTemplate`` when left out: Go template syntax, the Go
+#: operator's default (facts 3.5, 2.1; ``shared.model.templates``).
+EVENT_TEMPLATE: Final = "[{{.Operation}}] {{.APIVersion}}/{{.Resource}}/{{.Name}}"
+#: GitProvider ``spec.commit.message.groupTemplate`` when left out; the Go operator's default.
+GROUP_TEMPLATE: Final = "{{.Author}} on {{.GitTarget}}: {{.Count}} resource(s)"
 
 #: The durations in seconds, derived so that the spelling above stays the only one.
 COMMIT_WINDOW_S: Final = parse_duration(COMMIT_WINDOW).total_seconds()

@@ -1,61 +1,192 @@
-"""Commit-message templates (GitProvider ``spec.commit.message``): checked, then rendered within
-bounds, so that a tenant's template can fail only its own commits' wording (C1, T4).
+"""Commit-message templates (GitProvider ``spec.commit.message``) in Go ``text/template`` syntax,
+with the Go operator's variables, so its users' templates carry over (issue 15; C1, T4).
 
-A template is Python ``str.format`` text with a closed set of fields: ``operation``, ``kind``,
-``namespace``, ``name``, ``path`` for a commit of one write, ``count`` and ``path`` for a
-commit of several. A field may carry an alignment and a width of at most two digits
-(``{name:>20}``); nothing else: no conversion, attribute, index or other format spec (the CRD's
-CEL rule states the same grammar, so the API server refuses what this module refuses). A
-rendered message is cut at ``MAX_MESSAGE`` characters: git gets it as one argument, and the
-kernel refuses an argument over 128 KiB (E2BIG).
+``check`` parses a template, checks every field it names in every branch against the
+variables (``missingkey=error``) and runs it on sample data; the watcher calls it to refuse a
+bad template in the GitProvider's status, the branch worker through ``render``, which falls back
+to the built-in template on a ``TemplateError`` (so a bad template fails only its own commits'
+wording). The engine is ``shared.model.gotemplate``; its bounds hold whatever the template.
+
+The ``{name}`` ``str.format`` syntax of earlier versions is refused with a message naming the
+Go spelling (docs/crds.md, "Commit message templates"). A rendered message is cut at
+``MAX_MESSAGE`` characters (git gets it as one argument; the kernel refuses one over 128 KiB)
+and loses its NUL characters.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-import string
-from collections.abc import Mapping
+from collections.abc import Iterable
+from dataclasses import dataclass
 
-#: Fields a one-write template may name; a many-writes template's.
-EVENT_FIELDS = frozenset({"operation", "kind", "namespace", "name", "path"})
-GROUP_FIELDS = frozenset({"count", "path"})
-#: The only format spec allowed: an alignment and a width of at most two digits (no leading 0:
-#: ``{name:05}`` asks for ``=`` alignment, which a string refuses).
-_SPEC = re.compile(r"[<>^]?(?:[1-9][0-9]?)?")
+from shared.model.gotemplate import (
+    INT,
+    STRING,
+    GoMap,
+    Record,
+    Shape,
+    Template,
+    TemplateError,
+    parse,
+)
+from shared.model.ids import ObjectId
+
+__all__ = ["TemplateError"]
+
 #: Longest message handed to git, in characters.
 MAX_MESSAGE = 16 * 1024
+#: Longest template the CRD admits (its ``maxLength``).
+MAX_TEMPLATE = 4096
+OPERATIONS = ("CREATE", "UPDATE", "DELETE")
+
+_RESOURCE = Shape(
+    "record",
+    {name: STRING for name in ("Group", "Version", "Resource", "Namespace", "Name")},
+    name="Resource",
+)
+_EVENT_NAMES = ("Operation", "Group", "Version", "Resource", "Namespace", "Name", "APIVersion",
+                "Username", "GitTarget")  # fmt: skip
+EVENT_SHAPE = Shape("record", {name: STRING for name in _EVENT_NAMES}, name="EventData")
+GROUP_SHAPE = Shape(
+    "record",
+    {
+        "Author": STRING,
+        "GitTarget": STRING,
+        "Count": INT,
+        "Operations": Shape("map", elem=INT, keys=frozenset(OPERATIONS), name="Operations"),
+        "Resources": Shape("list", elem=_RESOURCE),
+    },
+    name="GroupData",
+)
 
 
-class TemplateError(ValueError):
-    """A template this product does not render (its message says why, for the user)."""
+@dataclass(frozen=True)
+class Variables:
+    """What one kind of template may name, and sample data to run it on at admission."""
+
+    field: str  # the GitProvider field, for messages
+    shape: Shape
+    samples: tuple[Record, ...]
 
 
-def check(template: str, fields: frozenset[str]) -> None:
-    """TemplateError unless ``template`` names only ``fields``, with at most a width."""
+def _resource(oid: ObjectId) -> Record:
+    item = Record(
+        Group=oid.group,
+        Version=oid.version,
+        Resource=oid.resource,
+        Namespace=oid.namespace,
+        Name=oid.name,
+    )
+    item.type_name = "Resource"
+    return item
+
+
+def event_data(operation: str, oid: ObjectId, username: str, git_target: str) -> Record:
+    """An event template's variables (facts 3.5); ``username`` "" when no actor is named."""
+    data = Record(
+        Operation=operation,
+        Group=oid.group,
+        Version=oid.version,
+        Resource=oid.resource,
+        Namespace=oid.namespace,
+        Name=oid.name,
+        APIVersion=oid.api_version,
+        Username=username,
+        GitTarget=git_target,
+    )
+    data.type_name = "EventData"
+    return data
+
+
+def group_data(author: str, git_target: str, writes: Iterable[tuple[str, ObjectId]]) -> Record:
+    """A group template's variables: ``Count`` writes, ``Operations`` counted per operation,
+    ``Resources`` one per object (by group, resource, namespace, name) in first-seen order."""
+    counts: dict[str, int] = {}
+    resources: dict[tuple[str, str, str, str], Record] = {}
+    count = 0
+    for operation, oid in writes:
+        count += 1
+        counts[operation] = counts.get(operation, 0) + 1
+        key = (oid.group, oid.resource, oid.namespace, oid.name)
+        resources.setdefault(key, _resource(oid))
+    operations = GoMap(counts)
+    operations.zero, operations.zero_keys = 0, frozenset(OPERATIONS)
+    data = Record(
+        Author=author,
+        GitTarget=git_target,
+        Count=count,
+        Operations=operations,
+        Resources=list(resources.values()),
+    )
+    data.type_name = "GroupData"
+    return data
+
+
+_CM = ObjectId("", "v1", "configmaps", "ConfigMap", "team", "settings")
+_DEPLOY = ObjectId("apps", "v1", "deployments", "Deployment", "team", "web")
+_NS = ObjectId("", "v1", "namespaces", "Namespace", "", "team")
+EVENT = Variables(
+    "eventTemplate",
+    EVENT_SHAPE,
+    (
+        event_data("UPDATE", _DEPLOY, "alice@example.com", "apps"),
+        event_data("CREATE", _NS, "", "cluster"),
+        event_data("DELETE", _CM, "system:serviceaccount:ci:deployer", "apps"),
+    ),
+)
+GROUP = Variables(
+    "groupTemplate",
+    GROUP_SHAPE,
+    (
+        group_data("Alice", "apps", [("CREATE", _CM), ("UPDATE", _DEPLOY), ("UPDATE", _CM)]),
+        group_data("", "cluster", [("DELETE", _NS), ("DELETE", _CM)]),
+    ),
+)
+
+_LEGACY = re.compile(r"\{(operation|kind|namespace|name|path|count)(:[<>^]?[0-9]{0,2})?\}")
+_GO_SPELLING = {"operation": "{{.Operation}}", "kind": "{{.Resource}}",
+                "namespace": "{{.Namespace}}", "name": "{{.Name}}", "path": "{{.GitTarget}}",
+                "count": "{{.Count}}"}  # fmt: skip
+
+
+def check(template: str, variables: Variables) -> Template:
+    """The parsed template, or TemplateError saying what is wrong, for the user."""
+    return _checked(template, variables.field)
+
+
+@functools.lru_cache(maxsize=256)
+def _checked(template: str, which: str) -> Template:
+    variables = EVENT if which == EVENT.field else GROUP
+    where = f"{variables.field} {_excerpt(template)}"
+    legacy = _LEGACY.search(template)
+    if legacy and "{{" not in template:
+        raise TemplateError(
+            f"{where} uses the old {{{legacy.group(1)}}} syntax, which is no longer read:"
+            f" write Go template syntax, e.g. {_GO_SPELLING[legacy.group(1)]}"
+        )
+    if len(template) > MAX_TEMPLATE:
+        raise TemplateError(f"{where} is longer than {MAX_TEMPLATE} characters")
     try:
-        parsed = list(string.Formatter().parse(template))
-    except ValueError as err:  # a lone brace
-        raise TemplateError(f"commit message template {template[:80]!r}: {err}") from err
-    for _, field, spec, conversion in parsed:
-        if field is None:
-            continue
-        if field not in fields:
-            allowed = ", ".join(sorted(fields))
-            raise TemplateError(
-                f"commit message template names {{{field[:40]}}}; it may name only {allowed}"
-            )
-        if conversion or not _SPEC.fullmatch(spec or ""):
-            raise TemplateError(
-                f"commit message template field {{{field}}}: only an alignment and a width up"
-                f" to 99 are allowed (e.g. {{{field}:>20}})"
-            )
+        parsed = parse(template)
+        parsed.check_fields(variables.shape)
+        for sample in variables.samples:
+            parsed.render(sample, MAX_MESSAGE)
+    except TemplateError as err:
+        raise TemplateError(f"{where}: {err}") from None
+    return parsed
 
 
-def render(template: str, fields: frozenset[str], values: Mapping[str, object]) -> str:
-    """The message: ``template`` checked and filled in, no NUL, at most ``MAX_MESSAGE`` long."""
-    check(template, fields)
+def _excerpt(template: str) -> str:
+    return repr(template if len(template) <= 80 else template[:77] + "...")
+
+
+def render(template: str, variables: Variables, data: Record) -> str:
+    """The message: ``template`` checked and run on ``data``, no NUL, at most ``MAX_MESSAGE``
+    characters; TemplateError if the template is bad or fails on this data."""
+    parsed = check(template, variables)
     try:
-        text = template.format_map({key: values[key] for key in fields})
-    except (ValueError, TypeError) as err:  # check() admits nothing that fails; belt and braces
-        raise TemplateError(f"commit message template {template[:80]!r}: {err}") from err
-    return text.replace("\0", "")[:MAX_MESSAGE]
+        text = parsed.render(data, MAX_MESSAGE)
+    except TemplateError as err:
+        raise TemplateError(f"{variables.field} {_excerpt(template)}: {err}") from None
+    return text.replace("\0", "")
