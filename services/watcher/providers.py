@@ -5,6 +5,12 @@ probed (T3). A GitProvider whose ``spec.secretRef`` names a Secret that does not
 stalled with ``SecretNotFound`` (no probe is made without the credentials it names); otherwise the
 repository is probed (``ConnectionFailed`` when it does not answer, stalled when git refused
 the credentials or the repository, reconciling when the remote may come back).
+
+Its commit-message templates are checked too (``shared.model.templates``: parsed, every field
+checked, run on sample data): a bad one stalls the GitProvider with ``CommitConfigInvalid`` and
+a message naming the problem. That problem does not count against its access to a branch
+(T1) and is not passed on to its GitTargets: their writes go on with the built-in wording,
+and a GitTarget learns of it as ``InvalidCommitTemplate`` when its branch worker commits (C1).
 """
 
 from __future__ import annotations
@@ -18,10 +24,13 @@ from shared.decide.urls import CREDENTIALS_IN_URL, MESSAGE, has_credentials
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
 from shared.kube.kinds import GIT_PROVIDERS
+from shared.model import templates
 from shared.model.crds import GitProviderView
 
 SECRET_NOT_FOUND = "SecretNotFound"
 SECRET_UNREADABLE = "SecretUnreadable"
+#: The facts' reason (2.1) for a GitProvider whose commit templates do not check.
+COMMIT_CONFIG_INVALID = "CommitConfigInvalid"
 
 ProviderKey = tuple[str, str]  # (namespace, name)
 
@@ -45,6 +54,20 @@ def provider_problems(
     return [problem] if problem else []
 
 
+def template_problems(provider: GitProviderView) -> list[Problem]:
+    """Why a GitProvider's commit-message templates cannot be used (empty when they can)."""
+    found: list[Problem] = []
+    for template, variables in (
+        (provider.message_one, templates.EVENT),
+        (provider.message_many, templates.GROUP),
+    ):
+        try:
+            templates.check(template, variables)
+        except templates.TemplateError as err:
+            found.append(Problem(COMMIT_CONFIG_INVALID, str(err)))
+    return found
+
+
 def reconcile_providers(
     providers: list[GitProviderView], reader: CrdReader, prober: Prober, status: StatusPublisher
 ) -> dict[ProviderKey, list[Problem]]:
@@ -53,7 +76,8 @@ def reconcile_providers(
     for provider in providers:
         problems = provider_problems(provider, reader, prober)
         found[(provider.meta.namespace, provider.meta.name)] = problems
-        wanted = trio(problems, ready_message="the repository answered ls-remote")
+        shown = problems + template_problems(provider)
+        wanted = trio(shown, ready_message="the repository answered ls-remote")
         status.publish(GIT_PROVIDERS, provider.meta, provider.conditions, wanted)
     prober.forget({p.meta.uid for p in providers})
     return found
