@@ -401,7 +401,9 @@ class _Parser:
             if tok.kind == "punct" and tok.text == "(":
                 depth, j = 1, i
                 while j < len(toks) and depth:
-                    depth += {"(": 1, ")": -1}.get(toks[j].text if toks[j].kind == "punct" else "", 0)
+                    depth += {"(": 1, ")": -1}.get(
+                        toks[j].text if toks[j].kind == "punct" else "", 0
+                    )
                     j += 1
                 if depth:
                     raise TemplateError("unclosed left paren")
@@ -456,7 +458,6 @@ class _Parser:
                 f'function "{text}" not defined (the functions are {", ".join(FUNCTIONS)})'
             )
         raise TemplateError(f"unexpected {text!r} in an action")
-
 
 
 def _name(arg: _Arg) -> str:

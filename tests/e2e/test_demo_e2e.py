@@ -56,7 +56,7 @@ def test_make_demo_tells_the_flux_and_the_argocd_story(
     assert "--- Flux story" in flux and argo, run.stdout
     _line(flux, r"CatchUp: after a quiet period of 3s Flux was asked, and applied \w{12} \(True\)")
     _line(flux, r"lastRequest: reasons=\['ForeignCommit'\] outcome=Delivered")
-    edit = _line(argo, r"committed and pushed (\w{12}): CREATE ConfigMap demo-argo/hello")[1]
+    edit = _line(argo, r"committed and pushed (\w{12}): \[CREATE\] v1/configmaps/hello")[1]
     _line(argo, r"no sync: .* \(operation set now: False\)")
     outside = _line(argo, r"Outside push: someone pushes (\w{12})")[1]
     revision = _line(argo, r"operation\.sync\.revision: (\w{40})$")[1]

@@ -196,7 +196,10 @@ def test_burst_of_200_edits_in_one_window_is_one_commit(tenants: Tenants) -> Non
     commits = t.commits_since(base)
     assert len(commits) == 1
     assert len(t.changed_objects(commits[0])) == BURST
-    assert t.git("log", "-1", "--format=%s", commits[0]) == f"Mirror {BURST} API edits to {t.path}"
+    assert (
+        t.git("log", "-1", "--format=%s", commits[0])
+        == f"GitOps Reverser on gt: {BURST} resource(s)"
+    )
 
 
 def test_commit_window_0s_makes_one_commit_per_edit(tenants: Tenants) -> None:

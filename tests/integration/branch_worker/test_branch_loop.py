@@ -33,9 +33,9 @@ def test_create_update_delete_become_commits_with_expected_bytes(rig: Rig) -> No
     loop.flush()
     assert CM not in rig.files()
     assert rig.commits()[:3] == [
-        "DELETE ConfigMap team/app",
-        "UPDATE ConfigMap team/app",
-        "CREATE ConfigMap team/app",
+        "[DELETE] v1/configmaps/app",
+        "[UPDATE] v1/configmaps/app",
+        "[CREATE] v1/configmaps/app",
     ]
     assert rig.events.pending_count(rig.bk) == 0
 
@@ -69,7 +69,7 @@ def test_a_burst_inside_one_window_is_one_commit(rig: Rig) -> None:
     assert rig.states.read(rig.bk).pending == {"w1": 200}
     rig.clock.now += 5
     loop.flush()
-    assert rig.commits() == ["Mirror 200 API edits to apps", "seed"]
+    assert rig.commits() == ["GitOps Reverser on gt: 200 resource(s)", "seed"]
     assert len([f for f in rig.files() if f.startswith("apps/team/")]) == 200
     state = rig.states.read(rig.bk)
     assert state.pending_total == 0 and state.windows_open == 0 and not state.push_in_flight
@@ -97,7 +97,7 @@ def test_a_foreign_push_before_ours_is_replayed_never_forced(rig: Rig) -> None:
     git("push", "-q", "origin", "HEAD:main", cwd=other)
     rig.clock.now += 10
     loop.flush()
-    assert rig.commits() == ["CREATE ConfigMap team/app", "foreign", "seed"]
+    assert rig.commits() == ["[CREATE] v1/configmaps/app", "foreign", "seed"]
     assert {"notes.md", CM} <= set(rig.files())
     assert rig.states.read(rig.bk).observed_tip == git("rev-parse", "main", cwd=rig.bare)
 
@@ -130,7 +130,7 @@ def test_a_dead_owner_leaves_events_for_the_next_owner_exactly_once(rig: Rig) ->
     heir = rig.loop("heir")
     rig.clock.now += 10
     heir.flush()
-    assert rig.commits() == ["Mirror 2 API edits to apps", "seed"]
+    assert rig.commits() == ["GitOps Reverser on gt: 2 resource(s)", "seed"]
     assert rig.events.pending_count(rig.bk) == 0
 
 
@@ -151,7 +151,7 @@ def test_a_claimed_backlog_is_applied_a_slice_per_wake_in_stream_order(rig: Rig)
     heir.handle([])
     rig.clock.now += 10
     heir.flush()
-    assert rig.commits() == [f"Mirror {SLICE + 11} API edits to apps", "seed"]
+    assert rig.commits() == [f"GitOps Reverser on gt: {SLICE + 11} resource(s)", "seed"]
     assert "i: last" in rig.show("apps/team/configmaps/cm-0000.yaml")
     assert rig.events.pending_count(rig.bk) == 0
 
@@ -166,7 +166,7 @@ def test_pushed_but_unacknowledged_events_make_no_second_commit(rig: Rig) -> Non
     rig.client.delete(rig.keys.branch_lease(rig.bk))
     heir = rig.loop("heir")
     heir.flush()
-    assert rig.commits() == ["CREATE ConfigMap team/app", "seed"]
+    assert rig.commits() == ["[CREATE] v1/configmaps/app", "seed"]
     assert rig.events.pending_count(rig.bk) == 0
 
 

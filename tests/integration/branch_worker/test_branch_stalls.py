@@ -107,7 +107,7 @@ def test_a_remote_that_refuses_pushes_stalls_the_branch_until_it_accepts(
     log = subprocess.run(
         ["git", "log", "--format=%s", "main"], cwd=bare, capture_output=True, text=True, check=True
     ).stdout
-    assert log.splitlines() == ["CREATE ConfigMap ns/a", "seed"]
+    assert log.splitlines() == ["[CREATE] v1/configmaps/a", "seed"]
 
 
 def test_a_branch_that_cannot_start_is_stalled_and_cleared_once_it_runs(
@@ -159,4 +159,4 @@ def test_a_refused_first_push_to_an_empty_remote_lands_after_a_restart_once_it_a
     log = subprocess.run(
         ["git", "log", "--format=%s", "main"], cwd=bare, capture_output=True, text=True, check=True
     ).stdout
-    assert log.splitlines() == ["CREATE ConfigMap ns/a"]
+    assert log.splitlines() == ["[CREATE] v1/configmaps/a"]

@@ -60,5 +60,5 @@ def test_a_hung_host_stalls_only_its_own_branch(
         wait_until(lambda: site.pushed("healthy") != [], DEADLINE_S, "the healthy branch's push")
         assert host.closed.wait(DEADLINE_S), "the hung fetch was never given up"
         assert site.stores.events.pending_count(hung) == 1  # not acknowledged: not lost
-    assert site.pushed("healthy") == ["CREATE ConfigMap team/fine"]
+    assert site.pushed("healthy") == ["[CREATE] v1/configmaps/fine"]
     assert site.stores.events.pending_count(healthy) == 0

@@ -27,6 +27,6 @@ def test_no_pending_field_outlives_its_worker(rig: Rig) -> None:
     assert rig.states.read(rig.bk).pending == {"w2": 1}
     rig.clock.now += 10
     second.flush()
-    assert rig.commits()[0] == "CREATE ConfigMap team/app"
+    assert rig.commits()[0] == "[CREATE] v1/configmaps/app"
     assert _pending_fields(rig) == [], "nothing pending: no field left"
     assert rig.states.read(rig.bk).pending_total == 0

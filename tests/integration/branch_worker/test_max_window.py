@@ -37,4 +37,4 @@ def test_the_max_window_setting_moves_when_the_window_closes(
     assert rig.commits() == ["seed"], "still open just before it closes"
     rig.clock.now = closes_at
     loop.flush()
-    assert rig.commits() == ["Mirror 2 API edits to apps", "seed"]
+    assert rig.commits() == ["GitOps Reverser on gt: 2 resource(s)", "seed"]

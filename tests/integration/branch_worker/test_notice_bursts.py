@@ -34,7 +34,7 @@ def test_a_burst_of_notices_reads_the_tip_once(rig: Rig) -> None:
     loop.on_notices(_burst(rig))
     assert reads == [rig.head()], "one read for the whole burst"
     assert not loop.busy(), "the open window was closed and pushed once, before the read"
-    assert rig.commits()[:2] == ["CREATE ConfigMap team/app", "foreign notes.md"]
+    assert rig.commits()[:2] == ["[CREATE] v1/configmaps/app", "foreign notes.md"]
     assert rig.states.read(rig.bk).foreign_tip == foreign
 
 

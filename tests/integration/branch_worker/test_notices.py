@@ -25,7 +25,7 @@ def test_late_webhook_of_our_push_leaves_the_open_window_alone(rig: Rig) -> None
     rig.drain(loop)
     rig.clock.now += 10
     loop.flush()
-    assert rig.commits() == ["Mirror 2 API edits to apps", "CREATE ConfigMap team/app", "seed"]
+    assert rig.commits() == ["GitOps Reverser on gt: 2 resource(s)", "[CREATE] v1/configmaps/app", "seed"]
 
 
 def test_a_foreign_notice_publishes_pending_writes_first(rig: Rig) -> None:
@@ -35,7 +35,7 @@ def test_a_foreign_notice_publishes_pending_writes_first(rig: Rig) -> None:
     foreign = rig.foreign_push()
     loop.on_notices([rig.notice(foreign)])
     assert not loop.busy(), "the window was closed and pushed"
-    assert rig.commits()[:2] == ["CREATE ConfigMap team/app", "foreign notes.md"]
+    assert rig.commits()[:2] == ["[CREATE] v1/configmaps/app", "foreign notes.md"]
     state = rig.states.read(rig.bk)
     assert state.foreign_tip == foreign
     assert state.foreign_at == rig.clock.now, "when it was found, by the injected clock"

@@ -29,13 +29,13 @@ def test_the_worker_rides_out_an_outage_and_an_empty_restart(
     site.edit("r", "before")
     running = Running(site.worker("w1", time.time))
     with running as worker:
-        wait_until(lambda: "CREATE ConfigMap team/before" in site.pushed("r"), DEADLINE_S, "push")
+        wait_until(lambda: "[CREATE] v1/configmaps/before" in site.pushed("r"), DEADLINE_S, "push")
         redis_server.stop()
         assert worker.outage.wait(DEADLINE_S), "the worker saw Redis go"
         assert running.thread is not None and running.thread.is_alive()
         redis_server.start()  # back, and empty
         site.publish("r")  # the watcher republishes what Redis lost (C8)
         site.edit("r", "after")
-        wait_until(lambda: "CREATE ConfigMap team/after" in site.pushed("r"), DEADLINE_S, "push")
+        wait_until(lambda: "[CREATE] v1/configmaps/after" in site.pushed("r"), DEADLINE_S, "push")
         assert running.thread.is_alive()
-    assert site.pushed("r").count("CREATE ConfigMap team/before") == 1, "nothing pushed twice"
+    assert site.pushed("r").count("[CREATE] v1/configmaps/before") == 1, "nothing pushed twice"

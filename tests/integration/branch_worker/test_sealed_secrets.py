@@ -115,7 +115,7 @@ def test_a_sealed_secret_is_written_encrypted_and_decrypts(
 ) -> None:
     """P3: the file is ``{name}.sops.yaml``, holds no plaintext, and sops opens it."""
     _settle(sealed_rig, loop, "CREATE", "aHVudGVyMg==")
-    assert sealed_rig.commits() == ["CREATE Secret team/creds", "seed"]
+    assert sealed_rig.commits() == ["[CREATE] v1/secrets/creds", "seed"]
     assert "aHVudGVyMg" not in sealed_rig.show(PATH)
     assert _decrypted(sealed_rig, tmp_path) == _secret("aHVudGVyMg==")
     assert sealed_rig.configs.refusal(sealed_rig.target.uid) is None
@@ -131,7 +131,7 @@ def test_the_first_sealed_write_stages_the_sops_rule_and_the_folder_accepts_it(
     assert rule["creation_rules"][0]["age"] == RECIPIENTS[0]
     assert rule["creation_rules"][0]["encrypted_regex"] == "^(data|stringData)$"
     _settle(sealed_rig, loop, "UPDATE", "bmV3")
-    assert sealed_rig.commits()[:2] == ["UPDATE Secret team/creds", "CREATE Secret team/creds"]
+    assert sealed_rig.commits()[:2] == ["[UPDATE] v1/secrets/creds", "[CREATE] v1/secrets/creds"]
     assert sealed_rig.configs.refusal(sealed_rig.target.uid) is None
 
 
@@ -141,7 +141,7 @@ def test_the_same_plaintext_sealed_again_is_no_commit(sealed_rig: Rig, loop: Bra
     _settle(sealed_rig, loop, "CREATE", "aHVudGVyMg==")
     before = sealed_rig.show(PATH)
     _settle(sealed_rig, loop, "UPDATE", "aHVudGVyMg==")
-    assert sealed_rig.commits() == ["CREATE Secret team/creds", "seed"]
+    assert sealed_rig.commits() == ["[CREATE] v1/secrets/creds", "seed"]
     assert sealed_rig.show(PATH) == before
 
 
@@ -151,10 +151,10 @@ def test_a_changed_value_is_committed_and_a_delete_removes_the_file(
     """M5 and M9 as for any object: the new value replaces the document; the delete goes."""
     _settle(sealed_rig, loop, "CREATE", "aHVudGVyMg==")
     _settle(sealed_rig, loop, "UPDATE", "bmV3")
-    assert sealed_rig.commits()[0] == "UPDATE Secret team/creds"
+    assert sealed_rig.commits()[0] == "[UPDATE] v1/secrets/creds"
     assert _decrypted(sealed_rig, tmp_path)["data"] == {"password": "bmV3"}
     _settle(sealed_rig, loop, "DELETE")
-    assert sealed_rig.commits()[0] == "DELETE Secret team/creds"
+    assert sealed_rig.commits()[0] == "[DELETE] v1/secrets/creds"
     assert PATH not in sealed_rig.files()
 
 

@@ -68,7 +68,7 @@ def test_its_own_gittarget_writes_and_a_handover_starts_the_branch_over(rig: Rig
     rig.publish("app", "CREATE")
     rig.drain(loop)
     loop.flush()
-    assert rig.commits()[0] == "CREATE ConfigMap team/app"
+    assert rig.commits()[0] == "[CREATE] v1/configmaps/app"
 
     # The watcher hands the branch to namespace zattacker's GitProvider and its own Secret
     # (the victim's went): a loop built with the old settings must not write with them.

@@ -39,4 +39,4 @@ def test_an_unreachable_remote_is_given_back_then_taken_when_it_answers(
     log = subprocess.run(
         ["git", "log", "--format=%s", "main"], cwd=bare, capture_output=True, text=True, check=True
     ).stdout
-    assert log.splitlines() == ["CREATE ConfigMap ns/a"], "the event waited and was not lost"
+    assert log.splitlines() == ["[CREATE] v1/configmaps/a"], "the event waited and was not lost"

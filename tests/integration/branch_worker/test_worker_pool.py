@@ -49,8 +49,8 @@ def test_a_slow_push_does_not_stop_lease_renewal_nor_the_other_branches(
         assert site.pushed("slow") == [], "the slow push is still held"
         gates.release.set()
         wait_until(lambda: site.stores.events.pending_count(slow) == 0, DEADLINE_S, "the slow push")
-    assert site.pushed("slow") == ["CREATE ConfigMap team/a"]
-    assert site.pushed("quick") == ["CREATE ConfigMap team/b"]
+    assert site.pushed("slow") == ["[CREATE] v1/configmaps/a"]
+    assert site.pushed("quick") == ["[CREATE] v1/configmaps/b"]
     assert site.stores.leases.holder(quick) is None, "given back at shutdown"
 
 

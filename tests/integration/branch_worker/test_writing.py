@@ -57,7 +57,7 @@ def test_an_update_edits_a_hand_written_file_in_place(rig: Rig) -> None:
     rig.publish("app", "UPDATE", {"mode": "slow", "level": "info"})
     rig.drain(loop)
     loop.flush()
-    assert rig.commits()[0] == "UPDATE ConfigMap team/app"
+    assert rig.commits()[0] == "[UPDATE] v1/configmaps/app"
     assert _diff(rig) == [
         '-    mode: "fast"   # fast or slow',
         '+    mode: "slow"   # fast or slow',

@@ -80,9 +80,9 @@ def test_renders_as_go_does(source: str, expected: str | None) -> None:
         ("{{.Nope}}", "can't evaluate field Nope in type struct"),
         ("{{.Operations.DELETE}}", 'map has no entry for key "DELETE"'),
         ("{{.Name.First}}", "can't evaluate field First in type string"),
-        ("{{define \"x\"}}a{{end}}", "{{define}} is refused"),
-        ("{{template \"x\"}}", "{{template}} is refused"),
-        ("{{block \"x\" .}}a{{end}}", "{{block}} is refused"),
+        ('{{define "x"}}a{{end}}', "{{define}} is refused"),
+        ('{{template "x"}}', "{{template}} is refused"),
+        ('{{block "x" .}}a{{end}}', "{{block}} is refused"),
         ("{{call .Name}}", 'function "call" not defined'),
         ("{{if .Name}}a", "without {{end}}"),
         ("{{end}}", "unexpected {{end}}"),
@@ -97,14 +97,14 @@ def test_renders_as_go_does(source: str, expected: str | None) -> None:
         ("{{.Name | .Count}}", "can't give argument to non-function"),
         ("{{len}}", "wrong number of args for len: want 1 got 0"),
         ("{{eq .Count}}", "wrong number of args for eq"),
-        ("{{eq .Count \"3\"}}", "incompatible types for comparison"),
+        ('{{eq .Count "3"}}', "incompatible types for comparison"),
         ("{{lt true false}}", "invalid type for comparison"),
         ("{{index .Resources 5}}", "index out of range: 5"),
         ('{{printf "%*d" 5 3}}', "a * width or precision is refused"),
         ('{{printf "%2000d" 3}}', "over 1000 is refused"),
         ("{{nil}}", "nil is not a command"),
         ("{{}}", "missing value for command"),
-        ("{{\"\\q\"}}", "unknown escape"),
+        ('{{"\\q"}}', "unknown escape"),
         ("{{(}}", "unclosed left paren"),
         ("{{.Name | }}", "missing command"),
     ],
@@ -119,7 +119,7 @@ def test_printf_mismatches_print_as_go_prints_them() -> None:
     assert sprintf("%d %s", ["x"]) == "%!d(string=x) %!s(MISSING)"
     assert sprintf("%s", ["a", 1]) == "a%!(EXTRA int=1)"
     assert sprintf("%z %", [1]) == "%!z(int=1) %!(NOVERB)"
-    assert sprintf("%q %c %X", ["a\n\"", 65, "hi"]) == '"a\\n\\"" A 6869'
+    assert sprintf("%q %c %X", ['a\n"', 65, "hi"]) == '"a\\n\\"" A 6869'
 
 
 def test_output_stops_at_the_limit() -> None:

@@ -92,8 +92,8 @@ def test_the_group_variables_count_operations_and_dedupe_resources() -> None:
         ("{{if .Count}}{{else}}{{.Nme}}{{end}}", templates.GROUP, "field Nme"),  # untaken branch
         ("{{range .Resources}}{{.Kind}}{{end}}", templates.GROUP, "field Kind in type Resource"),
         ("{{.Operations.PATCH}}", templates.GROUP, 'no entry for key "PATCH"'),
-        ("{{eq .Count \"3\"}}", templates.GROUP, "incompatible types"),  # found on sample data
-        ("{{template \"x\"}}", templates.EVENT, "{{template}} is refused"),
+        ('{{eq .Count "3"}}', templates.GROUP, "incompatible types"),  # found on sample data
+        ('{{template "x"}}', templates.EVENT, "{{template}} is refused"),
         ("{operation} {kind}", templates.EVENT, "old {operation} syntax"),
         ("at {path}", templates.GROUP, "e.g. {{.GitTarget}}"),
         ("x" * 4097, templates.EVENT, "longer than 4096"),

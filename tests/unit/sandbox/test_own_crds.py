@@ -591,7 +591,7 @@ def test_a_template_the_api_server_admits_may_still_be_bad(
     """CEL checks only the delimiters: an unknown field passes admission, and the watcher
     refuses it (tests/integration/watcher/test_commit_templates.py)."""
     provider = _example("GitProvider")
-    provider["spec"]["commit"]["message"]["eventTemplate"] = "{{.Nope}} {{ \"}}\" }}"
+    provider["spec"]["commit"]["message"]["eventTemplate"] = '{{.Nope}} {{ "}}" }}'
     assert _check(schemas, provider).errors == []
 
 
