@@ -25,7 +25,11 @@ def test_late_webhook_of_our_push_leaves_the_open_window_alone(rig: Rig) -> None
     rig.drain(loop)
     rig.clock.now += 10
     loop.flush()
-    assert rig.commits() == ["GitOps Reverser on gt: 2 resource(s)", "[CREATE] v1/configmaps/app", "seed"]
+    assert rig.commits() == [
+        "GitOps Reverser on gt: 2 resource(s)",
+        "[CREATE] v1/configmaps/app",
+        "seed",
+    ]
 
 
 def test_a_foreign_notice_publishes_pending_writes_first(rig: Rig) -> None:
