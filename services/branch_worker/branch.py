@@ -266,7 +266,7 @@ class BranchLoop:
         if self.requests is None:
             return False
         window = self._open.get(request.target.uid)
-        if not self.requests.receive(request, window):
+        if not self.requests.receive(request, window, self.tip or ""):
             return False
         assert window is not None
         window.entries.append(entry)

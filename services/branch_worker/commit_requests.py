@@ -45,10 +45,11 @@ class RequestDesk:
         self._branch = branch
         self._clock = clock
 
-    def receive(self, request: CommitRequestItem, window: Bindable | None) -> bool:
+    def receive(self, request: CommitRequestItem, window: Bindable | None, tip: str) -> bool:
         """Bind ``request`` to ``window`` (its GitTarget's open window, None if there is
         none); True when bound (its entry then waits for the push), False when it is done
-        already or binds to nothing (its entry is acknowledged at once)."""
+        already or binds to nothing (its entry is acknowledged at once). ``tip``: the
+        branch's tip as this owner knows it."""
         known = self._store.outcome(request.uid)
         if known is not None and known.reason in BENIGN:
             return False  # processed once: a duplicate, or a claim after the outcome
@@ -60,7 +61,9 @@ class RequestDesk:
             if reason == NO_WINDOW and known is not None and known.reason == WAITING:
                 # A previous owner bound it and its window's writes are on the remote already
                 # (claimed again, they made no write): what it asked for is there.
-                self._finish(request, Outcome(ALREADY_PRESENT, "already pushed", at=now))
+                text = "the window's changes were on the branch already"
+                outcome = Outcome(ALREADY_PRESENT, text, branch=self._branch, sha=tip, at=now)
+                self._finish(request, outcome)
                 return False
             text = (
                 "no window of this GitTarget was open"
