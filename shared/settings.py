@@ -105,7 +105,7 @@ class Settings:
     #: (P3; services/watcher/encryption.py). Missing: each watcher uses a random key of its
     #: own, and a restart re-encrypts each Secret once at its next event.
     sops_fingerprint_secret: str = "gitops-reverser-sops-fingerprint"
-    #: How long a finished CommitRequest stays before the watcher deletes it (CR4): an hour
+    #: How long a finished CommitRequest stays before the watcher deletes it (P6): an hour
     #: is long enough for whoever made it (a CI job, a person with kubectl) to read its
     #: ``status.sha``, short enough that "save now" objects do not pile up. ``0s`` deletes
     #: one at the first pass after it finished.

@@ -80,10 +80,10 @@ class OpenWindow:
     target: TargetConfig
     window: Window
     entries: list[StreamEntry] = field(default_factory=list)
-    #: Whose edits the window holds (CR2 binds a request only to its author's window; every
+    #: Whose edits the window holds (P6 binds a request only to its author's window; every
     #: window is ``UNATTRIBUTED`` until attribution is built).
     author: str = UNATTRIBUTED
-    #: CommitRequests bound to the window (CR2) and the close they ask for (None: none).
+    #: CommitRequests bound to the window (P6) and the close they ask for (None: none).
     requests: list[CommitRequestItem] = field(default_factory=list)
     deadline: float | None = None
 
@@ -123,7 +123,7 @@ class BranchLoop:
         requests: RequestDesk | None = None,
     ) -> None:
         self.lease = lease
-        self.requests = requests  # CR2: CommitRequests bound to windows
+        self.requests = requests  # P6: CommitRequests bound to windows
         #: The key file each GitTarget's commits are signed with (``spec.commit.signing``).
         self._signer = signer
         self.config = config
@@ -261,7 +261,7 @@ class BranchLoop:
         return True
 
     def _request(self, entry: StreamEntry, request: CommitRequestItem) -> bool:
-        """CR2: bind a CommitRequest to its GitTarget's open window; True while it waits for
+        """P6: bind a CommitRequest to its GitTarget's open window; True while it waits for
         the push of that window (its entry is acknowledged with the window's)."""
         if self.requests is None:
             return False
@@ -447,7 +447,7 @@ class BranchLoop:
             for uid, w in self._open.items()
             if force
             or is_due(w.window, now, c.commit_window_s, self._max_window)
-            or (w.deadline is not None and now >= w.deadline)  # CR2: a request's close
+            or (w.deadline is not None and now >= w.deadline)  # P6: a request's close
         ]
         for uid in due:
             self._commit(self._open.pop(uid))
@@ -465,7 +465,7 @@ class BranchLoop:
             self._configs.set_refusal(window.target.uid, BAD_TEMPLATE, problem, key="template")
         elif "template" in self._configs.refusals(window.target.uid):
             self._configs.clear_refusal(window.target.uid, key="template")
-        if message_for(window.requests):  # CR2: the request's message replaces the whole one
+        if message_for(window.requests):  # P6: the request's message replaces the whole one
             message = message_for(window.requests)
         try:
             sha = self._commit_files(window.target, message)
@@ -646,7 +646,7 @@ class BranchLoop:
             if self.desk:
                 self.desk.on_pushed(head)
         self.tip = head
-        if self.requests is not None:  # CR2: recorded before the acknowledgement
+        if self.requests is not None:  # P6: recorded before the acknowledgement
             self.requests.finished([(c.requests, c.sha) for c in self._closed if c.requests], head)
         entries = [e for closed in self._closed for e in closed.entries]
         self._closed.clear()
@@ -679,7 +679,7 @@ class BranchLoop:
                 self._hold(window, blocker, None)
                 continue
             try:
-                closed.sha = self._commit_files(closed.target, closed.message)  # CR2: after replay
+                closed.sha = self._commit_files(closed.target, closed.message)  # P6: after replay
             except SigningUnavailable as err:
                 self._hold(window, closed.target, err)
                 continue

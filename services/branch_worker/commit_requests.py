@@ -1,4 +1,4 @@
-"""CommitRequests on the branch worker (CR2): bind each to its GitTarget's open window, close
+"""CommitRequests on the branch worker (P6): bind each to its GitTarget's open window, close
 that window at the request's deadline with its message, and record the outcome once the
 push holds it.
 

@@ -56,7 +56,7 @@ class WatcherParts:
     ledger: Ledger
     clock: Callable[[], float] = time.time
     receivers: ReceiverDirectory | None = None  # None: receiver records are not published
-    #: CommitRequest progress (CR2-CR4); None: CommitRequests are not handled.
+    #: CommitRequest progress (P6); None: CommitRequests are not handled.
     commit_requests: CommitRequests | None = None
 
 
@@ -130,7 +130,7 @@ class Watcher:
         return self._reconciler.publish_applier_status()
 
     def sync_commit_requests(self) -> int:
-        """One pass over the CommitRequests (CR2-CR4); 0 when they are not handled."""
+        """One pass over the CommitRequests (P6); 0 when they are not handled."""
         return self._requests.sync() if self._requests is not None else 0
 
     def _applier_status_loop(self) -> None:

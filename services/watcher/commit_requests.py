@@ -1,4 +1,4 @@
-"""CommitRequests on the watcher (CR2-CR4): publish each to its GitTarget's branch, project
+"""CommitRequests on the watcher (P6): publish each to its GitTarget's branch, project
 the branch worker's outcome onto its status, and delete it once finished for the TTL.
 
 One pass lists the CommitRequests (and, only when there are some, the GitTargets); it runs on
@@ -77,7 +77,7 @@ class CommitRequestSync:
         return len(requests)
 
     def _expire(self, request: CommitRequestView, now: float) -> bool:
-        """CR4: delete a request finished ``ttl_s`` ago; True when it is gone."""
+        """P6: delete a request finished ``ttl_s`` ago; True when it is gone."""
         if not expired(request.conditions, now, self._ttl_s):
             return False
         meta = request.meta
@@ -95,7 +95,7 @@ class CommitRequestSync:
     def _publish(
         self, request: CommitRequestView, targets: dict[tuple[str, str], GitTargetView]
     ) -> Problem | None:
-        """Put the request on its GitTarget's branch; the problem when it cannot go (CR3)."""
+        """Put the request on its GitTarget's branch; the problem when it cannot go (P6)."""
         meta = request.meta
         view = targets.get((meta.namespace, request.target))
         if view is None:

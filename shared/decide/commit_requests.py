@@ -1,4 +1,4 @@
-"""CommitRequest rules (CR2-CR4): binding to a window, its close, the conditions, the TTL.
+"""CommitRequest rules (P6): binding to a window, its close, the conditions, the TTL.
 
 Pure: the branch worker and the watcher hand in what they know and act on the answer.
 """
@@ -25,14 +25,14 @@ PUSHED, AUTHOR_ATTRIBUTED = "Pushed", "AuthorAttributed"
 AUTHOR_CAPTURE_DISABLED = "AuthorCaptureDisabled"
 #: Published to the branch, not yet received by its owner.
 PROGRESSING = "Progressing"
-#: The GitTarget named does not exist in the request's namespace (CR3: Stalled).
+#: The GitTarget named does not exist in the request's namespace (P6: Stalled).
 TARGET_NOT_FOUND = "GitTargetNotFound"
-#: The GitTarget exists but is not served (invalid, or its GitProvider is); CR3: it may heal.
+#: The GitTarget exists but is not served (invalid, or its GitProvider is); P6: it may heal.
 TARGET_NOT_READY = "GitTargetNotReady"
 
 
 def binding(window_author: str | None, request_author: str) -> str:
-    """CR2: "" when a request binds to its GitTarget's open window (``window_author`` None:
+    """P6: "" when a request binds to its GitTarget's open window (``window_author`` None:
     none is open), else the benign reason it binds to nothing. A request never closes a window
     of another author."""
     if window_author is None:
@@ -43,13 +43,13 @@ def binding(window_author: str | None, request_author: str) -> str:
 
 
 def close_deadline(received_at: float, close_delay_s: int) -> float:
-    """CR2: the bound window closes at receipt plus the request's delay, whatever its own
+    """P6: the bound window closes at receipt plus the request's delay, whatever its own
     rolling timer says (a window that times out earlier closes earlier, with the request)."""
     return received_at + max(0, close_delay_s)
 
 
 def conditions(outcome: Outcome | None, problem: Problem | None) -> list[Wanted]:
-    """CR3: the conditions of a request from what the branch worker recorded (``outcome``) or
+    """P6: the conditions of a request from what the branch worker recorded (``outcome``) or
     what keeps it from reaching a branch (``problem``; a permanent one stalls it)."""
     attributed = Wanted(
         AUTHOR_ATTRIBUTED,
@@ -123,7 +123,7 @@ def finished_at(current: tuple[Condition, ...] | list[Condition]) -> float | Non
 
 
 def expired(current: tuple[Condition, ...] | list[Condition], now: float, ttl_s: float) -> bool:
-    """CR4: a finished request is deleted ``ttl_s`` after it finished (the Go operator keeps
+    """P6: a finished request is deleted ``ttl_s`` after it finished (the Go operator keeps
     them for ever)."""
     done = finished_at(current)
     return done is not None and now >= done + ttl_s

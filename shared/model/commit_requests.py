@@ -1,5 +1,5 @@
 """CommitRequest records: the view the watcher reads, the stream item a branch worker
-receives, and the outcome it records (CR1-CR4).
+receives, and the outcome it records (P6).
 
 A CommitRequest travels to its branch's owner as one entry of the branch's events stream
 (``op`` = ``COMMIT``), so it is read, claimed by a new owner and acknowledged exactly like
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from shared.model.crds import Condition, Meta, parse_conditions, parse_meta
+from shared.model.defaults import CLOSE_DELAY_S
 from shared.model.events import GitTargetRef
 from shared.model.ids import GitTargetUid
 
@@ -50,7 +51,7 @@ def parse_commit_request(raw: Mapping[str, Any]) -> CommitRequestView:
     spec = _map(raw.get("spec"))
     status = _map(raw.get("status"))
     try:
-        delay = int(spec.get("closeDelaySeconds") or 0)
+        delay = int(spec.get("closeDelaySeconds", CLOSE_DELAY_S))
     except (TypeError, ValueError):
         delay = 0
     return CommitRequestView(

@@ -1,4 +1,4 @@
-"""CommitRequest progress in Redis, by the request's uid (CR2-CR4).
+"""CommitRequest progress in Redis, by the request's uid (P6).
 
 The watcher marks a request published once it put it on its branch's events stream; the
 branch worker records its outcome (``WAITING`` with the close deadline, then a final one);

@@ -45,7 +45,7 @@ each does or does not expire:
   ``rq:queue:{prefix}:queue:{name}``), so two installs sharing one Redis never take each
   other's jobs (O4; rq's own bookkeeping, with the jobs' TTLs).
 - ``commitrequest:{uid}``: hash of a CommitRequest's progress: when the watcher published it
-  to its branch, and the outcome its branch worker recorded (CR2-CR4; TTL: the
+  to its branch, and the outcome its branch worker recorded (P6; TTL: the
   commit-request TTL plus a day, renewed by each write, far past the status write that
   projects it; deleted with the object).
 - ``watcher:targets``: set of GitTarget uids whose config the watcher published, so a

@@ -71,7 +71,7 @@ return #ARGV / 2
 """
 
 #: What a stream entry holds: an object's event, a watch's listing (D2) or a CommitRequest
-#: (CR2: it travels with the events it is meant to close a window of).
+#: (P6: it travels with the events it is meant to close a window of).
 Published = ObjectEvent | Listing | CommitRequestItem
 
 
@@ -84,7 +84,7 @@ class StreamEntry:
     #: A watch's listing (D2); with ``event`` None as read, or with one of the DELETEs the
     #: branch worker derived from it (they share the listing's id and are acknowledged with it).
     listing: Listing | None = None
-    #: A CommitRequest (CR2); with ``event`` and ``listing`` None.
+    #: A CommitRequest (P6); with ``event`` and ``listing`` None.
     request: CommitRequestItem | None = None
 
     @property

@@ -1,4 +1,4 @@
-"""CommitRequests on the branch loop, against real Redis and a real bare repository (CR2).
+"""CommitRequests on the branch loop, against real Redis and a real bare repository (P6).
 
 A request binds to its GitTarget's open window, closes it at receipt + closeDelaySeconds on
 the injected clock with its message, and its outcome (with the SHA on the remote, after any
@@ -63,7 +63,7 @@ def long_rig(rig: Rig) -> Rig:
 
 
 def test_a_request_closes_the_window_now_with_its_message(long_rig: Rig) -> None:
-    """CR2: closeDelaySeconds 0 closes the open window at the next flush, the request's message
+    """P6: closeDelaySeconds 0 closes the open window at the next flush, the request's message
     replaces the template's, and status.sha is the remote's commit."""
     rig = long_rig
     loop = _loop(rig)
@@ -84,7 +84,7 @@ def test_a_request_closes_the_window_now_with_its_message(long_rig: Rig) -> None
 
 
 def test_a_close_delay_keeps_collecting_edits_until_its_deadline(long_rig: Rig) -> None:
-    """CR2: the window closes at receipt + closeDelaySeconds (injected clock), holding the
+    """P6: the window closes at receipt + closeDelaySeconds (injected clock), holding the
     edits made meanwhile; until then the outcome is WaitingForCloseDelay with the deadline."""
     rig = long_rig
     loop = _loop(rig)
@@ -110,7 +110,7 @@ def test_a_close_delay_keeps_collecting_edits_until_its_deadline(long_rig: Rig) 
 
 
 def test_no_open_window_is_benign_and_acknowledged(long_rig: Rig) -> None:
-    """CR2: a request for a GitTarget with no open window binds to nothing: NoWindowInGrace,
+    """P6: a request for a GitTarget with no open window binds to nothing: NoWindowInGrace,
     no commit, its entry acknowledged at once."""
     rig = long_rig
     loop = _loop(rig)
@@ -124,7 +124,7 @@ def test_no_open_window_is_benign_and_acknowledged(long_rig: Rig) -> None:
 
 
 def test_a_request_is_processed_once(long_rig: Rig) -> None:
-    """CR2: the same request received again (published twice, say) after its outcome changes
+    """P6: the same request received again (published twice, say) after its outcome changes
     nothing: no second binding, the outcome stays the first one."""
     rig = long_rig
     loop = _loop(rig)
@@ -147,7 +147,7 @@ def test_a_request_is_processed_once(long_rig: Rig) -> None:
 
 
 def test_status_sha_is_the_commit_after_a_replay(long_rig: Rig) -> None:
-    """CR2, M7: the branch moved under the window; the push is refused, the window replayed on
+    """P6, M7: the branch moved under the window; the push is refused, the window replayed on
     the new tip, and the outcome names the replayed commit (the one on the remote), not the
     first local one."""
     rig = long_rig
@@ -166,7 +166,7 @@ def test_status_sha_is_the_commit_after_a_replay(long_rig: Rig) -> None:
 
 
 def test_a_new_owner_finishes_a_bound_request(long_rig: Rig) -> None:
-    """CR2, M8: an owner that died with the request bound leaves its entry (and the window's
+    """P6, M8: an owner that died with the request bound leaves its entry (and the window's
     events) unacknowledged; the next owner claims both, binds the request again and commits
     with its message."""
     rig = long_rig
@@ -188,7 +188,7 @@ def test_a_new_owner_finishes_a_bound_request(long_rig: Rig) -> None:
 
 
 def test_pushed_before_the_outcome_was_recorded_is_already_present(long_rig: Rig) -> None:
-    """CR2: the owner pushed the window and died before recording the outcome; the next owner
+    """P6: the owner pushed the window and died before recording the outcome; the next owner
     finds nothing to write and reports AlreadyPresent with the tip that holds it."""
     rig = long_rig
     dead = _loop(rig, "dead")

@@ -1,4 +1,4 @@
-"""The CommitRequest CRD's rules, enforced by the sandbox API server as a cluster would (CR1).
+"""The CommitRequest CRD's rules, enforced by the sandbox API server as a cluster would (P6).
 
 Each bad spec is sent through the official client and refused with 422 Invalid; the whole
 spec is immutable (CEL ``self == oldSelf``), while the status subresource stays writable.
@@ -54,7 +54,7 @@ def _refused(api: client.CustomObjectsApi, body: dict[str, Any]) -> str:
 
 
 def test_a_valid_request_is_accepted_and_defaulted(api: client.CustomObjectsApi) -> None:
-    """CR1: closeDelaySeconds defaults to 0; a multi-line message is allowed."""
+    """P6: closeDelaySeconds defaults to 0; a multi-line message is allowed."""
     made = _create(api, _request("ok", message="save: the release\n\nwith a body"))
     assert made["spec"]["closeDelaySeconds"] == 0
     assert made["spec"]["message"].count("\n") == 2
@@ -75,13 +75,13 @@ def test_a_valid_request_is_accepted_and_defaulted(api: client.CustomObjectsApi)
 def test_a_bad_spec_is_refused(
     api: client.CustomObjectsApi, name: str, spec: dict[str, Any], field: str
 ) -> None:
-    """CR1: the schema's bounds (message 1-1024 characters without control characters but
+    """P6: the schema's bounds (message 1-1024 characters without control characters but
     newline, closeDelaySeconds 0-300, a named GitTarget) are the API's, not ours."""
     assert field in _refused(api, _request(name, **spec))
 
 
 def test_the_spec_cannot_change(api: client.CustomObjectsApi) -> None:
-    """CR1: the whole spec is immutable; a request is one-shot."""
+    """P6: the whole spec is immutable; a request is one-shot."""
     _create(api, _request("fixed", message="one", closeDelaySeconds=5))
     for change in (
         {"message": "two"},

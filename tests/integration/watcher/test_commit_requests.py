@@ -1,4 +1,4 @@
-"""CommitRequests on the watcher against the sandbox API and real Redis (CR2-CR4): published
+"""CommitRequests on the watcher against the sandbox API and real Redis (P6): published
 once to the GitTarget's branch, the branch worker's outcome projected onto the status, a
 missing GitTarget stalled, and a finished request deleted after the TTL (injected clock)."""
 
@@ -36,7 +36,7 @@ def _status(rig: Rig, name: str = "save") -> dict[str, Any]:
 
 
 def test_a_request_is_published_once_to_its_branch(rig: Rig, repo_url: str) -> None:
-    """CR2: the request reaches the GitTarget's branch stream with its spec, once however
+    """P6: the request reaches the GitTarget's branch stream with its spec, once however
     many passes see it, and reads Reconciling until the branch worker answers."""
     target_uid = mirror_setup(rig, repo_url, ns=NS)
     made = rig.cluster.create(_request(message="save: now", closeDelaySeconds=7))
@@ -53,7 +53,7 @@ def test_a_request_is_published_once_to_its_branch(rig: Rig, repo_url: str) -> N
 
 
 def test_the_outcome_becomes_the_status(rig: Rig, repo_url: str) -> None:
-    """CR3: Committed is Ready and Pushed, with status.branch and status.sha in one write."""
+    """P6: Committed is Ready and Pushed, with status.branch and status.sha in one write."""
     mirror_setup(rig, repo_url, ns=NS)
     made = rig.cluster.create(_request())
     rig.burst()
@@ -71,7 +71,7 @@ def test_the_outcome_becomes_the_status(rig: Rig, repo_url: str) -> None:
 
 
 def test_a_missing_gittarget_stalls_the_request(rig: Rig, repo_url: str) -> None:
-    """CR3: a request naming no GitTarget of its namespace cannot recover: Stalled, and it
+    """P6: a request naming no GitTarget of its namespace cannot recover: Stalled, and it
     is published nowhere."""
     mirror_setup(rig, repo_url, ns=NS)
     rig.cluster.create(_request(target="nope"))
@@ -83,7 +83,7 @@ def test_a_missing_gittarget_stalls_the_request(rig: Rig, repo_url: str) -> None
 
 
 def test_a_finished_request_is_deleted_after_the_ttl(rig: Rig, repo_url: str) -> None:
-    """CR4: deleted ``commit_request_ttl`` after it finished (not before), with its Redis
+    """P6: deleted ``commit_request_ttl`` after it finished (not before), with its Redis
     record; the Go operator keeps them for ever."""
     rig.settings_overrides["commit_request_ttl"] = timedelta(minutes=10)
     mirror_setup(rig, repo_url, ns=NS)

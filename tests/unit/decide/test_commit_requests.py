@@ -1,4 +1,4 @@
-"""The pure CommitRequest rules: binding, close deadline, conditions, TTL (CR2-CR4)."""
+"""The pure CommitRequest rules: binding, close deadline, conditions, TTL (P6)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _by_type(outcome: Outcome | None, problem: Problem | None = None) -> dict[st
 
 
 def test_a_request_binds_only_to_an_open_window_of_its_author() -> None:
-    """CR2: same author binds; none open is NoWindowInGrace; another author's window is
+    """P6: same author binds; none open is NoWindowInGrace; another author's window is
     never closed by it (WindowMismatch)."""
     assert binding(UNATTRIBUTED, UNATTRIBUTED) == ""
     assert binding(None, UNATTRIBUTED) == NO_WINDOW
@@ -38,13 +38,13 @@ def test_a_request_binds_only_to_an_open_window_of_its_author() -> None:
 
 
 def test_the_deadline_is_receipt_plus_the_delay() -> None:
-    """CR2."""
+    """P6."""
     assert close_deadline(100.0, 0) == 100.0
     assert close_deadline(100.0, 300) == 400.0
 
 
 def test_committed_is_ready_and_pushed() -> None:
-    """CR3."""
+    """P6."""
     got = _by_type(Outcome(COMMITTED, sha="abc", branch="main"))
     assert got["Ready"] == ("True", COMMITTED)
     assert got[PUSHED] == ("True", COMMITTED)
@@ -53,7 +53,7 @@ def test_committed_is_ready_and_pushed() -> None:
 
 
 def test_benign_no_commit_outcomes_are_ready_but_not_pushed() -> None:
-    """CR3: NoWindowInGrace and WindowMismatch are Ready=True; AlreadyPresent is pushed."""
+    """P6: NoWindowInGrace and WindowMismatch are Ready=True; AlreadyPresent is pushed."""
     for reason in (NO_WINDOW, WINDOW_MISMATCH):
         got = _by_type(Outcome(reason))
         assert got["Ready"] == ("True", reason)
@@ -62,7 +62,7 @@ def test_benign_no_commit_outcomes_are_ready_but_not_pushed() -> None:
 
 
 def test_waiting_and_not_yet_received_are_reconciling() -> None:
-    """CR3."""
+    """P6."""
     got = _by_type(Outcome(WAITING, deadline=1_000.0))
     assert got["Ready"] == ("False", WAITING)
     assert got["Reconciling"] == ("True", WAITING)
@@ -70,7 +70,7 @@ def test_waiting_and_not_yet_received_are_reconciling() -> None:
 
 
 def test_a_missing_gittarget_stalls_and_finalize_failed_too() -> None:
-    """CR3: what cannot recover is Stalled."""
+    """P6: what cannot recover is Stalled."""
     missing = _by_type(None, Problem(TARGET_NOT_FOUND, "gone", permanent=True))
     assert missing["Ready"] == ("False", TARGET_NOT_FOUND)
     assert missing["Stalled"] == ("True", TARGET_NOT_FOUND)
@@ -84,7 +84,7 @@ def _stored(
 
 
 def test_a_finished_request_expires_after_the_ttl() -> None:
-    """CR4: counted from when it finished; a request still waiting never expires."""
+    """P6: counted from when it finished; a request still waiting never expires."""
     done = _stored(Outcome(COMMITTED, sha="a"), 1_000.0)
     assert not expired(done, 1_000.0 + 3599, 3600)
     assert expired(done, 1_000.0 + 3600, 3600)
@@ -95,7 +95,7 @@ def test_a_finished_request_expires_after_the_ttl() -> None:
 
 
 def test_ttl_counts_from_the_stall_not_from_an_earlier_ready_false() -> None:
-    """CR4: Ready was False while it waited; the TTL starts when it stalled."""
+    """P6: Ready was False while it waited; the TTL starts when it stalled."""
     waiting = _stored(None, 1_000.0)
     failed = merge(waiting, conditions(Outcome(FINALIZE_FAILED), None), 1, 5_000.0)
     assert not expired(failed, 5_000.0 + 50, 100)
