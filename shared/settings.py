@@ -105,6 +105,11 @@ class Settings:
     #: (P3; services/watcher/encryption.py). Missing: each watcher uses a random key of its
     #: own, and a restart re-encrypts each Secret once at its next event.
     sops_fingerprint_secret: str = "gitops-reverser-sops-fingerprint"
+    #: How long a finished CommitRequest stays before the watcher deletes it (P6): an hour
+    #: is long enough for whoever made it (a CI job, a person with kubectl) to read its
+    #: ``status.sha``, short enough that "save now" objects do not pile up. ``0s`` deletes
+    #: one at the first pass after it finished.
+    commit_request_ttl: timedelta = timedelta(hours=1)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -153,6 +158,8 @@ class Settings:
         )
         if any(value <= timedelta(0) for value in durations):
             raise SettingsError("durations must be positive")
+        if self.commit_request_ttl < timedelta(0):
+            raise SettingsError(f"{PREFIX}COMMIT_REQUEST_TTL must not be negative")
 
 
 def prometheus_multiproc_dir(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -220,6 +227,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "attempt_deadline": _duration,
     "branch_threads": _positive_or_zero_int,
     "max_branches": _positive_or_zero_int,
+    "commit_request_ttl": _duration,
 }
 #: Variables of the test tooling that share the prefix but configure no process.
 _TOOLING = frozenset({PREFIX + "SHARED_DIR"})

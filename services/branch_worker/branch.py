@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from services.branch_worker import metrics
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
+from services.branch_worker.commit_requests import RequestDesk, message_for
 from services.branch_worker.folder import Folder
 from services.branch_worker.listings import missed_deletes
 from services.branch_worker.signing import (
@@ -34,6 +35,7 @@ from shared.decide.window import Window, closes_at, is_due, open_window
 from shared.git.errors import GitTemporary, WriteNotHeld
 from shared.git.workspace import Committer, Workspace
 from shared.model import templates
+from shared.model.commit_requests import UNATTRIBUTED, CommitRequestItem
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.defaults import EVENT_TEMPLATE, GROUP_TEMPLATE
 from shared.model.events import ObjectEvent
@@ -78,6 +80,12 @@ class OpenWindow:
     target: TargetConfig
     window: Window
     entries: list[StreamEntry] = field(default_factory=list)
+    #: Whose edits the window holds (P6 binds a request only to its author's window; every
+    #: window is ``UNATTRIBUTED`` until attribution is built).
+    author: str = UNATTRIBUTED
+    #: CommitRequests bound to the window (P6) and the close they ask for (None: none).
+    requests: list[CommitRequestItem] = field(default_factory=list)
+    deadline: float | None = None
 
 
 @dataclass(slots=True)
@@ -87,6 +95,9 @@ class ClosedWindow:
     target: TargetConfig
     message: str
     entries: list[StreamEntry]
+    requests: list[CommitRequestItem] = field(default_factory=list)
+    #: The window's commit (made again by a replay, M7), None when it changed nothing.
+    sha: str | None = None
 
 
 class BranchLoop:
@@ -109,8 +120,10 @@ class BranchLoop:
         desk: ApplierDesk | None = None,
         signer: Signer = unsigned,
         guard: ApplyWindowGuard | None = None,
+        requests: RequestDesk | None = None,
     ) -> None:
         self.lease = lease
+        self.requests = requests  # P6: CommitRequests bound to windows
         #: The key file each GitTarget's commits are signed with (``spec.commit.signing``).
         self._signer = signer
         self.config = config
@@ -207,6 +220,8 @@ class BranchLoop:
 
     def _apply(self, entry: StreamEntry, targets: dict[GitTargetUid, TargetConfig | None]) -> bool:
         """True when the entry made a write (and is now pending)."""
+        if entry.request is not None:
+            return self._request(entry, entry.request)
         item = entry.listing or entry.event
         if item is None:
             return False  # malformed
@@ -243,6 +258,18 @@ class BranchLoop:
             current.entries.append(entry)
         if self.config.commit_window_s <= 0:
             self._commit(self._open.pop(target.uid))  # commitWindow 0s: a commit per write
+        return True
+
+    def _request(self, entry: StreamEntry, request: CommitRequestItem) -> bool:
+        """P6: bind a CommitRequest to its GitTarget's open window; True while it waits for
+        the push of that window (its entry is acknowledged with the window's)."""
+        if self.requests is None:
+            return False
+        window = self._open.get(request.target.uid)
+        if not self.requests.receive(request, window, self.tip or ""):
+            return False
+        assert window is not None
+        window.entries.append(entry)
         return True
 
     def _park(self, entry: StreamEntry) -> bool:
@@ -376,6 +403,7 @@ class BranchLoop:
         times = [
             closes_at(w.window, c.commit_window_s, self._max_window) for w in self._open.values()
         ]
+        times.extend(w.deadline for w in self._open.values() if w.deadline is not None)
         times.extend(self._retry_at.values())
         if self._parked_retry_at is not None:
             times.append(self._parked_retry_at)
@@ -417,7 +445,9 @@ class BranchLoop:
         due = [
             uid
             for uid, w in self._open.items()
-            if force or is_due(w.window, now, c.commit_window_s, self._max_window)
+            if force
+            or is_due(w.window, now, c.commit_window_s, self._max_window)
+            or (w.deadline is not None and now >= w.deadline)  # P6: a request's close
         ]
         for uid in due:
             self._commit(self._open.pop(uid))
@@ -435,12 +465,16 @@ class BranchLoop:
             self._configs.set_refusal(window.target.uid, BAD_TEMPLATE, problem, key="template")
         elif "template" in self._configs.refusals(window.target.uid):
             self._configs.clear_refusal(window.target.uid, key="template")
+        if message_for(window.requests):  # P6: the request's message replaces the whole one
+            message = message_for(window.requests)
         try:
             sha = self._commit_files(window.target, message)
         except SigningUnavailable as err:
             self._hold(window, window.target, err)
             return
-        self._closed.append(ClosedWindow(window.target, message, window.entries))
+        self._closed.append(
+            ClosedWindow(window.target, message, window.entries, window.requests, sha)
+        )
         if sha:
             metrics.COMMITS.inc()
 
@@ -501,10 +535,13 @@ class BranchLoop:
         uid = target.uid
         held = self._held.get(uid)
         if held is None:
-            self._held[uid] = OpenWindow(target, window.window, list(window.entries))
+            self._held[uid] = OpenWindow(
+                target, window.window, list(window.entries), requests=list(window.requests)
+            )
         else:
             held.target = target
             held.entries.extend(window.entries)
+            held.requests.extend(window.requests)
         if err is None and uid in self._retry_at:
             return  # joined a standing hold
         self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
@@ -579,7 +616,10 @@ class BranchLoop:
             self._events.ack(self.lease.branch, entries)
             return None
         target = current if current.path == window.target.path else window.target
-        return OpenWindow(target, newer.window if newer else window.window, entries)
+        requests = window.requests + (newer.requests if newer else [])
+        return OpenWindow(
+            target, newer.window if newer else window.window, entries, requests=requests
+        )
 
     def _push(self) -> None:
         self._states.publish_push(self.lease, in_flight=True)
@@ -606,6 +646,8 @@ class BranchLoop:
             if self.desk:
                 self.desk.on_pushed(head)
         self.tip = head
+        if self.requests is not None:  # P6: recorded before the acknowledgement
+            self.requests.finished([(c.requests, c.sha) for c in self._closed if c.requests], head)
         entries = [e for closed in self._closed for e in closed.entries]
         self._closed.clear()
         self._events.ack(self.lease.branch, entries)
@@ -625,14 +667,19 @@ class BranchLoop:
         self._held, self._retry_at = {}, {}
         kept: list[ClosedWindow] = []
         for closed in self._closed:
-            window = OpenWindow(closed.target, open_window(self._clock()), closed.entries)
+            window = OpenWindow(
+                closed.target,
+                open_window(self._clock()),
+                closed.entries,
+                requests=closed.requests,
+            )
             self._apply_again(window)
             blocker = self._held_with(closed.target)
             if blocker is not None:
                 self._hold(window, blocker, None)
                 continue
             try:
-                self._commit_files(closed.target, closed.message)
+                closed.sha = self._commit_files(closed.target, closed.message)  # P6: after replay
             except SigningUnavailable as err:
                 self._hold(window, closed.target, err)
                 continue

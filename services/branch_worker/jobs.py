@@ -16,6 +16,7 @@ from typing import Protocol
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop, ProviderChanged
+from services.branch_worker.commit_requests import RequestDesk
 from services.branch_worker.heartbeat import HeldLeases
 from services.branch_worker.signing import Signer, unsigned
 from services.branch_worker.stores import Stores
@@ -237,6 +238,7 @@ class BranchJobs:
                 clock=self._clock,
                 enabled=not apply_window_switched_off(),
             ),
+            requests=RequestDesk(self.stores.commit_requests, config.branch, self._clock),
         )
 
     def final_flush(self, bk: BranchKey, loop: BranchLoop) -> None:

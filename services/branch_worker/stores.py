@@ -10,6 +10,7 @@ from shared.store.attempts import Attempts
 from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import BranchStates
 from shared.store.collisions import Collisions
+from shared.store.commit_requests import CommitRequests
 from shared.store.config import ConfigStore
 from shared.store.connection import Client
 from shared.store.keys import Keys
@@ -35,6 +36,7 @@ class Stores:
     health: BranchHealth
     ledger: Ledger
     collisions: Collisions
+    commit_requests: CommitRequests
 
     @classmethod
     def build(cls, client: Client, settings: Settings) -> Stores:
@@ -52,4 +54,5 @@ class Stores:
             BranchHealth(client, keys),
             Ledger(client, keys),
             Collisions(client, keys),
+            CommitRequests(client, keys, settings.commit_request_ttl.total_seconds()),
         )

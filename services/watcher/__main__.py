@@ -22,6 +22,7 @@ from shared.kube.clients import ClientFactory
 from shared.kube.errors import KubeError
 from shared.kube.health import ApiProbe
 from shared.settings import Settings
+from shared.store.commit_requests import CommitRequests
 from shared.store.config import ConfigStore
 from shared.store.connection import connect
 from shared.store.health import RedisProbe
@@ -57,6 +58,9 @@ def _parts(settings: Settings) -> WatcherParts:
         metrics=WatcherMetrics(),
         ledger=Ledger(redis_client, keys),
         receivers=ReceiverDirectory(redis_client, keys),
+        commit_requests=CommitRequests(
+            redis_client, keys, settings.commit_request_ttl.total_seconds()
+        ),
     )
 
 

@@ -15,16 +15,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from services.watcher.commit_requests import CommitRequestSync
 from services.watcher.encryption import Sealer
 from services.watcher.metrics import WatcherMetrics
-from services.watcher.reconcile import AppliersSetup, Plan, Reconciler
+from services.watcher.reconcile import COMPONENT, AppliersSetup, Plan, Reconciler
 from services.watcher.supervisor import Supervisor
 from services.watcher.watching import WatchDeps, WatchWorker
 from shared.decide.watches import WatchSpec
 from shared.kube.api import KubeClient
 from shared.kube.clients import ClientFactory
+from shared.kube.status import StatusWriter
 from shared.model.ids import GitTargetUid
 from shared.settings import Settings
+from shared.store.commit_requests import CommitRequests
 from shared.store.config import ConfigStore
 from shared.store.ledger import Ledger
 from shared.store.receivers import ReceiverDirectory
@@ -53,6 +56,8 @@ class WatcherParts:
     ledger: Ledger
     clock: Callable[[], float] = time.time
     receivers: ReceiverDirectory | None = None  # None: receiver records are not published
+    #: CommitRequest progress (P6); None: CommitRequests are not handled.
+    commit_requests: CommitRequests | None = None
 
 
 class Watcher:
@@ -81,6 +86,18 @@ class Watcher:
             receivers=parts.receivers,
             sealer=sealer,
         )
+        self._requests: CommitRequestSync | None = None
+        if parts.commit_requests is not None:
+            local = parts.factory.local().client
+            self._requests = CommitRequestSync(
+                local,
+                StatusWriter(local, COMPONENT, parts.clock),
+                configs=parts.config,
+                events=parts.events,
+                store=parts.commit_requests,
+                clock=parts.clock,
+                ttl_s=parts.settings.commit_request_ttl.total_seconds(),
+            )
         self._supervisor = Supervisor(self._worker)
         self._clients: dict[str, KubeClient] = {}
         self.stop_event = threading.Event()
@@ -103,6 +120,7 @@ class Watcher:
     def run_burst(self) -> Plan:
         """One pass, then every watch until it is drained (or ``stop_event`` is set)."""
         plan = self.reconcile_once()
+        self.sync_commit_requests()
         if not self._supervisor.wait(self.stop_event):
             self._supervisor.stop_all()
         return plan
@@ -111,6 +129,10 @@ class Watcher:
         """One light pass (O6): publish ``status.applier`` where the ledger moved."""
         return self._reconciler.publish_applier_status()
 
+    def sync_commit_requests(self) -> int:
+        """One pass over the CommitRequests (P6); 0 when they are not handled."""
+        return self._requests.sync() if self._requests is not None else 0
+
     def _applier_status_loop(self) -> None:
         period = self._parts.settings.applier_status_period.total_seconds()
         while not self.stop_event.wait(period):
@@ -118,6 +140,10 @@ class Watcher:
                 self.publish_applier_status()
             except Exception:  # the outermost loop of its thread: retried next period
                 logger.exception("status.applier pass failed")
+            try:
+                self.sync_commit_requests()
+            except Exception:  # the same: retried next period
+                logger.exception("CommitRequest pass failed")
 
     def run(self) -> None:
         """Reconcile on a period until ``stop_event`` is set, then stop every watch.

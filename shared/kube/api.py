@@ -137,6 +137,12 @@ class KubeClient:
         path = self.path(res, str(meta.get("namespace", "")), str(meta.get("name", "")))
         return dict(self.request("put", path, body=body, field_manager=field_manager))
 
+    def delete(self, res: ApiResource, namespace: str, name: str, uid: str) -> None:
+        """Delete the incarnation ``uid`` of an object (a precondition: one recreated under
+        the same name is a 409, ``Conflict``); NotFound when it is gone already."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+        self.request("delete", self.path(res, namespace, name), body=body)
+
     def ssar(self, verb: str, group: str, resource: str, namespace: str, name: str = "") -> bool:
         """Whether our identity may ``verb`` the resource (a SelfSubjectAccessReview)."""
         attributes = {"verb": verb, "group": group, "resource": resource}

@@ -15,12 +15,14 @@ from shared.kube.errors import NotFound
 from shared.kube.kinds import (
     CLUSTER_PROVIDERS,
     CLUSTER_WATCH_RULES,
+    COMMIT_REQUESTS,
     GIT_PROVIDERS,
     GIT_TARGETS,
     NAMESPACES,
     SECRETS,
     WATCH_RULES,
 )
+from shared.model.commit_requests import CommitRequestView, parse_commit_request
 from shared.model.crds import (
     ClusterProviderView,
     ClusterWatchRuleView,
@@ -61,6 +63,15 @@ class CrdReader:
         except NotFound:
             return []
         return [parse_cluster_watch_rule(o) for o in listed]
+
+    def commit_requests(self) -> list[CommitRequestView]:
+        """Every CommitRequest, in every namespace; none where the CRD is not installed (a
+        chart from before it)."""
+        try:
+            listed = self._client.list(COMMIT_REQUESTS).items
+        except NotFound:
+            return []
+        return [parse_commit_request(o) for o in listed]
 
     def cluster_providers(self) -> list[ClusterProviderView]:
         """Every ClusterProvider."""

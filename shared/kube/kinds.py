@@ -22,6 +22,7 @@ CLUSTER_PROVIDERS = ApiResource(GROUP, VERSION, "clusterproviders", "ClusterProv
 CLUSTER_WATCH_RULES = ApiResource(
     GROUP, VERSION, "clusterwatchrules", "ClusterWatchRule", False, _CRUD
 )
+COMMIT_REQUESTS = ApiResource(GROUP, VERSION, "commitrequests", "CommitRequest", True, _CRUD)
 
 NAMESPACES = ApiResource("", "v1", "namespaces", "Namespace", False, _CRUD)
 SECRETS = ApiResource("", "v1", "secrets", "Secret", True, _CRUD)

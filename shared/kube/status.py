@@ -12,7 +12,7 @@ decides again. Events follow client-go's recorder: a ``core/v1`` Event named
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from shared.kube.api import KubeClient, Obj
@@ -36,12 +36,19 @@ class StatusWriter:
         self._clock = clock
 
     def write_conditions(
-        self, res: ApiResource, meta: Meta, conditions: Sequence[Condition]
+        self,
+        res: ApiResource,
+        meta: Meta,
+        conditions: Sequence[Condition],
+        extra: Mapping[str, str] | None = None,
     ) -> None:
-        """Store ``conditions`` and ``observedGeneration`` (Conflict if the object moved)."""
+        """Store ``conditions`` and ``observedGeneration`` (Conflict if the object moved),
+        with the string ``extra`` status fields in the same write (a CommitRequest's
+        ``branch`` and ``sha`` appear with the condition that reports them)."""
         patch = {
             "metadata": {"resourceVersion": meta.resource_version},
             "status": {
+                **(extra or {}),
                 "observedGeneration": meta.generation,
                 "conditions": [c.to_raw() for c in conditions],
             },

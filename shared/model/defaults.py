@@ -55,7 +55,10 @@ QUIET_PERIOD_S: Final = parse_duration(QUIET_PERIOD).total_seconds()
 WEBHOOK_TIMEOUT_S: Final = parse_duration(WEBHOOK_TIMEOUT).total_seconds()
 
 #: (kind, field path) -> the constant that restates the field's schema ``default:``.
-SCHEMA_DEFAULTS: Final[Mapping[tuple[str, str], str]] = {
+#: CommitRequest ``spec.closeDelaySeconds`` (P6): close the bound window at receipt.
+CLOSE_DELAY_S: Final = 0
+
+SCHEMA_DEFAULTS: Final[Mapping[tuple[str, str], str | int]] = {
     ("GitProvider", "spec.push.commitWindow"): COMMIT_WINDOW,
     ("GitProvider", "spec.commit.committer.name"): COMMITTER_NAME,
     ("GitProvider", "spec.commit.committer.email"): COMMITTER_EMAIL,
@@ -63,6 +66,7 @@ SCHEMA_DEFAULTS: Final[Mapping[tuple[str, str], str]] = {
     ("GitTarget", "spec.prune.mode"): PRUNE_MODE,
     ("GitTarget", "spec.onRefusal"): ON_REFUSAL,
     ("GitTarget", "spec.applier.webhook.timeout"): WEBHOOK_TIMEOUT,
+    ("CommitRequest", "spec.closeDelaySeconds"): CLOSE_DELAY_S,
     ("GitTarget", "spec.encryption.provider"): ENCRYPTION_PROVIDER,
     ("GitTarget", "spec.encryption.age.recipientsSecretRef.key"): RECIPIENTS_KEY,
 }

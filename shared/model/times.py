@@ -17,3 +17,11 @@ _FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 def rfc3339(at: float) -> str:
     """``at`` (seconds since the epoch) as metav1.Time serialises it; fractions are dropped."""
     return datetime.fromtimestamp(int(at), tz=UTC).strftime(_FORMAT)
+
+
+def parse_rfc3339(text: str) -> float | None:
+    """The inverse of ``rfc3339`` (any RFC 3339 time the API stores); None when unreadable."""
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

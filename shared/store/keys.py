@@ -44,6 +44,10 @@ each does or does not expire:
 - ``queue:{name}``: the rq queue of apply attempts (``Settings.apply_queue``; rq stores it as
   ``rq:queue:{prefix}:queue:{name}``), so two installs sharing one Redis never take each
   other's jobs (O4; rq's own bookkeeping, with the jobs' TTLs).
+- ``commitrequest:{uid}``: hash of a CommitRequest's progress: when the watcher published it
+  to its branch, and the outcome its branch worker recorded (P6; TTL: the
+  commit-request TTL plus a day, renewed by each write, far past the status write that
+  projects it; deleted with the object).
 - ``watcher:targets``: set of GitTarget uids whose config the watcher published, so a
   GitTarget deleted while no watcher ran is still forgotten (no TTL: the live list).
 """
@@ -168,6 +172,10 @@ class Keys:
     def watch_known(self, uid: GitTargetUid, group_resource: str, namespace: str) -> str:
         """Objects one watch has seen, by name (M9 sweeps)."""
         return self._k("watch", uid, group_resource, namespace or "_cluster", "known")
+
+    def commit_request(self, uid: str) -> str:
+        """A CommitRequest's publication and outcome, by its uid."""
+        return self._k("commitrequest", uid)
 
     @property
     def watcher_epoch(self) -> str:

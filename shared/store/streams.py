@@ -28,6 +28,7 @@ from typing import Any
 
 import redis
 
+from shared.model.commit_requests import COMMIT, CommitRequestItem
 from shared.model.events import LISTED, Listing, ObjectEvent
 from shared.model.ids import BranchKey
 from shared.store.keys import Keys
@@ -69,8 +70,9 @@ end
 return #ARGV / 2
 """
 
-#: What a stream entry holds: an object's event or a watch's listing (D2).
-Published = ObjectEvent | Listing
+#: What a stream entry holds: an object's event, a watch's listing (D2) or a CommitRequest
+#: (P6: it travels with the events it is meant to close a window of).
+Published = ObjectEvent | Listing | CommitRequestItem
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +84,13 @@ class StreamEntry:
     #: A watch's listing (D2); with ``event`` None as read, or with one of the DELETEs the
     #: branch worker derived from it (they share the listing's id and are acknowledged with it).
     listing: Listing | None = None
+    #: A CommitRequest (P6); with ``event`` and ``listing`` None.
+    request: CommitRequestItem | None = None
 
     @property
     def coalesce_key(self) -> str:
         """The object (or watch) this entry is the newest of, "" when it could not be read."""
-        item = self.listing or self.event
+        item = self.listing or self.event or self.request
         return item.coalesce_key if item is not None else ""
 
 
@@ -232,6 +236,10 @@ def _decode(messages: Any) -> list[StreamEntry]:
         try:
             if isinstance(fields, dict) and fields.get("op") == LISTED:
                 entries.append(StreamEntry(entry_id, None, Listing.from_fields(fields)))
+                continue
+            if isinstance(fields, dict) and fields.get("op") == COMMIT:
+                request = CommitRequestItem.from_fields(fields)
+                entries.append(StreamEntry(entry_id, None, request=request))
                 continue
             event: ObjectEvent | None = ObjectEvent.from_fields(fields)
         except ValueError:

@@ -45,6 +45,7 @@ from shared.store.attempts import Attempts
 from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import BranchStates
 from shared.store.collisions import Collisions
+from shared.store.commit_requests import CommitRequests
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
@@ -290,6 +291,7 @@ class World:
             BranchHealth(c, k),
             Ledger(c, k),
             Collisions(c, k),
+            CommitRequests(c, k, SETTINGS.commit_request_ttl.total_seconds()),
         )
 
     def _worker(self, ident: str) -> Worker:

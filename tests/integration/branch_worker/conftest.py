@@ -13,6 +13,7 @@ import redis
 from sandbox.githost.outside import git, push
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop
+from services.branch_worker.commit_requests import RequestDesk
 from services.branch_worker.signing import Signer, unsigned
 from shared.git.remote import ls_remote
 from shared.git.workspace import Workspace
@@ -77,6 +78,7 @@ class Rig:
         worker: str = "w1",
         read_tip: Callable[[], str | None] | None = None,
         signer: Signer = unsigned,
+        requests: RequestDesk | None = None,
     ) -> BranchLoop:
         lease = Leases(self.client, self.keys, 60_000).acquire(self.bk, worker)
         assert lease is not None
@@ -94,6 +96,7 @@ class Rig:
             steady_tick=self.settings.steady_tick.total_seconds(),
             max_window=self.settings.max_window.total_seconds(),
             signer=signer,
+            requests=requests,
             desk=ApplierDesk(
                 self.bk,
                 self.branch,

@@ -25,6 +25,7 @@ from shared.kube.clients import ClientFactory
 from shared.model.events import LISTED, Listing, ObjectEvent
 from shared.model.ids import Branch, BranchKey
 from shared.settings import Settings
+from shared.store.commit_requests import CommitRequests
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.ledger import Ledger
@@ -197,8 +198,13 @@ class Rig:
             ledger=self.ledger,
             clock=self.clock,
             receivers=ReceiverDirectory(self.redis, self.keys),
+            commit_requests=self.commit_requests(settings),
         )
         return Watcher(parts, burst=True)
+
+    def commit_requests(self, settings: Settings | None = None) -> CommitRequests:
+        ttl = (settings or Settings(**self.settings_overrides)).commit_request_ttl
+        return CommitRequests(self.redis, self.keys, ttl.total_seconds())
 
     def burst(self) -> None:
         """One ``--burst`` run of a fresh watcher (a restart, as far as Redis can tell)."""

@@ -27,6 +27,7 @@ KINDS = {
     "GitTarget": "Namespaced",
     "WatchRule": "Namespaced",
     "ClusterWatchRule": "Cluster",
+    "CommitRequest": "Namespaced",
 }
 READY_STATUS = '.status.conditions[?(@.type=="Ready")].status'
 READY_REASON = '.status.conditions[?(@.type=="Ready")].reason'
@@ -244,6 +245,7 @@ def test_immutable_fields_use_transition_rules(crds: dict[str, dict[str, Any]]) 
         "GitTarget.spec.branch",
         "GitTarget.spec.path",
         "GitTarget.spec.clusterProviderRef",
+        "CommitRequest.spec",  # P6: one-shot, the whole spec
     }
 
 
@@ -258,6 +260,7 @@ def test_printer_columns(crds: dict[str, dict[str, Any]]) -> None:
         "GitTarget": ["Branch", "Path"],
         "WatchRule": ["Target"],
         "ClusterWatchRule": ["Target Namespace", "Target"],
+        "CommitRequest": ["Target", "SHA"],
     }
     for kind, crd in crds.items():
         columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
@@ -278,6 +281,7 @@ def test_short_names_are_unique(crds: dict[str, dict[str, Any]]) -> None:
     assert short == {
         "GitProvider": ["gp"],
         "ClusterProvider": ["cp"],
+        "CommitRequest": ["cr"],
         "GitTarget": ["gt"],
         "WatchRule": ["wr"],
         "ClusterWatchRule": ["cwr"],

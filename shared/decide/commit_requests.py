@@ -1,0 +1,129 @@
+"""CommitRequest rules (P6): binding to a window, its close, the conditions, the TTL.
+
+Pure: the branch worker and the watcher hand in what they know and act on the answer.
+"""
+
+from __future__ import annotations
+
+from shared.decide.conditions import FALSE, READY, RECONCILING, STALLED, TRUE, Problem, Wanted
+from shared.model.commit_requests import (
+    ALREADY_PRESENT,
+    BENIGN,
+    COMMITTED,
+    FINAL,
+    FINALIZE_FAILED,
+    NO_WINDOW,
+    WAITING,
+    WINDOW_MISMATCH,
+    Outcome,
+)
+from shared.model.crds import Condition
+from shared.model.times import parse_rfc3339, rfc3339
+
+PUSHED, AUTHOR_ATTRIBUTED = "Pushed", "AuthorAttributed"
+#: AuthorAttributed's reason while attribution is not built: every window is the committer's.
+AUTHOR_CAPTURE_DISABLED = "AuthorCaptureDisabled"
+#: Published to the branch, not yet received by its owner.
+PROGRESSING = "Progressing"
+#: The GitTarget named does not exist in the request's namespace (P6: Stalled).
+TARGET_NOT_FOUND = "GitTargetNotFound"
+#: The GitTarget exists but is not served (invalid, or its GitProvider is); P6: it may heal.
+TARGET_NOT_READY = "GitTargetNotReady"
+
+
+def binding(window_author: str | None, request_author: str) -> str:
+    """P6: "" when a request binds to its GitTarget's open window (``window_author`` None:
+    none is open), else the benign reason it binds to nothing. A request never closes a window
+    of another author."""
+    if window_author is None:
+        return NO_WINDOW
+    if window_author != request_author:
+        return WINDOW_MISMATCH
+    return ""
+
+
+def close_deadline(received_at: float, close_delay_s: int) -> float:
+    """P6: the bound window closes at receipt plus the request's delay, whatever its own
+    rolling timer says (a window that times out earlier closes earlier, with the request)."""
+    return received_at + max(0, close_delay_s)
+
+
+def conditions(outcome: Outcome | None, problem: Problem | None) -> list[Wanted]:
+    """P6: the conditions of a request from what the branch worker recorded (``outcome``) or
+    what keeps it from reaching a branch (``problem``; a permanent one stalls it)."""
+    attributed = Wanted(
+        AUTHOR_ATTRIBUTED,
+        FALSE,
+        AUTHOR_CAPTURE_DISABLED,
+        "attribution is not enabled: the commit is authored by the committer",
+    )
+    if problem is not None:
+        return [
+            *_trio(problem.reason, problem.message, problem.permanent),
+            _pushed(False, problem.reason, problem.message),
+            attributed,
+        ]
+    if outcome is None:
+        text = "waiting for the branch worker to receive the request"
+        return [*_trio(PROGRESSING, text, False), _pushed(False, PROGRESSING, text), attributed]
+    if outcome.reason == WAITING:
+        text = f"the window closes at {rfc3339(outcome.deadline)}"
+        return [*_trio(WAITING, text, False), _pushed(False, WAITING, text), attributed]
+    if outcome.reason == FINALIZE_FAILED:
+        return [
+            *_trio(FINALIZE_FAILED, outcome.message, True),
+            _pushed(False, FINALIZE_FAILED, outcome.message),
+            attributed,
+        ]
+    message = outcome.message
+    if outcome.reason == COMMITTED:
+        message = f"commit {outcome.sha} pushed to {outcome.branch}"
+    ready = [
+        Wanted(READY, TRUE, outcome.reason, message),
+        Wanted(RECONCILING, FALSE, outcome.reason, ""),
+        Wanted(STALLED, FALSE, outcome.reason, ""),
+    ]
+    pushed = outcome.reason in (COMMITTED, ALREADY_PRESENT)
+    return [*ready, _pushed(pushed, outcome.reason, message), attributed]
+
+
+def _trio(reason: str, message: str, permanent: bool) -> list[Wanted]:
+    if permanent:
+        return [
+            Wanted(READY, FALSE, reason, message),
+            Wanted(RECONCILING, FALSE, reason, ""),
+            Wanted(STALLED, TRUE, reason, message),
+        ]
+    return [
+        Wanted(READY, FALSE, reason, message),
+        Wanted(RECONCILING, TRUE, reason, message),
+        Wanted(STALLED, FALSE, reason, ""),
+    ]
+
+
+def _pushed(pushed: bool, reason: str, message: str) -> Wanted:
+    return Wanted(PUSHED, TRUE if pushed else FALSE, reason, message)
+
+
+def finished_at(current: tuple[Condition, ...] | list[Condition]) -> float | None:
+    """When a request's status became final (its Ready condition's last transition), or
+    None while it is not: Ready with a final reason, or Stalled."""
+    ready = next((c for c in current if c.type == READY), None)
+    stalled = next((c for c in current if c.type == STALLED), None)
+    final = ready is not None and (
+        (ready.status == TRUE and ready.reason in BENIGN)
+        or (ready.status == FALSE and ready.reason in FINAL)
+        or (stalled is not None and stalled.status == TRUE)
+    )
+    if not final or ready is None:
+        return None
+    if stalled is not None and stalled.status == TRUE:  # Ready may have been False before
+        return parse_rfc3339(stalled.last_transition_time)
+    return parse_rfc3339(ready.last_transition_time)
+
+
+def expired(current: tuple[Condition, ...] | list[Condition], now: float, ttl_s: float) -> bool:
+    """P6: a finished request is deleted ``ttl_s`` after it finished (the Go operator keeps
+    them for ever)."""
+    done = finished_at(current)
+    return done is not None and now >= done + ttl_s

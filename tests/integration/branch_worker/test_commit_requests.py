@@ -1,0 +1,209 @@
+"""CommitRequests on the branch loop, against real Redis and a real bare repository (P6).
+
+A request binds to its GitTarget's open window, closes it at receipt + closeDelaySeconds on
+the injected clock with its message, and its outcome (with the SHA on the remote, after any
+replay) is recorded before its entry is acknowledged; it is processed once by uid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from services.branch_worker.branch import BranchLoop
+from services.branch_worker.commit_requests import RequestDesk
+from shared.model.commit_requests import (
+    ALREADY_PRESENT,
+    COMMITTED,
+    NO_WINDOW,
+    WAITING,
+    CommitRequestItem,
+    Outcome,
+)
+from shared.model.events import GitTargetRef
+from shared.store.commit_requests import CommitRequests
+from tests.integration.branch_worker.conftest import Rig, git
+
+pytestmark = pytest.mark.integration
+
+
+def _store(rig: Rig) -> CommitRequests:
+    return CommitRequests(rig.client, rig.keys, 3600)
+
+
+def _loop(rig: Rig, worker: str = "w1") -> BranchLoop:
+    return rig.loop(worker, requests=RequestDesk(_store(rig), rig.branch.branch, rig.clock))
+
+
+def _request(rig: Rig, uid: str = "cr-1", message: str = "save: release 1", delay: int = 0) -> None:
+    item = CommitRequestItem(
+        target=GitTargetRef(rig.target.uid, "team", "gt"),
+        uid=uid,
+        namespace="team",
+        name=uid,
+        message=message,
+        close_delay_s=delay,
+    )
+    rig.events.publish(rig.bk, item)
+
+
+def _outcome(rig: Rig, uid: str = "cr-1") -> Outcome:
+    found = _store(rig).outcome(uid)
+    assert found is not None
+    return found
+
+
+@pytest.fixture
+def long_rig(rig: Rig) -> Rig:
+    """A GitProvider whose commitWindow (30 s) would keep the window open much longer."""
+    rig.branch = dataclasses.replace(rig.branch, commit_window_s=30.0)
+    rig.configs.publish_branch(rig.branch)
+    return rig
+
+
+def test_a_request_closes_the_window_now_with_its_message(long_rig: Rig) -> None:
+    """P6: closeDelaySeconds 0 closes the open window at the next flush, the request's message
+    replaces the template's, and status.sha is the remote's commit."""
+    rig = long_rig
+    loop = _loop(rig)
+    rig.publish("app", "CREATE", {"a": "1"})
+    rig.drain(loop)
+    rig.clock.now += 1
+    loop.flush()
+    assert rig.commits() == ["seed"], "the 30 s window is still open"
+    _request(rig, message="save: release 1\n\nwhy it was saved")
+    rig.drain(loop)
+    loop.flush()
+    assert rig.commits() == ["save: release 1", "seed"]
+    body = git("log", "-1", "--format=%B", "main", cwd=rig.bare).strip()
+    assert body == "save: release 1\n\nwhy it was saved"
+    outcome = _outcome(rig)
+    assert (outcome.reason, outcome.sha, outcome.branch) == (COMMITTED, rig.head(), "main")
+    assert rig.events.pending_count(rig.bk) == 0
+
+
+def test_a_close_delay_keeps_collecting_edits_until_its_deadline(long_rig: Rig) -> None:
+    """P6: the window closes at receipt + closeDelaySeconds (injected clock), holding the
+    edits made meanwhile; until then the outcome is WaitingForCloseDelay with the deadline."""
+    rig = long_rig
+    loop = _loop(rig)
+    rig.publish("one", "CREATE")
+    rig.drain(loop)
+    received = rig.clock.now = rig.clock.now + 1
+    _request(rig, delay=3)
+    rig.drain(loop)
+    assert _outcome(rig).reason == WAITING
+    assert _outcome(rig).deadline == received + 3
+    assert loop.next_deadline() == received + 3
+    rig.clock.now = received + 2
+    rig.publish("two", "CREATE")
+    rig.drain(loop)
+    rig.clock.now = received + 2.9
+    loop.flush()
+    assert rig.commits() == ["seed"]
+    rig.clock.now = received + 3
+    loop.flush()
+    assert rig.commits() == ["save: release 1", "seed"]
+    assert {"apps/team/configmaps/one.yaml", "apps/team/configmaps/two.yaml"} <= set(rig.files())
+    assert _outcome(rig).reason == COMMITTED
+
+
+def test_no_open_window_is_benign_and_acknowledged(long_rig: Rig) -> None:
+    """P6: a request for a GitTarget with no open window binds to nothing: NoWindowInGrace,
+    no commit, its entry acknowledged at once."""
+    rig = long_rig
+    loop = _loop(rig)
+    _request(rig)
+    rig.drain(loop)
+    loop.flush()
+    assert _outcome(rig).reason == NO_WINDOW
+    assert rig.commits() == ["seed"]
+    assert rig.events.pending_count(rig.bk) == 0
+    assert not loop.busy()
+
+
+def test_a_request_is_processed_once(long_rig: Rig) -> None:
+    """P6: the same request received again (published twice, say) after its outcome changes
+    nothing: no second binding, the outcome stays the first one."""
+    rig = long_rig
+    loop = _loop(rig)
+    rig.publish("app", "CREATE")
+    rig.drain(loop)
+    _request(rig)
+    _request(rig)  # a duplicate while bound
+    rig.drain(loop)
+    loop.flush()
+    first = _outcome(rig)
+    rig.clock.now += 5
+    rig.publish("app", "UPDATE", {"k": "2"})  # a new window is open
+    _request(rig)
+    rig.drain(loop)
+    rig.clock.now += 40
+    loop.flush()
+    assert _outcome(rig) == first
+    assert rig.commits() == ["UPDATE ConfigMap team/app", "save: release 1", "seed"]
+    assert rig.events.pending_count(rig.bk) == 0
+
+
+def test_status_sha_is_the_commit_after_a_replay(long_rig: Rig) -> None:
+    """P6, M7: the branch moved under the window; the push is refused, the window replayed on
+    the new tip, and the outcome names the replayed commit (the one on the remote), not the
+    first local one."""
+    rig = long_rig
+    loop = _loop(rig)
+    rig.publish("app", "CREATE")
+    rig.drain(loop)
+    _request(rig)
+    rig.drain(loop)
+    foreign = rig.foreign_push()
+    loop.flush()
+    assert rig.commits() == ["save: release 1", "foreign notes.md", "seed"]
+    outcome = _outcome(rig)
+    assert outcome.sha == rig.head()
+    parent = git("rev-parse", f"{outcome.sha}^", cwd=rig.bare).strip()
+    assert parent == foreign
+
+
+def test_a_new_owner_finishes_a_bound_request(long_rig: Rig) -> None:
+    """P6, M8: an owner that died with the request bound leaves its entry (and the window's
+    events) unacknowledged; the next owner claims both, binds the request again and commits
+    with its message."""
+    rig = long_rig
+    dead = _loop(rig, "dead")
+    rig.publish("app", "CREATE")
+    rig.drain(dead, "dead")
+    _request(rig, delay=60)
+    rig.drain(dead, "dead")
+    assert _outcome(rig).reason == WAITING
+    rig.client.delete(rig.keys.branch_lease(rig.bk))  # the dead worker's lease expires
+    heir = _loop(rig, "heir")
+    heir.handle([])  # the claimed backlog, as the heir's next wake applies it
+    rig.clock.now += 60
+    heir.flush()
+    assert rig.commits() == ["save: release 1", "seed"]
+    assert _outcome(rig).reason == COMMITTED
+    assert _outcome(rig).sha == rig.head()
+    assert rig.events.pending_count(rig.bk) == 0
+
+
+def test_pushed_before_the_outcome_was_recorded_is_already_present(long_rig: Rig) -> None:
+    """P6: the owner pushed the window and died before recording the outcome; the next owner
+    finds nothing to write and reports AlreadyPresent with the tip that holds it."""
+    rig = long_rig
+    dead = _loop(rig, "dead")
+    rig.publish("app", "CREATE")
+    rig.drain(dead, "dead")
+    _request(rig)
+    rig.drain(dead, "dead")
+    dead.requests = None  # dies between its push and the outcome
+    dead._commit(dead._open.pop(rig.target.uid))
+    dead.ws.push(dead.tip)
+    rig.client.delete(rig.keys.branch_lease(rig.bk))
+    heir = _loop(rig, "heir")
+    heir.handle([])
+    heir.flush()
+    assert rig.commits() == ["save: release 1", "seed"]
+    outcome = _outcome(rig)
+    assert (outcome.reason, outcome.sha) == (ALREADY_PRESENT, rig.head())
+    assert rig.events.pending_count(rig.bk) == 0

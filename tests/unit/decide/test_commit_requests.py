@@ -1,0 +1,102 @@
+"""The pure CommitRequest rules: binding, close deadline, conditions, TTL (P6)."""
+
+from __future__ import annotations
+
+from shared.decide.commit_requests import (
+    AUTHOR_ATTRIBUTED,
+    PUSHED,
+    TARGET_NOT_FOUND,
+    binding,
+    close_deadline,
+    conditions,
+    expired,
+)
+from shared.decide.conditions import Problem, merge
+from shared.model.commit_requests import (
+    ALREADY_PRESENT,
+    COMMITTED,
+    FINALIZE_FAILED,
+    NO_WINDOW,
+    UNATTRIBUTED,
+    WAITING,
+    WINDOW_MISMATCH,
+    Outcome,
+)
+from shared.model.crds import Condition
+
+
+def _by_type(outcome: Outcome | None, problem: Problem | None = None) -> dict[str, tuple[str, str]]:
+    return {w.type: (w.status, w.reason) for w in conditions(outcome, problem)}
+
+
+def test_a_request_binds_only_to_an_open_window_of_its_author() -> None:
+    """P6: same author binds; none open is NoWindowInGrace; another author's window is
+    never closed by it (WindowMismatch)."""
+    assert binding(UNATTRIBUTED, UNATTRIBUTED) == ""
+    assert binding(None, UNATTRIBUTED) == NO_WINDOW
+    assert binding("alice", "bob") == WINDOW_MISMATCH
+
+
+def test_the_deadline_is_receipt_plus_the_delay() -> None:
+    """P6."""
+    assert close_deadline(100.0, 0) == 100.0
+    assert close_deadline(100.0, 300) == 400.0
+
+
+def test_committed_is_ready_and_pushed() -> None:
+    """P6."""
+    got = _by_type(Outcome(COMMITTED, sha="abc", branch="main"))
+    assert got["Ready"] == ("True", COMMITTED)
+    assert got[PUSHED] == ("True", COMMITTED)
+    assert got["Stalled"][0] == "False" and got["Reconciling"][0] == "False"
+    assert got[AUTHOR_ATTRIBUTED][0] == "False"
+
+
+def test_benign_no_commit_outcomes_are_ready_but_not_pushed() -> None:
+    """P6: NoWindowInGrace and WindowMismatch are Ready=True; AlreadyPresent is pushed."""
+    for reason in (NO_WINDOW, WINDOW_MISMATCH):
+        got = _by_type(Outcome(reason))
+        assert got["Ready"] == ("True", reason)
+        assert got[PUSHED] == ("False", reason)
+    assert _by_type(Outcome(ALREADY_PRESENT, sha="x"))[PUSHED] == ("True", ALREADY_PRESENT)
+
+
+def test_waiting_and_not_yet_received_are_reconciling() -> None:
+    """P6."""
+    got = _by_type(Outcome(WAITING, deadline=1_000.0))
+    assert got["Ready"] == ("False", WAITING)
+    assert got["Reconciling"] == ("True", WAITING)
+    assert _by_type(None)["Reconciling"][0] == "True"
+
+
+def test_a_missing_gittarget_stalls_and_finalize_failed_too() -> None:
+    """P6: what cannot recover is Stalled."""
+    missing = _by_type(None, Problem(TARGET_NOT_FOUND, "gone", permanent=True))
+    assert missing["Ready"] == ("False", TARGET_NOT_FOUND)
+    assert missing["Stalled"] == ("True", TARGET_NOT_FOUND)
+    assert _by_type(Outcome(FINALIZE_FAILED))["Stalled"] == ("True", FINALIZE_FAILED)
+
+
+def _stored(
+    outcome: Outcome | None, at: float, problem: Problem | None = None
+) -> tuple[Condition, ...]:
+    return merge((), conditions(outcome, problem), 1, at)
+
+
+def test_a_finished_request_expires_after_the_ttl() -> None:
+    """P6: counted from when it finished; a request still waiting never expires."""
+    done = _stored(Outcome(COMMITTED, sha="a"), 1_000.0)
+    assert not expired(done, 1_000.0 + 3599, 3600)
+    assert expired(done, 1_000.0 + 3600, 3600)
+    waiting = _stored(Outcome(WAITING, deadline=5.0), 1_000.0)
+    assert not expired(waiting, 1e9, 3600)
+    stalled = _stored(None, 1_000.0, Problem(TARGET_NOT_FOUND, "gone", permanent=True))
+    assert expired(stalled, 1_000.0 + 10, 10)
+
+
+def test_ttl_counts_from_the_stall_not_from_an_earlier_ready_false() -> None:
+    """P6: Ready was False while it waited; the TTL starts when it stalled."""
+    waiting = _stored(None, 1_000.0)
+    failed = merge(waiting, conditions(Outcome(FINALIZE_FAILED), None), 1, 5_000.0)
+    assert not expired(failed, 5_000.0 + 50, 100)
+    assert expired(failed, 5_000.0 + 100, 100)
