@@ -8,7 +8,13 @@ ConfigMaps), and then:
 - edits: one ConfigMap is created in each of up to ``SAMPLED`` GitTargets spread over the
   branches (untimed: this waits for the watcher and the workers to pick everything up), then
   ``EDITS`` strategic merge patches, one at a time, round robin over those GitTargets, each
-  timed from the API write until its repository's tip moves;
+  timed from the API write until its repository's tip moves; each edit takes turns with a
+  plain ``git commit`` + ``git push`` of one file to another repository on the same Git host
+  (``bench.mirror._Plain``), the floor of any design that pushes once per edit: a profile of
+  the 1-target case (py-spy on the owner) shows most of an edit's time in the pass's git
+  processes (the push about three quarters, the commit's two processes most of the rest), so
+  the edit latency follows the machine's load as the floor does, and their ratio is what
+  stays put between runs;
 - idle cost: nothing is edited for ``IDLE_S`` seconds, over which Redis's
   ``total_commands_processed`` (the benchmark's private Redis: only the product talks to it,
   plus this benchmark's two INFO calls) and the Git host's ``git-upload-pack`` advertisements
@@ -31,6 +37,7 @@ from pathlib import Path
 
 from bench.fleet import NAMESPACE, UploadPackCounter, configmap_editor, edit_and_wait, fleet
 from bench.fleet import spread as spread_over
+from bench.mirror import _Plain
 from bench.report import Section, percentile
 from shared.store.connection import connect
 
@@ -53,6 +60,7 @@ class Result:
     targets: int
     repositories: int
     latencies: list[float]
+    plain: list[float]
     setup_s: float
     redis_per_s: float
     upload_packs_per_min: float
@@ -87,10 +95,13 @@ def _run(root: Path, targets: int, repositories: int, idle_s: float) -> Result:
         for i in sampled:  # first writes: everything picked up, every sampled branch cloned
             edit_and_wait(f.bare(i), writers[i], "created", SETUP_TIMEOUT_S)
         setup_s = time.perf_counter() - started
-        latencies = []
-        for n in range(EDITS):
+        f.sbx.githost.create_repo("plain", files={"README.md": b"x\n"})
+        plain_side = _Plain(f.sbx.githost.repo_url("plain"), root / "plain")
+        latencies, plain = [], []
+        for n in range(EDITS):  # turns: the floor and the product under the same load
             i = sampled[n % len(sampled)]
             latencies.append(edit_and_wait(f.bare(i), writers[i], str(n), EDIT_TIMEOUT_S))
+            plain.append(plain_side.edit(n))
         time.sleep(SETTLE_S)  # let the last push's follow-up work end before counting idle cost
         url = f.env["GITOPS_REVERSER_REDIS_URL"]
         commands, packs, began = _commands(url), counter.count, time.perf_counter()
@@ -98,7 +109,9 @@ def _run(root: Path, targets: int, repositories: int, idle_s: float) -> Result:
         elapsed = time.perf_counter() - began
         redis_per_s = (_commands(url) - commands - 1) / elapsed
         packs_per_min = (counter.count - packs) * 60.0 / elapsed
-    return Result(targets, repositories, latencies, setup_s, redis_per_s, packs_per_min, elapsed)
+    return Result(
+        targets, repositories, latencies, plain, setup_s, redis_per_s, packs_per_min, elapsed
+    )
 
 
 def bench() -> Section:
@@ -119,6 +132,14 @@ def bench() -> Section:
         p50 = percentile(r.latencies, 50)
         section.add(f"{size}: edit to pushed, p50", p50 * 1000, "ms", f"{len(r.latencies)} edits")
         section.add(f"{size}: edit to pushed, p99", percentile(r.latencies, 99) * 1000, "ms")
+        plain_p50 = percentile(r.plain, 50)
+        section.add(
+            f"{size}: plain git commit + push (floor), p50",
+            plain_p50 * 1000,
+            "ms",
+            "same host, taking turns with the edits",
+        )
+        section.add(f"{size}: edit to pushed p50 / floor p50", p50 / plain_p50, "")
         if r is not results[0]:
             section.add(f"{size}: p50 / baseline p50", p50 / base, "", "goal: at most 2")
         section.add(
@@ -160,7 +181,12 @@ def bench() -> Section:
         f"this machine's {os.cpu_count()} cores shared with the load. Each GitTarget has its own "
         "namespace, GitProvider and WatchRule; GitTargets over the same repository share its "
         f"branch. Edits go one at a time, round robin over up to {SAMPLED} GitTargets spread "
-        "over the branches, each timed from the API write to the repository's tip moving. The "
+        "over the branches, each timed from the API write to the repository's tip moving; "
+        "each takes turns with a plain git commit + push of one file to another repository on "
+        "the same host (the floor). Profiled (py-spy on the owner, 1 GitTarget), an edit's "
+        "time is mostly the pass's git processes (the push about three quarters, the commit "
+        "most of the rest; Redis under a tenth, the scheduler and the watcher a few ms), so "
+        "its latency moves with the machine's load as the floor's does. The "
         "idle window starts once the last edit is pushed and "
         f"{SETTLE_S:.0f} s have passed; its ls-remote count is every GET of "
         "info/refs?service=git-upload-pack the Git host served (each ls-remote or fetch starts "

@@ -30,20 +30,26 @@ class ApiError(Exception):
     """A request the server refuses; ``status_body()`` is what goes on the wire."""
 
     def __init__(
-        self, code: int, reason: str, message: str, details: dict[str, Any] | None = None
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.details = details
+        self.metadata = metadata or {}  # ListMeta of the Status (an expired list's continue)
 
     def status_body(self) -> dict[str, Any]:
         """The ``Status`` object for this error."""
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.metadata),
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,

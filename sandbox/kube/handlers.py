@@ -19,7 +19,7 @@ import yaml
 from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Request, Response
 
-from sandbox.kube import managed, protobuf
+from sandbox.kube import managed, paging, protobuf
 from sandbox.kube.access import Access
 from sandbox.kube.errors import ApiError, bad_request, not_found, unsupported_media_type
 from sandbox.kube.objects import in_version
@@ -128,28 +128,42 @@ class ResourceHandlers:
             raise not_found(call.rtype.plural, call.rtype.group, call.info.name)
         return json_response(self._encode_one(call, in_version(obj, call.rtype)))
 
-    def _selected(self, call: Call) -> tuple[list[Obj], int]:
+    def _selected(self, call: Call) -> paging.Chunk:
+        """The objects a list answers: selected, in one chunk of ``limit`` when asked, from
+        the snapshot a ``continue`` token names (paging.py)."""
         rtype = call.rtype
         labels = label_selector(call.arg("labelSelector"))
         fields = field_selector(
             call.arg("fieldSelector"), rtype.extra_field_labels, rtype.custom, rtype.namespaced
         )
+        limit = paging.parse_limit(call.arg("limit"))
+        token = paging.check_continue(call.arg("continue"), call.arg("resourceVersion"))
         scope = call.namespace if call.info.namespaced_path else None
-        items, rv = self._store.snapshot(rtype.group_resource, scope)
-        return [in_version(o, rtype) for o in items if labels(o) and fields(o)], rv
+        if token is None:
+            items, rv = self._store.snapshot(rtype.group_resource, scope)
+        else:
+            rv = token.rv
+            kept = self._store.snapshot_at(rtype.group_resource, scope, rv)
+            if kept is None:
+                raise paging.expired_continue(token, self._store.resource_version)
+            items = [o for o in kept if paging.key_of(o) > token.after]
+        chosen = [in_version(o, rtype) for o in items if labels(o) and fields(o)]
+        selected = bool(call.arg("labelSelector") or call.arg("fieldSelector"))
+        return paging.chunk(chosen, rv, limit, selected=selected)
 
     def _list(self, call: Call) -> Response:
-        items, rv = self._selected(call)
-        rtype = call.rtype
+        answer = self._selected(call)
+        items, rtype = answer.items, call.rtype
         if wants_table(call.request.headers.get("Accept")):
-            return json_response(to_table(rtype, items, self._clock(), str(rv)))
+            rv = answer.metadata["resourceVersion"]
+            return json_response(to_table(rtype, items, self._clock(), rv))
         if not rtype.custom:
             items = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in items]
         return json_response(
             {
                 "kind": rtype.list_kind,
                 "apiVersion": rtype.api_version,
-                "metadata": {"resourceVersion": str(rv)},
+                "metadata": answer.metadata,
                 "items": items,
             }
         )
@@ -222,7 +236,7 @@ class ResourceHandlers:
         return json_response(obj, result.code)
 
     def _deletecollection(self, call: Call) -> Response:
-        items, _ = self._selected(call)
+        items = self._selected(call).items
         ctx = self._context(call)
         deleted = []
         for item in items:

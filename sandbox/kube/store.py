@@ -75,6 +75,30 @@ class Store:
             keys = sorted(k for k in items if namespace is None or k[0] == namespace)
             return [items[k] for k in keys], self._rv
 
+    def snapshot_at(
+        self, resource: GroupResource, namespace: str | None, rv: int
+    ) -> list[dict[str, Any]] | None:
+        """Objects of a resource as they were at ``rv``, sorted as ``snapshot`` sorts them:
+        the current ones with every later event undone. None when the history no longer
+        reaches back to ``rv`` (etcd compacted it: a chunked list's token has expired)."""
+        with self._cond:
+            oldest = self._events[0].rv if self._events else self._rv + 1
+            if rv < oldest - 1 or rv > self._rv:
+                return None
+            items = dict(self._objects.get(resource, {}))
+            for event in reversed(self._events):
+                if event.rv <= rv:
+                    break
+                if event.resource != resource:
+                    continue
+                key = _key_of(event.obj)
+                if event.old is None:
+                    items.pop(key, None)
+                else:
+                    items[key] = event.old
+            keys = sorted(k for k in items if namespace is None or k[0] == namespace)
+            return [items[k] for k in keys]
+
     def put(self, resource: GroupResource, obj: dict[str, Any]) -> dict[str, Any]:
         """Store ``obj`` (created or changed) under the next resourceVersion; wake watchers."""
         with self._cond:

@@ -44,7 +44,7 @@ from services.branch_worker.jobs import (
 from services.branch_worker.orphans import Orphans
 from services.branch_worker.signing import Signer, unsigned
 from services.branch_worker.stores import Stores
-from shared.decide.shares import excess, room_for
+from services.branch_worker.taking import RETAKE_PAUSE_S, Taking
 from shared.model.ids import BranchKey
 from shared.model.notices import PushNotice
 from shared.settings import Settings
@@ -64,17 +64,11 @@ HINTS_EVERY_S = 0.2
 BUSY_POLL_S = 0.02
 #: How often a branch with something unpushed (a push that failed every attempt) tries again.
 RETRY_S = 0.2
-#: How often the scheduler looks for branches to take: often enough that a new branch or a dead
-#: worker's branch is taken well within a lease period, rarely enough to cost little.
-ACQUIRE_EVERY_S = 1.0
-
-#: How long a worker leaves a branch whose work failed before it tries to take it again.
-RETAKE_PAUSE_S = 5.0
 #: Pause between scheduling rounds while Redis is away (C9): the process rides the outage out.
 OUTAGE_PAUSE_S = 1.0
 
 
-class BranchWorker:
+class BranchWorker(Taking):
     """One branch-worker process."""
 
     def __init__(
@@ -293,69 +287,6 @@ class BranchWorker:
         self._drop(bk)
         self._paused_until[bk] = self._clock() + RETAKE_PAUSE_S
         if lease is not None:
-            self.stores.leases.release(lease)
-
-    def _acquire_if_due(self) -> None:
-        now = self._clock()
-        if self._acquired_at is not None and now - self._acquired_at < ACQUIRE_EVERY_S:
-            return
-        self._acquired_at = now
-        alive = self.stores.registry.alive(now, self._lease_s)
-        branches = self.stores.registry.branches()
-        capacity = self.settings.max_branches
-        self._shed(excess(len(branches), alive, capacity, len(self.held)))
-        room = room_for(len(branches), alive, capacity, len(self.held))
-        for bk in branches:
-            if room <= 0:
-                return
-            if bk not in self.held and self._try_take(bk, now):
-                room -= 1
-
-    def _shed(self, count: int) -> None:
-        """Give ``count`` branches back to siblings: only idle ones (no pass out, nothing open
-        or unpushed), so every event they read is acknowledged already and the next owner
-        reads the rest (M8)."""
-        idle = [
-            bk
-            for bk in sorted(self.loops, reverse=True)
-            if bk not in self._inflight and not self.loops[bk].busy()
-        ]
-        for bk in idle[: max(count, 0)]:
-            lease = self.held.get(bk)
-            self._drop(bk)
-            if lease is not None:
-                self.stores.leases.release(lease)
-            log.info("gave branch %s back: over this worker's share", bk, extra={"branch": bk})
-
-    def _try_take(self, bk: BranchKey, now: float) -> bool:
-        if self._paused_until.get(bk, 0.0) > now:
-            return False
-        config = self.stores.configs.branch(bk)
-        if config is None or not self.stores.configs.has_targets(bk):
-            # not published (yet?), or no GitTarget writes to it any more: starting it would
-            # only fail again if its remote is gone (U1), so it is retired after the grace
-            if self.orphans.unconfigured(bk):
-                self._retire_unconfigured(bk)
-            return False
-        self.orphans.forget(bk)
-        lease = self.stores.leases.acquire(bk, self.worker_id)
-        if lease is None:
-            return False
-        self.held.add(lease)
-        self._submit(bk, self.jobs.start, bk, config, lease)
-        return True
-
-    def _retire_unconfigured(self, bk: BranchKey) -> None:
-        """A branch listed without settings or GitTargets for the grace, not started here:
-        retired, if no GitTarget is registered with it (settings and GitTargets are published
-        together)."""
-        lease = self.stores.leases.acquire(bk, self.worker_id)
-        if lease is None:
-            return
-        if self.stores.registry.retire(lease):
-            log.info("retired branch %s: no settings or GitTarget", bk, extra={"branch": bk})
-            self.orphans.forget(bk)
-        else:
             self.stores.leases.release(lease)
 
     def shutdown(self) -> None:

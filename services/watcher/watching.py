@@ -52,6 +52,12 @@ BURST_ATTEMPTS = 3
 BURST_QUIET_S = 0.5
 #: Events of a relist published per Redis round trip.
 PUBLISH_CHUNK = 500
+#: Objects asked for per list request (``limit``; client-go's pager asks for 500 too): the
+#: watcher holds one chunk of a large list at a time, not the whole answer.
+LIST_CHUNK = 500
+#: Lists started again after a chunk's continue token expired (410) before the watch gives
+#: up this session (its reconnect loop lists again).
+CONTINUE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,30 +192,55 @@ class WatchWorker:
     def _relist_unit(self, cause: str) -> str | None:
         logger.info("listing %s (%s)", self._at.group_resource, cause, extra=self._log())
         self._deps.metrics.relists.labels(cause).inc()
-        listing = self._client.list(self.spec.resource, self.spec.key.namespace)
         known = self._deps.state.known(self._at)
-        present: dict[str, KnownObject] = {}
-        chunk: list[tuple[Operation, ObjectEvent]] = []
-        for obj in listing.items:
-            if self._stopping.is_set():
-                return None  # the cursor has not moved: the next session lists again
-            name, seen = name_of(obj), known_object(self.spec, obj)
-            operation = listed_operation(obj, name in known)
-            if operation != "DELETE":
-                present[name] = seen
-                if seen.same_revision(known.get(name)):
-                    continue  # published before at this very revision: nothing to write (M3)
-            event = object_event(self.spec, operation, obj, self._deps.clock(), self._deps.sealer)
-            chunk.append((operation, event))
-            if len(chunk) >= PUBLISH_CHUNK:
-                self._publish_chunk(chunk)
-        self._publish_chunk(chunk)
+        for attempt in range(1, CONTINUE_ATTEMPTS + 1):
+            try:
+                listed = self._list_chunks(known)
+                break
+            except Expired as err:
+                # a chunk's continue token expired (its snapshot was compacted): what was
+                # published stays published; list again from the start, a new snapshot
+                if attempt == CONTINUE_ATTEMPTS:  # backed off, the same cause kept (D2)
+                    raise KubeError(f"the list expired midway {attempt} times: {err}") from err
+                logger.info("list of %s expired midway; listing again", self._at.group_resource)
+                self._deps.metrics.relists.labels("continue-expired").inc()
+        if listed is None:
+            return None
+        present, version = listed
         if cause in ("nocursor", "lostcursor"):
             self._publish_listing(present, lost=cause == "lostcursor")
-        self._sweep(known, present, listing.resource_version)
-        self._deps.state.replace(self._at, listing.resource_version, present)
+        self._sweep(known, present, version)
+        self._deps.state.replace(self._at, version, present)
         self._relist_cause = ""
-        return listing.resource_version
+        return version
+
+    def _list_chunks(
+        self, known: dict[str, KnownObject]
+    ) -> tuple[dict[str, KnownObject], str] | None:
+        """List in chunks of ``LIST_CHUNK`` (so the watcher never holds a whole large list),
+        publishing each object the list shows changed; returns what is present and the list's
+        resourceVersion (None when stopped midway)."""
+        present: dict[str, KnownObject] = {}
+        chunk: list[tuple[Operation, ObjectEvent]] = []
+        version = ""
+        pages = self._client.pages(self.spec.resource, self.spec.key.namespace, LIST_CHUNK)
+        for page in pages:
+            version = page.resource_version
+            for obj in page.items:
+                if self._stopping.is_set():
+                    return None  # the cursor has not moved: the next session lists again
+                name, seen = name_of(obj), known_object(self.spec, obj)
+                operation = listed_operation(obj, name in known)
+                if operation != "DELETE":
+                    present[name] = seen
+                    if seen.same_revision(known.get(name)):
+                        continue  # published before at this very revision: no write (M3)
+                clock, sealer = self._deps.clock(), self._deps.sealer
+                chunk.append((operation, object_event(self.spec, operation, obj, clock, sealer)))
+                if len(chunk) >= PUBLISH_CHUNK:
+                    self._publish_chunk(chunk)
+        self._publish_chunk(chunk)
+        return present, version
 
     def _publish_listing(self, present: dict[str, KnownObject], *, lost: bool) -> None:
         """D2: a watch without a cursor cannot tell which objects vanished; the names it listed

@@ -125,6 +125,24 @@ class KubeClient:
         items = [_with_type(item, res) for item in answer.get("items") or []]
         return ObjectList(items, version)
 
+    def pages(self, res: ApiResource, namespace: str, limit: int) -> Iterator[ObjectList]:
+        """Every object of a type in chunks of at most ``limit`` (``limit``/``continue``), one
+        consistent snapshot: each chunk carries the first one's resourceVersion. A chunk's
+        token that expired meanwhile raises ``Expired``; the caller lists again from the start
+        (the chunks it had are of a snapshot that is gone)."""
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"limit": limit}
+            if token:
+                params["_continue"] = token
+            answer = self.request("get", self.path(res, namespace), **params)
+            meta = answer.get("metadata") or {}
+            items = [_with_type(item, res) for item in answer.get("items") or []]
+            yield ObjectList(items, str(meta.get("resourceVersion", "")))
+            token = meta.get("continue") or None
+            if token is None:
+                return
+
     def create(self, res: ApiResource, namespace: str, body: Obj) -> Obj:
         """Create an object."""
         return dict(self.request("post", self.path(res, namespace), body=body))

@@ -20,7 +20,8 @@ from prometheus_client import REGISTRY
 
 from sandbox.githost.outside import push
 from services.branch_worker.orphans import CHECK_EVERY_S, GRACE_S
-from services.branch_worker.worker import ACQUIRE_EVERY_S, BranchWorker, Stores
+from services.branch_worker.taking import ACQUIRE_EVERY_S
+from services.branch_worker.worker import BranchWorker, Stores
 from shared.model.events import GitTargetRef, ObjectEvent
 from shared.model.ids import Branch, GitTargetUid, ObjectId
 from shared.model.notices import PushNotice
