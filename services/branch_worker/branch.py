@@ -725,7 +725,7 @@ def _message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
         data = templates.event_data(event.operation, event.object_id, username, name)
         own, variables, builtin = config.message_one, templates.EVENT, EVENT_TEMPLATE
     else:
-        author = str(getattr(window, "author", "") or config.committer_name)
+        author = window.author if window.author != UNATTRIBUTED else config.committer_name
         writes = [(e.operation, e.object_id) for e in events]
         data = templates.group_data(author, name, writes)
         own, variables, builtin = config.message_many, templates.GROUP, GROUP_TEMPLATE

@@ -142,7 +142,7 @@ def test_a_request_is_processed_once(long_rig: Rig) -> None:
     rig.clock.now += 40
     loop.flush()
     assert _outcome(rig) == first
-    assert rig.commits() == ["UPDATE ConfigMap team/app", "save: release 1", "seed"]
+    assert rig.commits() == ["[UPDATE] v1/configmaps/app", "save: release 1", "seed"]
     assert rig.events.pending_count(rig.bk) == 0
 
 
