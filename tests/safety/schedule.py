@@ -22,9 +22,13 @@ SETTLE_ROUNDS = 400
 SETTLE_TICK_S = 2.0
 
 
-def run(choices: Sequence[int], world: World) -> None:
-    """Play ``choices`` against ``world``, then settle and check the end (raises Violation)."""
+def run(choices: Sequence[int], world: World, prefix: Sequence[str] = ()) -> None:
+    """Play ``prefix`` (action names), then ``choices`` against ``world``, then settle and
+    check the end (raises Violation)."""
     with world.patched():
+        for wanted in prefix:
+            world.hooks()
+            _play_named(world, wanted)
         for choice in choices:
             world.hooks()
             actions = enabled(world)
@@ -49,20 +53,24 @@ def run_named(
     with world.patched():
         for wanted in names:
             world.hooks()
-            acts = dict(enabled(world))
-            for d in world.dispatchers:  # "run d0": its attempt, up to a pause or its outcome
-                acts[f"run {d.actor.name}"] = partial(_until_pause, world, d)
-            if wanted not in acts:
-                raise AssertionError(f"{wanted!r} is not enabled; enabled: {sorted(acts)}")
-            world.now += ACTION_S
-            world.say(f"> {wanted}")
-            acts[wanted]()
-            world.check_step()
+            _play_named(world, wanted)
         if then is not None:
             then()
         if end:
             settle(world)
             world.check_end()
+
+
+def _play_named(world: World, wanted: str) -> None:
+    acts = dict(enabled(world))
+    for d in world.dispatchers:  # "run d0": its attempt, up to a pause or its outcome
+        acts[f"run {d.actor.name}"] = partial(_until_pause, world, d)
+    if wanted not in acts:
+        raise AssertionError(f"{wanted!r} is not enabled; enabled: {sorted(acts)}")
+    world.now += ACTION_S
+    world.say(f"> {wanted}")
+    acts[wanted]()
+    world.check_step()
 
 
 def enabled(world: World) -> list[Action]:

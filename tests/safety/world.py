@@ -701,7 +701,6 @@ class World:
             if self.outcomes[token] > 1:
                 raise Violation(f"token {token} has {self.outcomes[token]} outcomes")
 
-
     def _check_window(self) -> None:
         """W1-W2 and the repair: a revert inside the apply window is withheld (never
         mirrored), and Git holds the edit it reverted unless the API edited the object again
