@@ -30,7 +30,6 @@ from typing import Any
 
 from sandbox.flux.drift import merged_managed_fields
 from sandbox.kube.managed import record_update, server_side_apply
-
 from shared.decide.placement import canonical_path
 from shared.model.events import GitTargetRef, ObjectEvent, latest_managers
 from shared.model.ids import GitTargetUid, ObjectId

@@ -20,8 +20,8 @@ import services.branch_worker.branch as branch_module
 import services.branch_worker.jobs as worker_jobs
 import services.dispatcher.attempt as attempt_module
 import services.dispatcher.mirrored as mirrored_module
-from services.dispatcher import jobs as dispatcher_jobs
 from services.branch_worker.worker import HINTS_EVERY_S
+from services.dispatcher import jobs as dispatcher_jobs
 from shared.decide.apply_window import Verdict
 from shared.model.ledger import LastRequest
 from shared.store.branch_state import BranchState
@@ -207,7 +207,7 @@ def test_with_the_window_off_the_revert_is_mirrored(monkeypatch: pytest.MonkeyPa
     """The test above can catch the race (observed): with the guard off the revert is
     mirrored and the edit survives only in history, or not at all."""
     _guard_off(monkeypatch)
-    with pytest.raises(Violation, match="never reached Git|written twice|no convergence"):
+    with pytest.raises(Violation, match=r"never reached Git|written twice|no convergence"):
         run_named(WINDOW, World())
 
 
