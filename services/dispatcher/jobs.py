@@ -132,11 +132,16 @@ def ports(ctx: Context) -> attempts.Ports:
 
 
 def finish(ctx: Context, request: ApplyRequest, outcome: AttemptOutcome) -> None:
-    """Report the one outcome, record it in the ledger (S3) and count it (O1)."""
-    if not ctx.attempts.report_once(BranchKey(request.branch_key), outcome):
-        return  # an outcome for this token exists already: never a second one
+    """Record the outcome in the ledger (S3), report it once and count it (O1).
+
+    The ledger first (W1): the branch worker's apply window reads the attempt while it is out
+    and the ledger once the outcome cleared it, so a dispatcher killed between the two writes
+    must leave the attempt out rather than a request the window cannot see (found by the
+    safety suite: the revert of an edit inside the window was then mirrored)."""
     uids = {uid for held in request.reasons.values() for uid in held}
     ctx.ledger.record(uids, LastRequest.of(request, outcome))
+    if not ctx.attempts.report_once(BranchKey(request.branch_key), outcome):
+        return  # an outcome for this token exists already: never a second one
     for reason in request.reasons:
         metrics.METRICS.apply_requests.labels(
             request.applier.kind.lower(), reason, outcome.outcome

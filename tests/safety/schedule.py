@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from shared.store.keys import Keys
-from tests.safety.cluster import NAMES
-from tests.safety.world import Dispatcher, Violation, Worker, World
+from tests.safety.cluster import CONSOLE, NAMES
+from tests.safety.world import ACTION_S, Dispatcher, Violation, Worker, World
 
 Action = tuple[str, Callable[[], None]]
 #: Settling rounds (2 s of clock each): past the longest backoff (300 s) and attempt deadline.
@@ -22,13 +22,18 @@ SETTLE_ROUNDS = 400
 SETTLE_TICK_S = 2.0
 
 
-def run(choices: Sequence[int], world: World) -> None:
-    """Play ``choices`` against ``world``, then settle and check the end (raises Violation)."""
+def run(choices: Sequence[int], world: World, prefix: Sequence[str] = ()) -> None:
+    """Play ``prefix`` (action names), then ``choices`` against ``world``, then settle and
+    check the end (raises Violation)."""
     with world.patched():
+        for wanted in prefix:
+            world.hooks()
+            _play_named(world, wanted)
         for choice in choices:
             world.hooks()
             actions = enabled(world)
             name, act = actions[choice % len(actions)]
+            world.now += ACTION_S
             world.say(f"> {name}")
             act()
             world.check_step()
@@ -48,14 +53,7 @@ def run_named(
     with world.patched():
         for wanted in names:
             world.hooks()
-            acts = dict(enabled(world))
-            for d in world.dispatchers:  # "run d0": its attempt, up to a pause or its outcome
-                acts[f"run {d.actor.name}"] = partial(_until_pause, world, d)
-            if wanted not in acts:
-                raise AssertionError(f"{wanted!r} is not enabled; enabled: {sorted(acts)}")
-            world.say(f"> {wanted}")
-            acts[wanted]()
-            world.check_step()
+            _play_named(world, wanted)
         if then is not None:
             then()
         if end:
@@ -63,11 +61,24 @@ def run_named(
             world.check_end()
 
 
+def _play_named(world: World, wanted: str) -> None:
+    acts = dict(enabled(world))
+    for d in world.dispatchers:  # "run d0": its attempt, up to a pause or its outcome
+        acts[f"run {d.actor.name}"] = partial(_until_pause, world, d)
+    if wanted not in acts:
+        raise AssertionError(f"{wanted!r} is not enabled; enabled: {sorted(acts)}")
+    world.now += ACTION_S
+    world.say(f"> {wanted}")
+    acts[wanted]()
+    world.check_step()
+
+
 def enabled(world: World) -> list[Action]:
     """The actions possible now, weighted by repetition."""
     acts: list[Action] = []
     for n in NAMES:
         acts += [(f"edit {n}", partial(world.api_edit, n))] * 2
+        acts.append((f"console edit {n}", partial(world.api_edit, n, CONSOLE)))
         if world.remote.fetched:  # installed on a branch its applier holds (docs/safety.md)
             acts.append((f"outside push {n}", partial(world.outside_push, n)))
     if world.watcher.pipe:
@@ -109,7 +120,7 @@ def _flux(world: World) -> list[Action]:
         acts += [("flux source fetches", world.flux_source)] * 2
     if flux.kustomization_stamp and flux.applying is None:
         acts += [("flux kustomization reconciles", world.flux_kustomization)] * 2
-    if flux.applying is not None:
+    if flux.applying is not None and world.now >= flux.due:
         acts += [("flux applies an object", world.flux_apply)] * 3
     return acts
 
@@ -224,7 +235,7 @@ def _round(world: World) -> None:
         world.flux_source()
     if flux.kustomization_stamp and flux.applying is None:
         world.flux_kustomization()
-    while flux.applying is not None:
+    while flux.applying is not None and world.now >= flux.due:
         world.flux_apply()
     for d in world.dispatchers:
         if d.actor.running or world.queue:

@@ -15,6 +15,7 @@ with the product's own ``flux_plan``/``flux_handled``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -26,16 +27,20 @@ from fakeredis._clients._sync import FakeRedisConnection
 
 import services.branch_worker.jobs as worker_jobs
 import services.dispatcher.attempt as attempt_module
+from sandbox.flux.pacing import FLUX_BEFORE_APPLY_S
+from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.heartbeat import HeldLeases
 from services.branch_worker.jobs import BranchJobs, Outcome, no_credentials
 from services.branch_worker.stores import Stores
 from services.dispatcher import jobs as dispatcher_jobs
 from services.dispatcher.mirrored import behind
 from shared.appliers.interface import Unneeded
+from shared.decide.apply_window import Decision, Verdict
 from shared.decide.attempt import TargetFacts, flux_handled, flux_plan
 from shared.kube.api import ObjectList
 from shared.model.appliers import Applier, Reason
 from shared.model.config import ApplierRef
+from shared.model.events import latest_managers
 from shared.model.ids import BranchKey
 from shared.model.notices import PushNotice
 from shared.model.requests import ApplyRequest, AttemptOutcome
@@ -72,10 +77,15 @@ FEED = WatchFeed(
 COMMIT_WINDOW_S = 2.0
 QUIET_PERIOD_S = 5.0
 SETTINGS = Settings()
-#: Collision classes that are known open races, counted rather than failed (see docs/safety.md):
-#: an edit made after the request was sent (the apply window, W1-W3). An edit still in the
-#: watcher or unread in the stream is caught by D3 since issue 11 path 1, so it fails.
-KNOWN = ("window",)
+#: Collision classes that no product can prevent, checked rather than failed (docs/safety.md):
+#: an edit made after the request was sent is reverted by the apply it asked for (the apply
+#: window); W1 must withhold the revert and the CatchUp repair it (``withheld``), and W2
+#: mirrors a same-second tie with another manager (``tie``). An edit still in the watcher or
+#: unread in the stream is caught by D3 since issue 11 path 1, so it fails.
+KNOWN = ("withheld", "tie")
+#: Real time never stands still: each action of a schedule takes this much of the clock, so
+#: an edit made after a request is sent is observed after it (the product compares times).
+ACTION_S = 0.001
 
 
 class Violation(AssertionError):
@@ -110,6 +120,18 @@ class Stamp:
 
     request: ApplyRequest
     exposed: dict[str, str]
+
+
+@dataclass(slots=True)
+class Revert:
+    """An apply that reverted an API edit Git did not hold, inside the apply window."""
+
+    name: str
+    edit: str  # the API edit's value
+    value: str  # the applier's value it wrote back
+    rv: str  # the revert's resourceVersion
+    moment: int  # when it happened (the world's logical time)
+    tie: bool  # its newest managedFields entries include another manager (W2)
 
 
 @dataclass(slots=True)
@@ -171,7 +193,7 @@ class SimKube:
     def list(self, resource: Any, namespace: str = "", label_selector: str = "") -> ObjectList:
         yield_point("kube-list")
         items: list[dict[str, Any]] = [
-            {"metadata": {**cluster.meta(n), "resourceVersion": live.value}}
+            {"metadata": {**cluster.meta(n), "resourceVersion": live.rv}}
             for n, live in self.world.live.items()
         ]
         return ObjectList(items, str(self.world.edits))
@@ -216,6 +238,7 @@ class World:
 
     def __post_init__(self) -> None:
         self.now = 1000.0
+        self.api_moments: dict[str, list[int]] = {n: [] for n in NAMES}
         #: Logical time: the number of things that happened (log lines). The clock may stand
         #: still for many actions, so what came first is told by this, not by ``now``.
         self.moment = 0
@@ -227,7 +250,13 @@ class World:
         seed = {cluster.path_of(n): document(n, f"{n}0") for n in NAMES}
         self.remote.outside_push(seed, "seed")
         self.remote.pushes.clear()
-        self.live = {n: Live(f"{n}0", "flux", self.moment) for n in NAMES}
+        self.live = {
+            n: Live(f"{n}0", "flux", self.moment, cluster.flux_create(n, f"{n}0", self.now))
+            for n in NAMES
+        }
+        self.writes = 0  # metadata-only writes, for their resourceVersions
+        self.reverts: list[Revert] = []
+        self.decisions: dict[str, Decision] = {}  # resourceVersion -> the guard's W1 decision
         self.flux = Flux(artifact=self.remote.tip or "")
         self.watcher = Watcher()
         self.queue: list[ApplyRequest] = []
@@ -328,6 +357,15 @@ class World:
     def patched(self) -> Iterator[None]:
         """The seams: ls-remote, the applier module and the GitTargets' reads."""
         saved = (worker_jobs.ls_remote, attempt_module.for_kind, attempt_module.target_facts)
+        judge = ApplyWindowGuard._judge
+        decisions = self.decisions
+
+        def spy(guard: ApplyWindowGuard, ref: Any, target: Any, event: Any, key: Any) -> Decision:
+            decision = judge(guard, ref, target, event, key)
+            decisions[event.resource_version] = decision
+            return decision
+
+        ApplyWindowGuard._judge = spy  # type: ignore[method-assign]
         worker_jobs.ls_remote = lambda url, branch, env=None: self.remote.ls_remote()  # type: ignore[assignment]
         attempt_module.for_kind = lambda kind: self.adapter  # type: ignore[assignment]
         attempt_module.target_facts = self._facts  # type: ignore[assignment]
@@ -335,6 +373,7 @@ class World:
             yield
         finally:
             worker_jobs.ls_remote, attempt_module.for_kind, attempt_module.target_facts = saved
+            ApplyWindowGuard._judge = judge  # type: ignore[method-assign]
             for w in self.workers:
                 w.actor.crash()
             for d in self.dispatchers:
@@ -463,31 +502,41 @@ class World:
         self.stamps[token] = Stamp(request, exposed)
         self.say(f"stamp {token[:6]} at {request.commit[:6]} exposing {exposed}")
 
-    def collide(self, name: str, live: Live) -> None:
-        """An apply reverts an API edit the Git commit does not hold: classify it."""
+    def collide(self, name: str, live: Live, after: Live) -> None:
+        """An apply reverts an API edit the Git commit does not hold: classify it. An edit
+        made after the request was sent is the apply window's: a ``tie`` when the revert's
+        newest managedFields entries share their second with another manager (W2, mirrored),
+        else it must be ``withheld`` (W1) and repaired (checked by ``check_end``)."""
         stamp = self.stamps.get(self.flux.cause)
         if stamp is None:
             kind = "unexplained"
         elif live.at > self.sent_at[stamp.request.token]:
-            kind = "window"
+            newest = {e.manager for e in latest_managers(after.obj["metadata"]["managedFields"])}
+            tie = bool(newest - {cluster.FLUX_MANAGER})
+            kind = "tie" if tie else "withheld"
+            self.reverts.append(Revert(name, live.value, after.value, after.rv, self.moment, tie))
         else:
             kind = stamp.exposed.get(name, "unexplained")
         self.counts[f"collision {kind}"] += 1
         self.say(f"COLLISION {kind}: Flux reverts {name}={live.value}")
         if kind not in KNOWN:
             raise Violation(f"the core promise broke ({kind}): Flux reverted {name}={live.value}")
+        if kind == "tie":
+            self.exempt.add(after.value)  # W2: the tie is mirrored, the applier's value again
 
     # -- environment actions ----------------------------------------------------------------
 
-    def api_edit(self, name: str) -> None:
+    def api_edit(self, name: str, manager: str = cluster.KUBECTL) -> None:
         self.edits += 1
         value = f"{name}-api{self.edits}"
-        self.live[name] = Live(value, "api", self.moment)
-        self.watcher.observe(name, value, "kubectl", self.now)
-        self.say(f"API edit {name}={value}")
+        obj = cluster.api_update(self.live[name].obj, value, manager, self.now)
+        self.live[name] = Live(value, "api", self.moment, obj)
+        self.api_moments[name].append(self.moment)
+        self.watcher.observe(self.live[name])
+        self.say(f"API edit {name}={value} by {manager}")
 
     def watch(self) -> None:
-        event = self.watcher.pipe.pop(0)
+        event = dataclasses.replace(self.watcher.pipe.pop(0), observed_at=self.now)
         entry = self.events.publish(self.bk, event)
         self.entry_of[event.resource_version] = entry
         name = event.object_id.name
@@ -536,23 +585,36 @@ class World:
         self._start_apply(token or "", token or "")
 
     def _start_apply(self, token: str, cause: str) -> None:
+        """The reconcile starts: the first object is applied ``FLUX_BEFORE_APPLY_S`` later at
+        the earliest (the sandbox's pacing, pinned to the seed's "a few seconds after its
+        stamp"), and then whenever the schedule lets Flux go on: a random delay."""
         flux = self.flux
         flux.applying, flux.apply_token, flux.cause = flux.artifact, token, cause
         flux.attempted = flux.artifact
         flux.todo = list(NAMES)
+        flux.due = self.now + FLUX_BEFORE_APPLY_S
 
     def flux_apply(self) -> None:
+        """Flux takes the next object: ``cleanupMetadata`` (a write of its own when a
+        ``kubectl*`` manager is there), then the forced apply when the object drifted."""
         flux = self.flux
         assert flux.applying is not None
         name = flux.todo.pop(0)
         value = value_in(self.remote.tree(flux.applying), name)
         live = self.live[name]
+        cleaned = cluster.flux_cleanup(live.obj) if value is not None else None
+        if cleaned is not None:
+            self.writes += 1
+            live = Live(live.value, live.by, live.at, cleaned, f"{live.value}~{self.writes}")
+            self.live[name] = live
+            self.watcher.observe(live)
+            self.say(f"Flux cleans up {name}'s managedFields")
         if value is not None and value != live.value:
+            after = Live(value, "flux", self.moment, cluster.flux_apply(live.obj, value, self.now))
             if live.by == "api" and live.value not in self.ancestry_values(flux.applying)[name]:
-                self.collide(name, live)
-                self.exempt.add(value)
-            self.live[name] = Live(value, "flux", self.moment)
-            self.watcher.observe(name, value, "kustomize-controller", self.now)
+                self.collide(name, live, after)
+            self.live[name] = after
+            self.watcher.observe(after)
             self.say(f"Flux applies {name}={value} from {flux.applying[:6]}")
         if not flux.todo:
             flux.handled_at = flux.apply_token or flux.handled_at
@@ -615,6 +677,7 @@ class World:
             raise Violation(f"a push was forced: {self.remote.forced}")
 
     def check_end(self) -> None:
+        self._check_window()
         tip = self.remote.tree(self.remote.tip)
         for n in NAMES:
             if value_in(tip, n) != self.live[n].value:
@@ -639,6 +702,28 @@ class World:
         for token in self.stamps:
             if self.outcomes[token] > 1:
                 raise Violation(f"token {token} has {self.outcomes[token]} outcomes")
+
+    def _check_window(self) -> None:
+        """W1-W2 and the repair: a revert inside the apply window is withheld (never
+        mirrored), and Git holds the edit it reverted unless the API edited the object again
+        after it (the commit window may then fold it, M6); a tie is counted ambiguous when its
+        owner judged it. The written-twice check (no exemption for a withheld revert's value)
+        and convergence finish the repair: no commit of the applier's value, cluster = tip."""
+        history = self.ancestry_values(self.remote.tip)
+        for r in self.reverts:
+            decision = self.decisions.get(r.rv)
+            if r.tie:
+                if decision is not None and decision.verdict is not Verdict.AMBIGUOUS:
+                    raise Violation(f"a tie {r.name}={r.value} was judged {decision}")
+                continue
+            if decision is not None and decision.mirrored:
+                raise Violation(
+                    f"a revert of {r.name}={r.edit} inside the apply window was mirrored: "
+                    f"{decision.why}"
+                )
+            later = any(moment > r.moment for moment in self.api_moments[r.name])
+            if r.edit not in history[r.name] and not later:
+                raise Violation(f"the withheld edit {r.name}={r.edit} never reached Git")
 
 
 def _known(name: str, value: str) -> KnownObject:
