@@ -22,6 +22,7 @@ from shared.kube.clients import ClientFactory
 from shared.kube.errors import KubeError
 from shared.kube.health import ApiProbe
 from shared.settings import Settings
+from shared.store.attribution import AuditRoutes
 from shared.store.config import ConfigStore
 from shared.store.connection import connect
 from shared.store.health import RedisProbe
@@ -57,6 +58,7 @@ def _parts(settings: Settings) -> WatcherParts:
         metrics=WatcherMetrics(),
         ledger=Ledger(redis_client, keys),
         receivers=ReceiverDirectory(redis_client, keys),
+        audit_routes=AuditRoutes(redis_client, keys),
     )
 
 

@@ -25,6 +25,7 @@ from shared.kube.api import KubeClient
 from shared.kube.clients import ClientFactory
 from shared.model.ids import GitTargetUid
 from shared.settings import Settings
+from shared.store.attribution import AuditRoutes
 from shared.store.config import ConfigStore
 from shared.store.ledger import Ledger
 from shared.store.receivers import ReceiverDirectory
@@ -53,6 +54,7 @@ class WatcherParts:
     ledger: Ledger
     clock: Callable[[], float] = time.time
     receivers: ReceiverDirectory | None = None  # None: receiver records are not published
+    audit_routes: AuditRoutes | None = None  # None: audit routes are not published
 
 
 class Watcher:
@@ -79,6 +81,7 @@ class Watcher:
             parts.clock,
             appliers=AppliersSetup(parts.settings, parts.ledger),
             receivers=parts.receivers,
+            audit_routes=parts.audit_routes,
             sealer=sealer,
         )
         self._supervisor = Supervisor(self._worker)
