@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from services.branch_worker import metrics
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
+from services.branch_worker.attribution import Attributor, Wait
 from services.branch_worker.folder import Folder
 from services.branch_worker.listings import missed_deletes
 from services.branch_worker.signing import (
@@ -34,6 +35,7 @@ from shared.decide.window import Window, closes_at, is_due, open_window
 from shared.git.errors import GitTemporary, WriteNotHeld
 from shared.git.workspace import Committer, Workspace
 from shared.model import templates
+from shared.model.attribution import Author
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.defaults import EVENT_TEMPLATE, GROUP_TEMPLATE
 from shared.model.events import ObjectEvent
@@ -66,6 +68,10 @@ WRITE_NOT_HELD = "WriteNotHeld"
 SIGNING_RETRY_S = 10.0
 
 
+class _AwaitFact(Exception):
+    """The event's audit fact may still arrive: leave it, and what follows, for a later pass."""
+
+
 class ProviderChanged(Exception):
     """The branch's GitProvider changed since this owner took it (T1): give the branch back,
     so the next owner writes with the new GitProvider's credentials and committer."""
@@ -73,11 +79,15 @@ class ProviderChanged(Exception):
 
 @dataclass(slots=True)
 class OpenWindow:
-    """Writes of one GitTarget not yet committed."""
+    """Writes of one GitTarget not yet committed, all by one author."""
 
     target: TargetConfig
     window: Window
     entries: list[StreamEntry] = field(default_factory=list)
+    #: Who made these edits (attribution); None when attribution is off for the GitTarget
+    #: (its commits are authored by the committer). A write by another author closes the
+    #: window first, so one window is one author's commit.
+    author: Author | None = None
 
 
 @dataclass(slots=True)
@@ -87,6 +97,7 @@ class ClosedWindow:
     target: TargetConfig
     message: str
     entries: list[StreamEntry]
+    author: Author | None = None  # kept for a replay: the commit is made again by them
 
 
 class BranchLoop:
@@ -109,8 +120,11 @@ class BranchLoop:
         desk: ApplierDesk | None = None,
         signer: Signer = unsigned,
         guard: ApplyWindowGuard | None = None,
+        attributor: Attributor | None = None,
     ) -> None:
         self.lease = lease
+        #: Joins each event to its audit fact (GitTargets with attribution on).
+        self.attributor = attributor
         #: The key file each GitTarget's commits are signed with (``spec.commit.signing``).
         self._signer = signer
         self.config = config
@@ -195,12 +209,23 @@ class BranchLoop:
         done: list[StreamEntry] = []
         wrote = False
         parked = len(self._parked)
-        for entry in batch:
-            if not self._apply(entry, targets):
+        if self.attributor is not None:
+            self.attributor.new_pass()
+        waiting = False
+        for index, entry in enumerate(batch):
+            try:
+                made = self._apply(entry, targets)
+            except _AwaitFact:  # stream order holds: this event and the rest wait together
+                self._backlog[:0] = batch[index:]
+                waiting = True
+                break
+            if not made:
                 done.append(entry)
             elif len(self._parked) == parked:
                 wrote = True
             parked = len(self._parked)
+        if not waiting and self.attributor is not None:
+            self.attributor.clear_waits()
         self._events.ack(self.lease.branch, done)
         if wrote:
             self._publish_counts(last_write_at=self._clock())
@@ -230,20 +255,42 @@ class BranchLoop:
         assert event is not None
         if self.guard is not None and not self.guard.admits(target, event):
             return False  # W1: withheld; Git keeps the API edit, the CatchUp applies it back
+        author = self._author(target, entry, event)
+        current = self._open.get(target.uid)
+        if current is not None and current.author != author:  # a window holds one author
+            self._commit(self._open.pop(target.uid))
+            current = None
         applied = apply_event(self.ws, target, event, self._folder(target))
         self._record_refusal(target, event, applied)
         if applied.kind != "write":
             return False
         now = self._clock()
-        current = self._open.get(target.uid)
         if current is None:
-            self._open[target.uid] = OpenWindow(target, open_window(now), [entry])
+            self._open[target.uid] = OpenWindow(target, open_window(now), [entry], author)
         else:
             current.window = current.window.with_write(now)
             current.entries.append(entry)
         if self.config.commit_window_s <= 0:
             self._commit(self._open.pop(target.uid))  # commitWindow 0s: a commit per write
         return True
+
+    def _author(
+        self, target: TargetConfig, entry: StreamEntry, event: ObjectEvent
+    ) -> Author | None:
+        """Who made the edit (None: attribution is off); _AwaitFact while its fact may come."""
+        if self.attributor is None or not target.audit_route or entry.listing is not None:
+            return None  # a missed delete found by a listing is the product's own repair
+        found = self.attributor.author(target, entry.entry_id, event)
+        if isinstance(found, Wait):
+            raise _AwaitFact
+        return found
+
+    def _awaiting_until(self) -> float | None:
+        """While an event waits for its fact: when its grace ends (windows stay open)."""
+        if self.attributor is None:
+            return None
+        until = self.attributor.waiting_until()
+        return until if until is not None and until > self._clock() else None
 
     def _park(self, entry: StreamEntry) -> bool:
         """An event of a GitTarget without settings: dropped (False) if it is gone; kept
@@ -373,9 +420,12 @@ class BranchLoop:
         """When the owner must act although nothing arrives: a window closes, an applier's
         wait ends (a CatchUp's quiet period, a backoff), or an idle branch's steady tick (Q7)."""
         c = self.config
+        awaiting = self._awaiting_until()
         times = [
             closes_at(w.window, c.commit_window_s, self._max_window) for w in self._open.values()
         ]
+        if awaiting is not None:  # closes are deferred until the grace ends
+            times = [max(t, awaiting) for t in times]
         times.extend(self._retry_at.values())
         if self._parked_retry_at is not None:
             times.append(self._parked_retry_at)
@@ -383,8 +433,9 @@ class BranchLoop:
             times.append(self._tip_read_at + self._steady_tick)
         if self.desk is not None and self.desk.next_wake is not None:
             times.append(self.desk.next_wake)
-        if self._backlog:
-            times.append(self._clock())  # more events to apply: wake again at once
+        if self._backlog:  # more events to apply: wake again at once (or when a grace ends;
+            # the pass every RETRY_S meanwhile looks for the fact)
+            times.append(awaiting if awaiting is not None else self._clock())
         return min(times) if times else None
 
     def busy(self) -> bool:
@@ -414,10 +465,12 @@ class BranchLoop:
         due_held = [u for u, at in self._retry_at.items() if force or at <= now]
         if due_held:
             self._retry_held(due_held)
+        deferred = not force and self._awaiting_until() is not None
         due = [
             uid
             for uid, w in self._open.items()
-            if force or is_due(w.window, now, c.commit_window_s, self._max_window)
+            if force
+            or (not deferred and is_due(w.window, now, c.commit_window_s, self._max_window))
         ]
         for uid in due:
             self._commit(self._open.pop(uid))
@@ -436,15 +489,17 @@ class BranchLoop:
         elif "template" in self._configs.refusals(window.target.uid):
             self._configs.clear_refusal(window.target.uid, key="template")
         try:
-            sha = self._commit_files(window.target, message)
+            sha = self._commit_files(window.target, message, window.author)
         except SigningUnavailable as err:
             self._hold(window, window.target, err)
             return
-        self._closed.append(ClosedWindow(window.target, message, window.entries))
+        self._closed.append(ClosedWindow(window.target, message, window.entries, window.author))
         if sha:
             metrics.COMMITS.inc()
 
-    def _commit_files(self, target: TargetConfig, message: str) -> str | None:
+    def _commit_files(
+        self, target: TargetConfig, message: str, author: Author | None = None
+    ) -> str | None:
         """Commit the GitTarget's folder, signed when it asks for it (P6); SigningUnavailable
         when its key cannot be had, with nothing committed.
 
@@ -457,7 +512,11 @@ class BranchLoop:
         try:
             with self._signer(target) as key:
                 sha = self.ws.commit(
-                    message, _committer(self.config), paths=(target.path or ".",), signing_key=key
+                    message,
+                    _committer(self.config),
+                    paths=(target.path or ".",),
+                    signing_key=key,
+                    author=Committer(author.name, author.email) if author else None,
                 )
         except WriteNotHeld as err:
             self._configs.set_refusal(target.uid, WRITE_NOT_HELD, str(err), key="held")
@@ -501,7 +560,7 @@ class BranchLoop:
         uid = target.uid
         held = self._held.get(uid)
         if held is None:
-            self._held[uid] = OpenWindow(target, window.window, list(window.entries))
+            self._held[uid] = OpenWindow(target, window.window, list(window.entries), window.author)
         else:
             held.target = target
             held.entries.extend(window.entries)
@@ -570,7 +629,7 @@ class BranchLoop:
         entries = window.entries + (newer.entries if newer else [])
         current = self._configs.target(uid)
         if current is None and self._withdrawn_for_key(uid):  # held until it is served again
-            self._held[uid] = OpenWindow(window.target, window.window, entries)
+            self._held[uid] = OpenWindow(window.target, window.window, entries, window.author)
             self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
             return None
         if current is None:
@@ -579,7 +638,7 @@ class BranchLoop:
             self._events.ack(self.lease.branch, entries)
             return None
         target = current if current.path == window.target.path else window.target
-        return OpenWindow(target, newer.window if newer else window.window, entries)
+        return OpenWindow(target, newer.window if newer else window.window, entries, window.author)
 
     def _push(self) -> None:
         self._states.publish_push(self.lease, in_flight=True)
@@ -625,14 +684,16 @@ class BranchLoop:
         self._held, self._retry_at = {}, {}
         kept: list[ClosedWindow] = []
         for closed in self._closed:
-            window = OpenWindow(closed.target, open_window(self._clock()), closed.entries)
+            window = OpenWindow(
+                closed.target, open_window(self._clock()), closed.entries, closed.author
+            )
             self._apply_again(window)
             blocker = self._held_with(closed.target)
             if blocker is not None:
                 self._hold(window, blocker, None)
                 continue
             try:
-                self._commit_files(closed.target, closed.message)
+                self._commit_files(closed.target, closed.message, closed.author)
             except SigningUnavailable as err:
                 self._hold(window, closed.target, err)
                 continue

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
+from services.branch_worker.attribution import Attributor
 from services.branch_worker.branch import BranchLoop, ProviderChanged
 from services.branch_worker.heartbeat import HeldLeases
 from services.branch_worker.signing import Signer, unsigned
@@ -236,6 +237,9 @@ class BranchJobs:
                 collisions=self.stores.collisions,
                 clock=self._clock,
                 enabled=not apply_window_switched_off(),
+            ),
+            attributor=Attributor(
+                self.stores.facts, self._clock, self.settings.attribution_grace.total_seconds()
             ),
         )
 

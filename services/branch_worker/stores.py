@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from shared.settings import Settings
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
+from shared.store.attribution import FactStreams
 from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import BranchStates
 from shared.store.collisions import Collisions
@@ -35,6 +36,7 @@ class Stores:
     health: BranchHealth
     ledger: Ledger
     collisions: Collisions
+    facts: FactStreams
 
     @classmethod
     def build(cls, client: Client, settings: Settings) -> Stores:
@@ -52,4 +54,5 @@ class Stores:
             BranchHealth(client, keys),
             Ledger(client, keys),
             Collisions(client, keys),
+            FactStreams(client, keys),
         )

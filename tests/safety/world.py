@@ -42,6 +42,7 @@ from shared.model.requests import ApplyRequest, AttemptOutcome
 from shared.settings import Settings
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
+from shared.store.attribution import FactStreams
 from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import BranchStates
 from shared.store.collisions import Collisions
@@ -290,6 +291,7 @@ class World:
             BranchHealth(c, k),
             Ledger(c, k),
             Collisions(c, k),
+            FactStreams(c, k),
         )
 
     def _worker(self, ident: str) -> Worker:
