@@ -1,4 +1,4 @@
-"""Who authors a write: each object event joined to the audit fact of the edit (issue 15).
+"""Who authors a write (P5): each object event joined to the audit fact of the edit.
 
 The branch's owner follows the fact streams of the audit routes and types its GitTargets
 write (``shared.store.attribution``), a bounded read after the last entry it saw, at most once

@@ -1,4 +1,4 @@
-"""``POST /audit-webhook/<route>``: the API server's audit webhook backend, as facts.
+"""``POST /audit-webhook/<route>`` (P5): the API server's audit webhook backend, as facts.
 
 kube-apiserver POSTs an ``audit.k8s.io/v1`` ``EventList`` per batch (docs/attribution.md shows
 its flags and webhook kubeconfig). The route is a ClusterProvider's

@@ -1,4 +1,4 @@
-"""Attribution rules: which audit events become facts, and which fact an object event joins.
+"""Attribution rules (P5): which audit events become facts, and which fact an object event joins.
 
 The accept gate (facts: upstream-gitops-reverser.md §1.4) keeps an audit event only when it is
 stage ``ResponseComplete``, a mutating verb (create, update, patch, delete, deletecollection),

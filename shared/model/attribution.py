@@ -1,4 +1,4 @@
-"""Attribution records: who made an API edit (an audit fact) and who authors its commit.
+"""Attribution records (P5): who made an API edit (an audit fact) and who authors its commit.
 
 An ``AuthorFact`` is what the audit receiver keeps of one accepted audit event (facts:
 upstream-gitops-reverser.md §1.4, "Fact fields"); it travels to the branch workers as JSON in

@@ -1,4 +1,4 @@
-"""Commits authored by the people who made the edits (issue 15, part 1), every process running.
+"""Commits authored by the people who made the edits (P5; issue 15), every process running.
 
 The API server double audits each edit to the receiver's ``/audit-webhook/<route>`` as
 kube-apiserver's batching webhook backend does (``sandbox.kube.audit``: batch of at most 10,

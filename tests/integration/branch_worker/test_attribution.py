@@ -1,4 +1,4 @@
-"""The branch worker authors each write by the user who made the edit (issue 15, part 1).
+"""The branch worker authors each write by the user who made the edit (P5; issue 15).
 
 Facts: upstream-gitops-reverser.md §1.4 (join tiers, the grace, a missing fact never blocks a
 write), §1.6 (one window holds one author), §3.6 (author name/email, the sentinel, the

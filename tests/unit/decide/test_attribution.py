@@ -1,4 +1,4 @@
-"""The accept gate and the tier join (facts: upstream-gitops-reverser.md §1.4)."""
+"""The accept gate and the tier join (P5; facts: upstream-gitops-reverser.md §1.4)."""
 
 from __future__ import annotations
 

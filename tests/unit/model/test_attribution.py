@@ -1,4 +1,4 @@
-"""Author name and email (facts: upstream-gitops-reverser.md §3.6)."""
+"""Author name and email (P5; facts: upstream-gitops-reverser.md §3.6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``POST /audit-webhook/<route>``: bearer token per route, body cap, the accept gate, facts
+"""``POST /audit-webhook/<route>`` (P5): bearer token per route, body cap, the accept gate, facts
 stored once per group/resource, metrics; bad input is a 4xx, never a 500.
 
 Facts: upstream-gitops-reverser.md §1.4 (ingress per route, accept gate, one append per
