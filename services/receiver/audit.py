@@ -29,11 +29,12 @@ import hmac
 import json
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 
 from services.receiver.body import BodyError
 from services.receiver.intake import Answer
@@ -63,6 +64,12 @@ class AuditMetrics:
         self.eventlist_events = Counter(
             "gitops_reverser_audit_eventlist_events_total",
             "Events in the audit EventLists received, by the EventList's outcome.",
+            ["outcome"],
+            registry=registry,
+        )
+        self.duration = Histogram(
+            "gitops_reverser_audit_eventlist_duration_seconds",
+            "Time to read an audit EventList and store its facts, by outcome.",
             ["outcome"],
             registry=registry,
         )
@@ -132,6 +139,7 @@ class AuditIntake:
             return Answer(503, "unavailable", "the fact store or the route's Secret is unreachable")
 
     def _store(self, route: str, items: list[Any]) -> Answer:
+        started = time.perf_counter()
         facts: list[AuthorFact] = []
         for item in items:
             decision = accept(item)
@@ -156,6 +164,7 @@ class AuditIntake:
             self._metrics.eventlists.labels("process_error").inc()
             raise
         outcome = "processed" if items else "empty"
+        self._metrics.duration.labels(outcome).observe(time.perf_counter() - started)
         self._metrics.eventlists.labels(outcome).inc()
         self._metrics.eventlist_events.labels(outcome).inc(len(items))
         return Answer(200, "stored", f"{stored} of {len(items)} events kept as facts")

@@ -65,7 +65,10 @@ def _first(extra: Mapping[str, Any], key: str) -> str:
 
 
 def _dry_run(request_uri: str) -> bool:
-    query = parse_qs(urlsplit(request_uri).query)
+    try:
+        query = parse_qs(urlsplit(request_uri).query)
+    except ValueError:  # not a URI: read the way a dry run would be spelled in it
+        return "dryRun=" in request_uri
     return any(v for v in query.get("dryRun", []))
 
 
@@ -73,9 +76,11 @@ def _collection_uids(response: Any) -> tuple[str, ...]:
     if not isinstance(response, Mapping):
         return ()
     uids: list[str] = []
-    for item in response.get("items") or []:
-        if isinstance(item, Mapping):
-            uid = _str((item.get("metadata") or {}).get("uid"))
+    items = response.get("items")
+    for item in items if isinstance(items, list) else []:
+        meta = item.get("metadata") if isinstance(item, Mapping) else None
+        if isinstance(meta, Mapping):
+            uid = _str(meta.get("uid"))
             if uid:
                 uids.append(uid)
         if len(uids) >= MAX_COLLECTION_UIDS:

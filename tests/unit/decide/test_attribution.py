@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.decide.attribution import Accepted, Dropped, accept, join, partition
 from shared.model.attribution import AuthorFact
@@ -31,6 +33,7 @@ def _event(**over: Any) -> dict[str, Any]:
         ({"responseStatus": {"code": 409}}, "failed_request"),
         ({"responseStatus": {}}, "failed_request"),
         ({"requestURI": "/api/v1/namespaces/t/configmaps?dryRun=All"}, "dry_run"),
+        ({"requestURI": "http://[/x?dryRun=All"}, "dry_run"),
         (
             {"objectRef": {"resource": "deployments", "subresource": "status"}},
             "non_scale_subresource",
@@ -52,9 +55,11 @@ def test_the_gate_keeps_mutations_and_scale() -> None:
 
 
 def test_deletecollection_facts_carry_the_listed_uids() -> None:
-    items = [{"metadata": {"uid": "a"}}, {"metadata": {"uid": "b"}}, {"x": 1}]
+    items = [{"metadata": {"uid": "a"}}, {"metadata": {"uid": "b"}}, {"x": 1}, {"metadata": [1]}, 3]
     decision = accept(_event(verb="deletecollection", responseObject={"items": items}))
     assert isinstance(decision, Accepted) and decision.fact.uids == ("a", "b")
+    odd = accept(_event(verb="deletecollection", responseObject={"items": {"a": 1}}))
+    assert isinstance(odd, Accepted) and odd.fact.uids == ()
 
 
 def _fact(
@@ -183,3 +188,22 @@ def test_a_delete_joins_only_removal_evidence_and_a_delete_fact_sticks() -> None
         grace_over=True,
     )
     assert write is not None and write.tier == "absent"
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+KEYS = st.sampled_from(
+    ["stage", "verb", "objectRef", "user", "responseStatus", "requestURI", "responseObject"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(KEYS, JSONISH, max_size=7) | JSONISH)
+def test_the_gate_answers_any_json_without_raising(event: Any) -> None:
+    """Bad input is a dropped event, never an exception (a 500)."""
+    assert isinstance(accept(event), Accepted | Dropped)
