@@ -125,6 +125,8 @@ class BranchLoop:
         self.lease = lease
         #: Joins each event to its audit fact (GitTargets with attribution on).
         self.attributor = attributor
+        #: Entries admitted by the apply window whose fact is awaited (see ``_author``).
+        self._awaiting: set[str] = set()
         #: The key file each GitTarget's commits are signed with (``spec.commit.signing``).
         self._signer = signer
         self.config = config
@@ -226,6 +228,7 @@ class BranchLoop:
             parked = len(self._parked)
         if not waiting and self.attributor is not None:
             self.attributor.clear_waits()
+            self._awaiting.clear()
         self._events.ack(self.lease.branch, done)
         if wrote:
             self._publish_counts(last_write_at=self._clock())
@@ -253,7 +256,8 @@ class BranchLoop:
         """Apply one object event; True when it made a write (and is now pending)."""
         event = entry.event
         assert event is not None
-        if self.guard is not None and not self.guard.admits(target, event):
+        judged = entry.entry_id in self._awaiting  # admitted before its fact was waited for
+        if not judged and self.guard is not None and not self.guard.admits(target, event):
             return False  # W1: withheld; Git keeps the API edit, the CatchUp applies it back
         author = self._author(target, entry, event)
         current = self._open.get(target.uid)
@@ -282,7 +286,9 @@ class BranchLoop:
             return None  # a missed delete found by a listing is the product's own repair
         found = self.attributor.author(target, entry.entry_id, event)
         if isinstance(found, Wait):
+            self._awaiting.add(entry.entry_id)  # judged by the apply window once, not per pass
             raise _AwaitFact
+        self._awaiting.discard(entry.entry_id)
         return found
 
     def _awaiting_until(self) -> float | None:
