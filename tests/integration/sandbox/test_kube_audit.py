@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from sandbox.kube.audit import audited
 from sandbox.kube.server import AccessRule, AuditWebhook, KubeApiServer
 from sandbox.webhook_sink import WebhookSink
 from tests.helpers import wait_until
@@ -107,11 +108,11 @@ def test_each_mutating_request_is_two_events_with_the_token_s_user_and_the_objec
     assert created.metadata.managed_fields  # the object has them; the audit copy omits them
 
 
-def test_dry_run_failures_and_status_writes_are_recorded_as_the_policy_says(
+def test_dry_runs_and_failures_are_recorded_as_the_policy_says(
     server: KubeApiServer, sink: WebhookSink
 ) -> None:
-    """A dry-run create carries ``dryRun=All`` in its requestURI; a failed request its code;
-    a ``*/status`` write is not audited (§9.15 policy)."""
+    """A dry-run create carries ``dryRun=All`` in its requestURI; a failed request its code
+    and no uid; a ``*/status`` write and every read are level None (§9.15 policy)."""
     server.set_audit_webhook(AuditWebhook(sink.url, "t"))
     alice = client.CoreV1Api(server.api_client("tok-alice"))
     alice.create_namespaced_config_map("default", _cm("d"), dry_run="All")
@@ -121,6 +122,8 @@ def test_dry_run_failures_and_status_writes_are_recorded_as_the_policy_says(
     assert "dryRun=All" in events[0]["requestURI"]
     assert events[1]["responseStatus"]["code"] == 422
     assert "uid" not in events[1]["objectRef"]
+    assert not audited("update", "status") and not audited("get", "")
+    assert audited("patch", "scale") and audited("deletecollection", "")
 
 
 def test_a_batch_is_sent_when_max_size_events_wait(
