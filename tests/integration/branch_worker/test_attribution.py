@@ -108,3 +108,20 @@ def test_without_attribution_the_committer_authors(rig: Rig) -> None:
     loop.flush(force=True)
     author, committer, _ = _log(rig)[0].split("|")
     assert author == committer
+
+
+def test_a_replay_after_a_rejected_push_keeps_each_commit_s_author(rig: Rig) -> None:
+    """M7 with P5: the windows committed again on the new tip keep their authors."""
+    loop, facts = _attributed(rig)
+    facts.append("prod", {"configmaps": [_fact("a", "alice"), _fact("b", "bob")]})
+    rig.publish("a")
+    rig.publish("b")
+    rig.drain(loop)
+    rig.foreign_push()  # the CAS push of the two commits is rejected once
+    loop.flush(force=True)
+    lines = _log(rig)
+    assert [line.split("|")[0] for line in lines[:2]] == [
+        "bob <bob@noreply.cluster.local>",
+        "alice <alice@noreply.cluster.local>",
+    ]
+    assert lines[2].endswith("foreign notes.md")  # replayed on top of the foreign commit
