@@ -78,6 +78,9 @@ class Settings:
     work_dir: str = "/tmp/gitops-reverser"
     #: Longest a commit window stays open while writes keep coming (M6).
     max_window: timedelta = timedelta(seconds=60)
+    #: Longest an object event waits for its audit fact before its commit is authored by the
+    #: unresolved sentinel (attribution on; facts: upstream-gitops-reverser.md §3.7, 3 s).
+    attribution_grace: timedelta = timedelta(seconds=3)
     #: Longest one ApplierConfigured check may take (S2); a check that overruns reports
     #: Unknown/CheckTimedOut instead of holding up the reconcile pass.
     applier_check_deadline: timedelta = timedelta(seconds=10)
@@ -221,6 +224,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "apply_queue": str,
     "work_dir": str,
     "max_window": _duration,
+    "attribution_grace": _duration,
     "applier_check_deadline": _duration,
     "min_source_interval": _duration,
     "applier_status_period": _duration,

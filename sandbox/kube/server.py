@@ -10,6 +10,7 @@ to one handler per verb. Every failure is answered as a ``Status`` object.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,6 +25,7 @@ from werkzeug.wrappers import Request, Response
 
 from sandbox.kube import discovery, openapi_docs
 from sandbox.kube.access import Access, AccessRule, Attributes
+from sandbox.kube.audit import AuditBackend, Audited, AuditWebhook, audited
 from sandbox.kube.errors import ApiError, internal, method_not_allowed, path_not_found
 from sandbox.kube.handlers import Call, ResourceHandlers, json_response
 from sandbox.kube.objects import fill_create_fields
@@ -32,7 +34,7 @@ from sandbox.kube.resources import CRD_GROUP, ResourceType, build_registry, load
 from sandbox.kube.routing import RequestInfo, parse_resource_path, request_verb
 from sandbox.kube.store import Store
 
-__all__ = ["AccessRule", "KubeApiServer"]
+__all__ = ["AccessRule", "AuditWebhook", "KubeApiServer"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +79,8 @@ class KubeApiServer:
         self._handlers = ResourceHandlers(self._store, self._access, clock, bookmark_interval)
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
+        #: The audit webhook backend (``set_audit_webhook``); None: nothing is audited.
+        self.audit: AuditBackend | None = None
         self.url = ""
         self.port = 0
         self._seed(crds)
@@ -134,9 +138,17 @@ class KubeApiServer:
         self._thread.start()
         return self.url
 
+    def set_audit_webhook(self, webhook: AuditWebhook | None) -> AuditBackend | None:
+        """Send audit events to ``webhook`` from now on (None: stop auditing); the backend."""
+        old, self.audit = self.audit, AuditBackend(webhook) if webhook is not None else None
+        if old is not None:
+            old.stop()
+        return self.audit
+
     def stop(self) -> None:
         """End open watches and stop serving."""
         self._store.close()
+        self.set_audit_webhook(None)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -179,8 +191,10 @@ class KubeApiServer:
     def wsgi_app(self, environ: dict[str, Any], start_response: StartResponse) -> Any:
         """The WSGI entry point; the outermost place errors are turned into Status bodies."""
         request = Request(environ)
+        received = self._clock()
+        seen: list[tuple[str, str, RequestInfo]] = []  # (user, verb, path info) once authorized
         try:
-            response = self._dispatch(request)
+            response = self._dispatch(request, seen)
         except ApiError as exc:
             response = json_response(exc.status_body(), exc.code)
         except PatchError as exc:
@@ -189,9 +203,45 @@ class KubeApiServer:
             logger.exception("unhandled error on %s %s", request.method, request.path)
             error = internal(repr(exc))
             response = json_response(error.status_body(), error.code)
+        if seen and self.audit is not None:
+            self._audit(self.audit, request, seen[0], response, received)
         return response(environ, start_response)
 
-    def _dispatch(self, request: Request) -> Response:
+    def _audit(
+        self,
+        backend: AuditBackend,
+        request: Request,
+        seen: tuple[str, str, RequestInfo],
+        response: Response,
+        received: datetime,
+    ) -> None:
+        user, verb, info = seen
+        if not audited(verb, info.subresource):
+            return
+        try:
+            body = json.loads(response.get_data())
+        except ValueError:
+            body = None
+        uri = request.full_path if request.query_string else request.path
+        backend.record(
+            Audited(
+                user=user,
+                verb=verb,
+                request_uri=uri,
+                group=info.group,
+                version=info.version,
+                resource=info.resource,
+                subresource=info.subresource,
+                namespace=info.namespace,
+                name=info.name,
+                code=response.status_code,
+                response=body,
+                received=received,
+                completed=self._clock(),
+            )
+        )
+
+    def _dispatch(self, request: Request, seen: list[tuple[str, str, RequestInfo]]) -> Response:
         path = "/" + request.path.strip("/")
         document = self._non_resource(path, request)
         if document is not None:
@@ -204,6 +254,7 @@ class KubeApiServer:
         if rtype is None or not _routable(rtype, info):
             raise path_not_found()
         verb = request_verb(request.method, info, request.args.get("watch"))
+        seen.append((user, verb, info))
         self._access.check(
             Attributes(
                 user, verb, info.group, info.resource, info.subresource, info.namespace, info.name

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from services.branch_worker import metrics
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
+from services.branch_worker.attribution import Attributor, Wait
 from services.branch_worker.commit_requests import RequestDesk, message_for
 from services.branch_worker.folder import Folder
 from services.branch_worker.listings import missed_deletes
@@ -35,7 +36,8 @@ from shared.decide.window import Window, closes_at, is_due, open_window
 from shared.git.errors import GitTemporary, WriteNotHeld
 from shared.git.workspace import Committer, Workspace
 from shared.model import templates
-from shared.model.commit_requests import UNATTRIBUTED, CommitRequestItem
+from shared.model.attribution import Author
+from shared.model.commit_requests import CommitRequestItem
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.defaults import EVENT_TEMPLATE, GROUP_TEMPLATE
 from shared.model.events import ObjectEvent
@@ -68,6 +70,10 @@ WRITE_NOT_HELD = "WriteNotHeld"
 SIGNING_RETRY_S = 10.0
 
 
+class _AwaitFact(Exception):
+    """The event's audit fact may still arrive: leave it, and what follows, for a later pass."""
+
+
 class ProviderChanged(Exception):
     """The branch's GitProvider changed since this owner took it (T1): give the branch back,
     so the next owner writes with the new GitProvider's credentials and committer."""
@@ -75,14 +81,15 @@ class ProviderChanged(Exception):
 
 @dataclass(slots=True)
 class OpenWindow:
-    """Writes of one GitTarget not yet committed."""
+    """Writes of one GitTarget not yet committed, all by one author."""
 
     target: TargetConfig
     window: Window
     entries: list[StreamEntry] = field(default_factory=list)
-    #: Whose edits the window holds (P6 binds a request only to its author's window; every
-    #: window is ``UNATTRIBUTED`` until attribution is built).
-    author: str = UNATTRIBUTED
+    #: Who made these edits (attribution); None when attribution is off for the GitTarget
+    #: (its commits are authored by the committer). A write by another author closes the
+    #: window first, so one window is one author's commit.
+    author: Author | None = None
     #: CommitRequests bound to the window (P6) and the close they ask for (None: none).
     requests: list[CommitRequestItem] = field(default_factory=list)
     deadline: float | None = None
@@ -95,6 +102,7 @@ class ClosedWindow:
     target: TargetConfig
     message: str
     entries: list[StreamEntry]
+    author: Author | None = None  # kept for a replay: the commit is made again by them
     requests: list[CommitRequestItem] = field(default_factory=list)
     #: The window's commit (made again by a replay, M7), None when it changed nothing.
     sha: str | None = None
@@ -121,9 +129,14 @@ class BranchLoop:
         signer: Signer = unsigned,
         guard: ApplyWindowGuard | None = None,
         requests: RequestDesk | None = None,
+        attributor: Attributor | None = None,
     ) -> None:
         self.lease = lease
         self.requests = requests  # P6: CommitRequests bound to windows
+        #: Joins each event to its audit fact (GitTargets with attribution on).
+        self.attributor = attributor
+        #: Entries admitted by the apply window whose fact is awaited (see ``_author``).
+        self._awaiting: set[str] = set()
         #: The key file each GitTarget's commits are signed with (``spec.commit.signing``).
         self._signer = signer
         self.config = config
@@ -208,12 +221,24 @@ class BranchLoop:
         done: list[StreamEntry] = []
         wrote = False
         parked = len(self._parked)
-        for entry in batch:
-            if not self._apply(entry, targets):
+        if self.attributor is not None:
+            self.attributor.new_pass()
+        waiting = False
+        for index, entry in enumerate(batch):
+            try:
+                made = self._apply(entry, targets)
+            except _AwaitFact:  # stream order holds: this event and the rest wait together
+                self._backlog[:0] = batch[index:]
+                waiting = True
+                break
+            if not made:
                 done.append(entry)
             elif len(self._parked) == parked:
                 wrote = True
             parked = len(self._parked)
+        if not waiting and self.attributor is not None:
+            self.attributor.clear_waits()
+            self._awaiting.clear()
         self._events.ack(self.lease.branch, done)
         if wrote:
             self._publish_counts(last_write_at=self._clock())
@@ -243,16 +268,21 @@ class BranchLoop:
         """Apply one object event; True when it made a write (and is now pending)."""
         event = entry.event
         assert event is not None
-        if self.guard is not None and not self.guard.admits(target, event):
+        judged = entry.entry_id in self._awaiting  # admitted before its fact was waited for
+        if not judged and self.guard is not None and not self.guard.admits(target, event):
             return False  # W1: withheld; Git keeps the API edit, the CatchUp applies it back
+        author = self._author(target, entry, event)
+        current = self._open.get(target.uid)
+        if current is not None and current.author != author:  # a window holds one author
+            self._commit(self._open.pop(target.uid))
+            current = None
         applied = apply_event(self.ws, target, event, self._folder(target))
         self._record_refusal(target, event, applied)
         if applied.kind != "write":
             return False
         now = self._clock()
-        current = self._open.get(target.uid)
         if current is None:
-            self._open[target.uid] = OpenWindow(target, open_window(now), [entry])
+            self._open[target.uid] = OpenWindow(target, open_window(now), [entry], author)
         else:
             current.window = current.window.with_write(now)
             current.entries.append(entry)
@@ -271,6 +301,26 @@ class BranchLoop:
         assert window is not None
         window.entries.append(entry)
         return True
+
+    def _author(
+        self, target: TargetConfig, entry: StreamEntry, event: ObjectEvent
+    ) -> Author | None:
+        """Who made the edit (None: attribution is off); _AwaitFact while its fact may come."""
+        if self.attributor is None or not target.audit_route or entry.listing is not None:
+            return None  # a missed delete found by a listing is the product's own repair
+        found = self.attributor.author(target, entry.entry_id, event)
+        if isinstance(found, Wait):
+            self._awaiting.add(entry.entry_id)  # judged by the apply window once, not per pass
+            raise _AwaitFact
+        self._awaiting.discard(entry.entry_id)
+        return found
+
+    def _awaiting_until(self) -> float | None:
+        """While an event waits for its fact: when its grace ends (windows stay open)."""
+        if self.attributor is None:
+            return None
+        until = self.attributor.waiting_until()
+        return until if until is not None and until > self._clock() else None
 
     def _park(self, entry: StreamEntry) -> bool:
         """An event of a GitTarget without settings: dropped (False) if it is gone; kept
@@ -400,10 +450,13 @@ class BranchLoop:
         """When the owner must act although nothing arrives: a window closes, an applier's
         wait ends (a CatchUp's quiet period, a backoff), or an idle branch's steady tick (Q7)."""
         c = self.config
+        awaiting = self._awaiting_until()
         times = [
             closes_at(w.window, c.commit_window_s, self._max_window) for w in self._open.values()
         ]
         times.extend(w.deadline for w in self._open.values() if w.deadline is not None)
+        if awaiting is not None:  # closes are deferred until the grace ends
+            times = [max(t, awaiting) for t in times]
         times.extend(self._retry_at.values())
         if self._parked_retry_at is not None:
             times.append(self._parked_retry_at)
@@ -411,8 +464,9 @@ class BranchLoop:
             times.append(self._tip_read_at + self._steady_tick)
         if self.desk is not None and self.desk.next_wake is not None:
             times.append(self.desk.next_wake)
-        if self._backlog:
-            times.append(self._clock())  # more events to apply: wake again at once
+        if self._backlog:  # more events to apply: wake again at once (or when a grace ends;
+            # the pass every RETRY_S meanwhile looks for the fact)
+            times.append(awaiting if awaiting is not None else self._clock())
         return min(times) if times else None
 
     def busy(self) -> bool:
@@ -442,11 +496,12 @@ class BranchLoop:
         due_held = [u for u, at in self._retry_at.items() if force or at <= now]
         if due_held:
             self._retry_held(due_held)
+        deferred = not force and self._awaiting_until() is not None
         due = [
             uid
             for uid, w in self._open.items()
             if force
-            or is_due(w.window, now, c.commit_window_s, self._max_window)
+            or (not deferred and is_due(w.window, now, c.commit_window_s, self._max_window))
             or (w.deadline is not None and now >= w.deadline)  # P6: a request's close
         ]
         for uid in due:
@@ -468,17 +523,21 @@ class BranchLoop:
         if message_for(window.requests):  # P6: the request's message replaces the whole one
             message = message_for(window.requests)
         try:
-            sha = self._commit_files(window.target, message)
+            sha = self._commit_files(window.target, message, window.author)
         except SigningUnavailable as err:
             self._hold(window, window.target, err)
             return
         self._closed.append(
-            ClosedWindow(window.target, message, window.entries, window.requests, sha)
+            ClosedWindow(
+                window.target, message, window.entries, window.author, window.requests, sha
+            )
         )
         if sha:
             metrics.COMMITS.inc()
 
-    def _commit_files(self, target: TargetConfig, message: str) -> str | None:
+    def _commit_files(
+        self, target: TargetConfig, message: str, author: Author | None = None
+    ) -> str | None:
         """Commit the GitTarget's folder, signed when it asks for it (P6); SigningUnavailable
         when its key cannot be had, with nothing committed.
 
@@ -491,7 +550,11 @@ class BranchLoop:
         try:
             with self._signer(target) as key:
                 sha = self.ws.commit(
-                    message, _committer(self.config), paths=(target.path or ".",), signing_key=key
+                    message,
+                    _committer(self.config),
+                    paths=(target.path or ".",),
+                    signing_key=key,
+                    author=Committer(author.name, author.email) if author else None,
                 )
         except WriteNotHeld as err:
             self._configs.set_refusal(target.uid, WRITE_NOT_HELD, str(err), key="held")
@@ -536,7 +599,11 @@ class BranchLoop:
         held = self._held.get(uid)
         if held is None:
             self._held[uid] = OpenWindow(
-                target, window.window, list(window.entries), requests=list(window.requests)
+                target,
+                window.window,
+                list(window.entries),
+                window.author,
+                requests=list(window.requests),
             )
         else:
             held.target = target
@@ -607,7 +674,7 @@ class BranchLoop:
         entries = window.entries + (newer.entries if newer else [])
         current = self._configs.target(uid)
         if current is None and self._withdrawn_for_key(uid):  # held until it is served again
-            self._held[uid] = OpenWindow(window.target, window.window, entries)
+            self._held[uid] = OpenWindow(window.target, window.window, entries, window.author)
             self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
             return None
         if current is None:
@@ -618,7 +685,11 @@ class BranchLoop:
         target = current if current.path == window.target.path else window.target
         requests = window.requests + (newer.requests if newer else [])
         return OpenWindow(
-            target, newer.window if newer else window.window, entries, requests=requests
+            target,
+            newer.window if newer else window.window,
+            entries,
+            window.author,
+            requests=requests,
         )
 
     def _push(self) -> None:
@@ -671,6 +742,7 @@ class BranchLoop:
                 closed.target,
                 open_window(self._clock()),
                 closed.entries,
+                closed.author,
                 requests=closed.requests,
             )
             self._apply_again(window)
@@ -679,7 +751,9 @@ class BranchLoop:
                 self._hold(window, blocker, None)
                 continue
             try:
-                closed.sha = self._commit_files(closed.target, closed.message)  # P6: after replay
+                closed.sha = self._commit_files(  # P6: after replay
+                    closed.target, closed.message, closed.author
+                )
             except SigningUnavailable as err:
                 self._hold(window, closed.target, err)
                 continue
@@ -712,6 +786,12 @@ def _committer(config: BranchConfig) -> Committer:
     return Committer(config.committer_name, config.committer_email)
 
 
+def _username(author: Author | None) -> str:
+    """The Kubernetes user a window's edits are attributed to, "" when none was resolved
+    (attribution off, or the sentinel, which is never put in a message: facts §3.6)."""
+    return author.username if author is not None and author.outcome == "resolved" else ""
+
+
 def _message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
     """The commit message, and why the GitProvider's template could not be used ("" if it
     could): a bad template falls back to the built-in one, so the write is still made (C1).
@@ -721,11 +801,11 @@ def _message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
     name = window.target.name
     if len(events) == 1:
         event = events[0]
-        username = str(getattr(event, "username", "") or "")
+        username = _username(window.author)
         data = templates.event_data(event.operation, event.object_id, username, name)
         own, variables, builtin = config.message_one, templates.EVENT, EVENT_TEMPLATE
     else:
-        author = window.author if window.author != UNATTRIBUTED else config.committer_name
+        author = _username(window.author) or config.committer_name
         writes = [(e.operation, e.object_id) for e in events]
         data = templates.group_data(author, name, writes)
         own, variables, builtin = config.message_many, templates.GROUP, GROUP_TEMPLATE

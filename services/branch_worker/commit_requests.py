@@ -15,11 +15,13 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from shared.decide.commit_requests import binding, close_deadline
+from shared.model.attribution import Author
 from shared.model.commit_requests import (
     ALREADY_PRESENT,
     BENIGN,
     COMMITTED,
     NO_WINDOW,
+    UNATTRIBUTED,
     WAITING,
     CommitRequestItem,
     Outcome,
@@ -32,7 +34,7 @@ log = logging.getLogger(__name__)
 class Bindable(Protocol):
     """What of an open window a request binds to (``branch.OpenWindow``)."""
 
-    author: str
+    author: Author | None
     deadline: float | None
     requests: list[CommitRequestItem]
 
@@ -56,7 +58,7 @@ class RequestDesk:
         if window is not None and any(r.uid == request.uid for r in window.requests):
             return False  # published twice while bound here
         now = self._clock()
-        reason = binding(window.author if window is not None else None, request.author)
+        reason = binding(_author_key(window.author) if window is not None else None, request.author)
         if window is None or reason:
             if reason == NO_WINDOW and known is not None and known.reason == WAITING:
                 # A previous owner bound it and its window's writes are on the remote already
@@ -113,3 +115,8 @@ def message_for(requests: Sequence[CommitRequestItem]) -> str:
     """The message a window's requests ask for ("" for the template's): the last one that
     names one (a CommitRequest's message replaces the whole message, facts §3.5)."""
     return next((r.message for r in reversed(requests) if r.message), "")
+
+
+def _author_key(author: Author | None) -> str:
+    """A window's author as a request names one: the Kubernetes user, or ``UNATTRIBUTED``."""
+    return author.username if author is not None and author.username else UNATTRIBUTED

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
+from services.branch_worker.attribution import Attributor
 from services.branch_worker.branch import BranchLoop, ProviderChanged
 from services.branch_worker.commit_requests import RequestDesk
 from services.branch_worker.heartbeat import HeldLeases
@@ -239,6 +240,9 @@ class BranchJobs:
                 enabled=not apply_window_switched_off(),
             ),
             requests=RequestDesk(self.stores.commit_requests, config.branch, self._clock),
+            attributor=Attributor(
+                self.stores.facts, self._clock, self.settings.attribution_grace.total_seconds()
+            ),
         )
 
     def final_flush(self, bk: BranchKey, loop: BranchLoop) -> None:

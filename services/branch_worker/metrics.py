@@ -61,6 +61,12 @@ class BranchWorkerMetrics:
             ["outcome"],
             registry=registry,
         )
+        self.attribution_resolutions = Counter(
+            "gitops_reverser_attribution_resolutions_total",
+            "Object events joined to an audit fact, by tier (absent: unresolved) and actor kind",
+            ["tier", "actor_kind", "group", "version", "resource"],
+            registry=registry,
+        )
         self.owned_branches = Gauge(
             "gitops_reverser_owned_branches",
             "Branches this worker holds the lease of and works",
@@ -87,6 +93,7 @@ NOTICES = METRICS.notices
 OBLIGATIONS = METRICS.obligations
 QUIET_WAIT = METRICS.quiet_wait
 APPLY_WINDOW_COLLISIONS = METRICS.apply_window_collisions
+ATTRIBUTION_RESOLUTIONS = METRICS.attribution_resolutions
 OWNED_BRANCHES = METRICS.owned_branches
 BUSY_THREADS = METRICS.busy_threads
 WAITING_BRANCHES = METRICS.waiting_branches

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from shared.settings import Settings
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
+from shared.store.attribution import FactStreams
 from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import BranchStates
 from shared.store.collisions import Collisions
@@ -37,6 +38,7 @@ class Stores:
     ledger: Ledger
     collisions: Collisions
     commit_requests: CommitRequests
+    facts: FactStreams
 
     @classmethod
     def build(cls, client: Client, settings: Settings) -> Stores:
@@ -55,4 +57,5 @@ class Stores:
             Ledger(client, keys),
             Collisions(client, keys),
             CommitRequests(client, keys, settings.commit_request_ttl.total_seconds()),
+            FactStreams(client, keys),
         )

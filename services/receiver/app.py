@@ -23,6 +23,8 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from werkzeug.exceptions import HTTPException
 
 from services.receiver.answers import http_error, json_response, unexpected
+from services.receiver.audit import AuditIntake, AuditMetrics, AuditStores
+from services.receiver.body import environ_body
 from services.receiver.hook import Hook, HookFastPath, WsgiHeaders
 from services.receiver.intake import Answer, Receiver, Stores
 from services.receiver.metrics import ReceiverMetrics
@@ -40,7 +42,15 @@ def _unexpected(err: Exception) -> Response:
     return json_response(unexpected(err, request.method, request.path))
 
 
-def _register_views(app: Flask, hook: Hook, stores: Stores) -> None:
+def _register_views(app: Flask, hook: Hook, stores: Stores, audit: AuditIntake, limit: int) -> None:
+    @app.post("/audit-webhook/<route>", provide_automatic_options=False)
+    def audit_webhook(route: str) -> Response:
+        return json_response(
+            audit.receive(
+                route, WsgiHeaders(request.environ), lambda: environ_body(request.environ, limit)
+            )
+        )
+
     @app.post("/hook/<digest>", provide_automatic_options=False)
     def delivery(digest: str) -> Response:
         # What HookFastPath answers in front of Flask; reached here by the other digests
@@ -66,6 +76,7 @@ def create_app(
     settings: Settings | None = None,
     *,
     store: Stores | None = None,
+    audit_stores: AuditStores | None = None,
     secrets: SecretSource | None = None,
     clock: Callable[[], float] | None = None,
     registry: CollectorRegistry | None = None,
@@ -76,8 +87,11 @@ def create_app(
     settings = settings or Settings.from_env()
     now = clock or time.time
     stores = Stores.connect(settings.redis_url, settings.key_prefix) if store is None else store
+    if audit_stores is None:
+        audit_stores = AuditStores.connect(settings.redis_url, settings.key_prefix)
     source = KubeSecrets.from_settings(settings, now) if secrets is None else secrets
     metrics = ReceiverMetrics(REGISTRY if registry is None else registry)
+    audit_metrics = AuditMetrics(REGISTRY if registry is None else registry)
     secret_cache = CachedSecrets(source, settings.secret_cache, now)
     receiver = Receiver(stores, secret_cache, now, metrics, settings.receiver_cache)
     app = Flask(__name__)
@@ -86,6 +100,7 @@ def create_app(
     app.register_error_handler(HTTPException, http_error)
     app.register_error_handler(Exception, _unexpected)
     hook = Hook(receiver, metrics, settings.max_body_bytes)
-    _register_views(app, hook, stores)
+    audit = AuditIntake(audit_stores, secret_cache, settings.namespace, audit_metrics)
+    _register_views(app, hook, stores, audit, settings.max_body_bytes)
     app.wsgi_app = HookFastPath(app.wsgi_app, hook)  # type: ignore[method-assign]
     return app

@@ -22,6 +22,7 @@ from shared.kube.clients import ClientFactory
 from shared.kube.errors import KubeError
 from shared.kube.health import ApiProbe
 from shared.settings import Settings
+from shared.store.attribution import AuditRoutes
 from shared.store.commit_requests import CommitRequests
 from shared.store.config import ConfigStore
 from shared.store.connection import connect
@@ -61,6 +62,7 @@ def _parts(settings: Settings) -> WatcherParts:
         commit_requests=CommitRequests(
             redis_client, keys, settings.commit_request_ttl.total_seconds()
         ),
+        audit_routes=AuditRoutes(redis_client, keys),
     )
 
 

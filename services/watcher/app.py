@@ -27,6 +27,7 @@ from shared.kube.clients import ClientFactory
 from shared.kube.status import StatusWriter
 from shared.model.ids import GitTargetUid
 from shared.settings import Settings
+from shared.store.attribution import AuditRoutes
 from shared.store.commit_requests import CommitRequests
 from shared.store.config import ConfigStore
 from shared.store.ledger import Ledger
@@ -58,6 +59,7 @@ class WatcherParts:
     receivers: ReceiverDirectory | None = None  # None: receiver records are not published
     #: CommitRequest progress (P6); None: CommitRequests are not handled.
     commit_requests: CommitRequests | None = None
+    audit_routes: AuditRoutes | None = None  # None: audit routes are not published
 
 
 class Watcher:
@@ -84,6 +86,7 @@ class Watcher:
             parts.clock,
             appliers=AppliersSetup(parts.settings, parts.ledger),
             receivers=parts.receivers,
+            audit_routes=parts.audit_routes,
             sealer=sealer,
         )
         self._requests: CommitRequestSync | None = None

@@ -27,7 +27,7 @@ from services.watcher.receivers import publish_receivers
 from services.watcher.rules import reconcile_cluster_rules, reconcile_rules
 from services.watcher.signing import SigningKeys
 from services.watcher.status import StatusPublisher
-from services.watcher.targets import TargetReconciler, World, verdict_of
+from services.watcher.targets import TargetReconciler, World, audit_routes, verdict_of
 from shared.decide.cluster_rules import Sources, desired_cluster_watches
 from shared.decide.conditions import Problem
 from shared.decide.watches import ServedTarget, WatchKey, WatchSpec, desired_watches
@@ -45,6 +45,7 @@ from shared.model.crds import (
 from shared.model.ids import BranchKey, GitTargetUid
 from shared.model.times import rfc3339
 from shared.settings import Settings
+from shared.store.attribution import AuditRoutes
 from shared.store.branch_health import Stall
 from shared.store.config import ConfigStore
 from shared.store.ledger import Ledger
@@ -107,11 +108,13 @@ class Reconciler:
         *,
         appliers: AppliersSetup,
         receivers: ReceiverDirectory | None = None,
+        audit_routes: AuditRoutes | None = None,
         sealer: Sealer | None = None,
     ) -> None:
         local = factory.local()
         self._local = local.client
         self._receivers = receivers
+        self._audit_routes = audit_routes
         self._factory = factory
         self._reader = CrdReader(local.client)
         self._settings = appliers.settings
@@ -162,6 +165,8 @@ class Reconciler:
             publish_receivers(
                 snap.providers, snap.targets, self._reader, self._local, self._receivers
             )
+        if self._audit_routes is not None:
+            self._audit_routes.publish(audit_routes(snap.clusters))
         world = World(
             providers={(p.meta.namespace, p.meta.name): p for p in snap.providers},
             provider_problems=problems,

@@ -41,6 +41,7 @@ from shared.kube.kinds import GIT_TARGETS
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.crds import ClusterProviderView, Condition, GitProviderView, GitTargetView
 from shared.model.ids import Branch, BranchKey, GitTargetUid
+from shared.store.attribution import AuditRoute
 from shared.store.config import ConfigStore
 from shared.store.watches import WatchState
 
@@ -90,8 +91,25 @@ def branch_config(provider: GitProviderView, branch: str) -> BranchConfig:
     )
 
 
-def target_config(target: GitTargetView, provider: GitProviderView) -> TargetConfig:
-    """A served GitTarget's settings for the branch worker."""
+def audit_routes(clusters: Iterable[ClusterProviderView]) -> dict[str, AuditRoute]:
+    """The audit routes the ClusterProviders set (``spec.attribution``); ClusterProviders that
+    share a route must name one Secret: the first by name is kept."""
+    routes: dict[str, AuditRoute] = {}
+    for cluster in sorted(clusters, key=lambda c: c.meta.name):
+        spec = cluster.attribution
+        if spec is not None and spec.audit_route not in routes:
+            routes[spec.audit_route] = AuditRoute(
+                spec.audit_route, cluster.meta.name, spec.token_secret, spec.token_key
+            )
+    return routes
+
+
+def target_config(
+    target: GitTargetView, provider: GitProviderView, cluster: ClusterProviderView | None = None
+) -> TargetConfig:
+    """A served GitTarget's settings for the branch worker; ``cluster`` its ClusterProvider
+    (its ``spec.attribution`` turns attribution on for the GitTarget's commits)."""
+    attribution = cluster.attribution if cluster is not None else None
     return TargetConfig(
         uid=target.uid,
         namespace=target.meta.namespace,
@@ -107,6 +125,7 @@ def target_config(target: GitTargetView, provider: GitProviderView) -> TargetCon
         webhook=target.webhook,
         signing_secret=target.signing.secret_name if target.signing else "",
         recipients=target.encryption.recipients if target.encryption is not None else (),
+        audit_route=attribution.audit_route if attribution is not None else "",
     )
 
 
@@ -172,7 +191,7 @@ class TargetReconciler:
             provider = world.providers.get((target.meta.namespace, target.provider))
             if verdict.valid and provider is not None:
                 served.append((target, provider))
-        self._publish(served)
+        self._publish(served, world.clusters)
         self._withdraw({t.meta.uid for t in targets} - {t.meta.uid for t, _ in served})
         return [
             ServedTarget(target, Branch(provider.url, target.branch).key)
@@ -254,11 +273,18 @@ class TargetReconciler:
             wanted.append(applier)
         self._status.publish(GIT_TARGETS, target.meta, target.conditions, wanted, True, drop=drop)
 
-    def _publish(self, served: list[tuple[GitTargetView, GitProviderView]]) -> None:
+    def _publish(
+        self,
+        served: list[tuple[GitTargetView, GitProviderView]],
+        clusters: Mapping[str, ClusterProviderView],
+    ) -> None:
         """Publish each branch with those of its GitTargets whose settings changed; a branch
         no longer served is forgotten here, so it is published again if it comes back (its
         owner retires its keys meanwhile)."""
-        configs = [target_config(target, provider) for target, provider in served]
+        configs = [
+            target_config(target, provider, clusters.get(target.cluster_provider))
+            for target, provider in served
+        ]
         by_branch: dict[str, list[TargetConfig]] = {}
         for config in configs:  # the key hashes the URL: computed once per GitTarget
             by_branch.setdefault(config.ref.key, []).append(config)

@@ -13,6 +13,7 @@ from shared.model.commit_requests import (
     FINAL,
     FINALIZE_FAILED,
     NO_WINDOW,
+    UNATTRIBUTED,
     WAITING,
     WINDOW_MISMATCH,
     Outcome,
@@ -34,10 +35,11 @@ TARGET_NOT_READY = "GitTargetNotReady"
 def binding(window_author: str | None, request_author: str) -> str:
     """P6: "" when a request binds to its GitTarget's open window (``window_author`` None:
     none is open), else the benign reason it binds to nothing. A request never closes a window
-    of another author."""
+    of another author. A request whose submitter is not known (``UNATTRIBUTED``: submitters are
+    not captured yet) binds to the open window whoever's it is: no author can be told apart."""
     if window_author is None:
         return NO_WINDOW
-    if window_author != request_author:
+    if request_author not in (UNATTRIBUTED, window_author):
         return WINDOW_MISMATCH
     return ""
 

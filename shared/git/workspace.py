@@ -241,8 +241,10 @@ class Workspace:
         committer: Committer,
         paths: tuple[str, ...] = (),
         signing_key: Path | None = None,
+        author: Committer | None = None,
     ) -> str | None:
         """Commit the changes under ``paths`` (default: everything); None when none changed.
+        ``author`` is the commit's author when it is not the committer (attribution).
 
         Two git processes, as a person typing it: ``add`` and ``commit``. Whether anything was
         staged is asked of git only when the commit fails (``git commit`` exits 1 when there is
@@ -254,9 +256,10 @@ class Workspace:
         options = {"c": "core.bigFileThreshold=1"} if self._written >= BULK_ADD_FILES else {}
         self._repo.git(**options).add("-A", "--", *(paths or (".",)))
         self._written = 0
+        writer = author or committer
         who = {
-            "GIT_AUTHOR_NAME": committer.name,
-            "GIT_AUTHOR_EMAIL": committer.email,
+            "GIT_AUTHOR_NAME": writer.name,
+            "GIT_AUTHOR_EMAIL": writer.email,
             "GIT_COMMITTER_NAME": committer.name,
             "GIT_COMMITTER_EMAIL": committer.email,
         }

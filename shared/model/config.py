@@ -131,6 +131,9 @@ class TargetConfig:
     #: spec.encryption's age recipients (public keys): Secrets are written sealed for them
     #: (P3); empty: Secrets are refused (M10).
     recipients: tuple[str, ...] = ()
+    #: The audit route of its ClusterProvider's ``spec.attribution``; "": attribution is off
+    #: and its commits are authored by the committer.
+    audit_route: str = ""
 
     @property
     def ref(self) -> Branch:

@@ -95,6 +95,16 @@ class ApplierAllowance:
 
 
 @dataclass(frozen=True, slots=True)
+class AttributionSpec:
+    """``spec.attribution``: the audit route of this cluster and the Secret (in the product's
+    namespace) whose ``token_key`` is the bearer token kube-apiserver's webhook sends."""
+
+    audit_route: str
+    token_secret: str
+    token_key: str = defaults.AUDIT_TOKEN_KEY
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterProviderView:
     """A cluster to read from; ``kubeconfig_secret`` None means the cluster we run in."""
 
@@ -107,6 +117,8 @@ class ClusterProviderView:
     #: spec.clusterScoped.accessFrom: the GitTarget namespaces a ClusterWatchRule may feed
     #: with this cluster's cluster-scoped objects; None admits none.
     cluster_scoped: AccessFrom | None = None
+    #: spec.attribution; None: commits of this cluster's edits are authored by the committer.
+    attribution: AttributionSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +295,20 @@ def parse_cluster_provider(raw: Raw) -> ClusterProviderView:
         parse_conditions(raw),
         allowances,
         parse_access_from(_map(spec.get("clusterScoped")).get("accessFrom")),
+        _attribution(raw, spec.get("attribution")),
     )
+
+
+def _attribution(raw: Raw, value: Any) -> AttributionSpec | None:
+    """``spec.attribution`` (the route defaults to the provider's name), None when absent or
+    without a token Secret."""
+    if not isinstance(value, Mapping):
+        return None
+    ref = _map(value.get("tokenSecretRef"))
+    if not ref.get("name"):
+        return None
+    route = str(value.get("auditRoute") or _map(raw.get("metadata")).get("name") or "")
+    return AttributionSpec(route, str(ref["name"]), str(ref.get("key") or defaults.AUDIT_TOKEN_KEY))
 
 
 def parse_access_from(raw: Any) -> AccessFrom | None:

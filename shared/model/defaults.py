@@ -39,6 +39,9 @@ WEBHOOK_TIMEOUT: Final = "10s"
 ENCRYPTION_PROVIDER: Final = "sops"
 #: GitTarget ``spec.encryption.age.recipientsSecretRef.key``: the Secret key holding recipients.
 RECIPIENTS_KEY: Final = "recipients"
+#: ClusterProvider ``spec.attribution.tokenSecretRef.key``: the Secret key holding the audit
+#: webhook's bearer token.
+AUDIT_TOKEN_KEY: Final = "token"
 
 #: GitTarget ``spec.applier.quietPeriod`` when left out (behaviour.md §1). No schema default,
 #: because a CEL rule refuses a quietPeriod next to an applicationRef.
@@ -69,6 +72,7 @@ SCHEMA_DEFAULTS: Final[Mapping[tuple[str, str], str | int]] = {
     ("CommitRequest", "spec.closeDelaySeconds"): CLOSE_DELAY_S,
     ("GitTarget", "spec.encryption.provider"): ENCRYPTION_PROVIDER,
     ("GitTarget", "spec.encryption.age.recipientsSecretRef.key"): RECIPIENTS_KEY,
+    ("ClusterProvider", "spec.attribution.tokenSecretRef.key"): AUDIT_TOKEN_KEY,
 }
 #: (kind, field path) -> the product's value for a field whose schema has no ``default:``.
 PRODUCT_DEFAULTS: Final[Mapping[tuple[str, str], str]] = {

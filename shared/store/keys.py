@@ -48,6 +48,11 @@ each does or does not expire:
   to its branch, and the outcome its branch worker recorded (P6; TTL: the
   commit-request TTL plus a day, renewed by each write, far past the status write that
   projects it; deleted with the object).
+- ``audit:route:{route}``: an audit route as the watcher publishes it from a ClusterProvider's
+  ``spec.attribution`` (the token Secret's name and key, never its value; no TTL: forgotten
+  with the ClusterProvider or its ``spec.attribution``); ``audit:routes``: the set of them.
+- ``audit:facts:{route}:{group/resource}``: stream of attribution facts, one entry per audit
+  request and type (facts §4: MAXLEN ~10000, EXPIRE the fact TTL refreshed on every append).
 - ``watcher:targets``: set of GitTarget uids whose config the watcher published, so a
   GitTarget deleted while no watcher ran is still forgotten (no TTL: the live list).
 """
@@ -187,6 +192,24 @@ class Keys:
         """Set of GitTarget uids the watcher has published config for."""
         return self._k("watcher", "targets")
 
+    def audit_route(self, route: str) -> str:
+        """An audit route's record (which Secret holds its token)."""
+        return self._k("audit", "route", route)
+
+    @property
+    def audit_routes(self) -> str:
+        """Set of every audit route the watcher has published."""
+        return self._k("audit", "routes")
+
+    def audit_facts(self, route: str, group_resource: str) -> str:
+        """Attribution facts of one route and type (``%`` and ``:`` escaped, facts §4)."""
+        return self._k("audit", "facts", _escape(route), _escape(group_resource))
+
     def watch_cursors(self, uid: GitTargetUid) -> str:
         """Pattern matching every cursor of one GitTarget incarnation (for cleanup)."""
         return self._k("watch", uid, "*")
+
+
+def _escape(field: str) -> str:
+    """A key field with ``%`` as ``%25`` and ``:`` as ``%3A`` (facts §4)."""
+    return field.replace("%", "%25").replace(":", "%3A")

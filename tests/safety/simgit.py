@@ -157,8 +157,10 @@ class SimWorkspace:
         committer: Committer,
         paths: tuple[str, ...] = (),
         signing_key: Path | None = None,
+        author: Committer | None = None,
     ) -> str | None:
-        """The work tree's commit; unsigned (the suite's GitTargets sign nothing)."""
+        """The work tree's commit; unsigned (the suite's GitTargets sign nothing); the author
+        is not modelled (the suite's ClusterProviders have no attribution)."""
         assert signing_key is None, "the simulated remote does not sign"
         yield_point("commit")
         base = self.remote.tree(self._head)

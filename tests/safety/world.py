@@ -47,6 +47,7 @@ from shared.model.requests import ApplyRequest, AttemptOutcome
 from shared.settings import Settings
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
+from shared.store.attribution import FactStreams
 from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import BranchStates
 from shared.store.collisions import Collisions
@@ -321,6 +322,7 @@ class World:
             Ledger(c, k),
             Collisions(c, k),
             CommitRequests(c, k, SETTINGS.commit_request_ttl.total_seconds()),
+            FactStreams(c, k),
         )
 
     def _worker(self, ident: str) -> Worker:

@@ -35,6 +35,7 @@ def test_a_request_binds_only_to_an_open_window_of_its_author() -> None:
     assert binding(UNATTRIBUTED, UNATTRIBUTED) == ""
     assert binding(None, UNATTRIBUTED) == NO_WINDOW
     assert binding("alice", "bob") == WINDOW_MISMATCH
+    assert binding("alice", UNATTRIBUTED) == ""  # a submitter not known binds to any
 
 
 def test_the_deadline_is_receipt_plus_the_delay() -> None:

@@ -15,10 +15,12 @@ from prometheus_client import CollectorRegistry
 from werkzeug.test import TestResponse
 
 from services.receiver.app import create_app
+from services.receiver.audit import AuditStores
 from services.receiver.intake import Stores
 from shared.model.ids import Branch
 from shared.model.receivers import ReceiverRecord, webhook_digest, webhook_path
 from shared.settings import Settings
+from shared.store.attribution import AuditRoutes, FactStreams
 from shared.store.keys import Keys
 from shared.store.notice_reader import NoticeReader
 from shared.store.notices import NoticeWriter
@@ -103,6 +105,7 @@ def make_rig() -> Rig:
     app = create_app(
         Settings(max_body_bytes=LIMIT),
         store=stores,
+        audit_stores=AuditStores(AuditRoutes(client, keys), FactStreams(client, keys)),
         secrets=secrets,
         clock=lambda: now[0],
         registry=registry,

@@ -1,0 +1,131 @@
+"""Who authors a write (P5): each object event joined to the audit fact of the edit.
+
+The branch's owner follows the fact streams of the audit routes and types its GitTargets
+write (``shared.store.attribution``), a bounded read after the last entry it saw, at most once
+per type per pass, into a bounded in-memory index (per route and type: the newest
+``MAX_PER_TYPE`` facts, none older than ``FACT_TTL_S``). ``Attributor.author`` answers for one
+event with the pure join (``shared.decide.attribution.join``):
+
+- ``None`` for a GitTarget without attribution (its commits are authored by the committer);
+- the resolved ``Author`` (facts §3.6 names and emails) once a fact joins;
+- ``WAIT`` while no fact joins and the grace (``Settings.attribution_grace``, on the injected
+  clock, counted from the owner's first look at the event) has not run out: the caller leaves
+  the event for a later pass, never sleeping;
+- the unresolved sentinel once the grace ran out: a missing fact never blocks the write.
+
+A fact that arrives after its event was written changes nothing: a pushed commit is never
+rewritten.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from services.branch_worker import metrics
+from shared.decide.attribution import group_resource, join
+from shared.model.attribution import UNRESOLVED, Author, AuthorFact, author_of
+from shared.model.config import TargetConfig
+from shared.model.events import ObjectEvent
+from shared.store.attribution import FactStreams
+
+log = logging.getLogger(__name__)
+
+#: Facts kept per route and type, and their age (facts §1.4: 4096 per type, 10 minutes).
+MAX_PER_TYPE = 4096
+FACT_TTL_S = 600.0
+
+
+class Wait:
+    """The event's fact may still come: leave it for a later pass."""
+
+    def __repr__(self) -> str:
+        return "WAIT"
+
+
+WAIT: Final = Wait()
+
+
+@dataclass(slots=True)
+class _Followed:
+    """What one owner knows of one fact stream."""
+
+    last_id: str = "0"
+    facts: list[tuple[float, AuthorFact]] = field(default_factory=list)
+
+
+class Attributor:
+    """Joins one branch's object events to facts; one per branch loop."""
+
+    def __init__(self, facts: FactStreams, clock: Callable[[], float], grace_s: float) -> None:
+        self._streams = facts
+        self._clock = clock
+        self.grace_s = grace_s
+        self._followed: dict[tuple[str, str], _Followed] = {}
+        self._fresh: set[tuple[str, str]] = set()
+        #: Entry id -> when this owner first looked for its fact (the grace's start).
+        self._first_look: dict[str, float] = {}
+
+    def new_pass(self) -> None:
+        """Streams are read again (once each) in the next pass."""
+        self._fresh.clear()
+
+    def author(
+        self, target: TargetConfig, entry_id: str, event: ObjectEvent
+    ) -> Author | Wait | None:
+        """The author of the write ``event`` makes (see the module)."""
+        if not target.audit_route:
+            return None
+        oid = event.object_id
+        gr = group_resource(oid.group, oid.resource)
+        now = self._clock()
+        first = self._first_look.setdefault(entry_id, now)
+        known = self._facts(target.audit_route, gr, now)
+        joined = join(
+            event.operation,
+            uid=event.uid,
+            resource_version=event.resource_version,
+            namespace=oid.namespace,
+            name=oid.name,
+            facts=known,
+            grace_over=now - first >= self.grace_s,
+        )
+        if joined is None:
+            return WAIT
+        self._first_look.pop(entry_id, None)
+        found = author_of(joined.fact) if joined.fact is not None else UNRESOLVED
+        kind = "none" if joined.fact is None else _actor_kind(joined.fact.author)
+        metrics.ATTRIBUTION_RESOLUTIONS.labels(
+            joined.tier, kind, oid.group, oid.version, oid.resource
+        ).inc()
+        return found
+
+    def waiting_until(self) -> float | None:
+        """When the grace of the longest-waiting event runs out (None: nothing waits)."""
+        if not self._first_look:
+            return None
+        return min(self._first_look.values()) + self.grace_s
+
+    def clear_waits(self) -> None:
+        """A pass applied everything it had: nothing waits for a fact any more."""
+        self._first_look.clear()
+
+    def _facts(self, route: str, gr: str, now: float) -> list[AuthorFact]:
+        key = (route, gr)
+        followed = self._followed.setdefault(key, _Followed())
+        if key not in self._fresh:
+            new, followed.last_id, bad = self._streams.read_after(route, gr, followed.last_id)
+            if bad:
+                log.warning("skipped %d undecodable fact entries of %s %s", bad, route, gr)
+            followed.facts.extend((now, f) for f in new)
+            self._fresh.add(key)
+        horizon = now - FACT_TTL_S
+        kept = [(at, f) for at, f in followed.facts if at >= horizon][-MAX_PER_TYPE:]
+        followed.facts = kept
+        return [f for _, f in kept]
+
+
+def _actor_kind(username: str) -> str:
+    return "serviceaccount" if username.startswith("system:serviceaccount:") else "user"

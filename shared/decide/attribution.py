@@ -1,0 +1,200 @@
+"""Attribution rules (P5): which audit events become facts, and which fact an object event joins.
+
+The accept gate (facts: upstream-gitops-reverser.md §1.4) keeps an audit event only when it is
+stage ``ResponseComplete``, a mutating verb (create, update, patch, delete, deletecollection),
+answered 2xx, not a dry run (``dryRun`` in its requestURI), and on no subresource but
+``scale``; every refusal is named by the outcome the facts' metric uses.
+
+The join (§1.4 "Tiers", "Rules") of one object event to the facts known for its type:
+
+- a DELETE joins only removal evidence: a delete fact of its uid (``delete_sticky``), else a
+  deletecollection fact listing its uid (``deletecollection_body_uid``); a removal never
+  settles for the last writer, and a delete fact is never overwritten by a write fact;
+- a CREATE or UPDATE joins a write fact of its uid and resourceVersion (``exact``); once the
+  grace has run out, the newest write fact of its uid (``latest``), else of its namespace and
+  name (``name``); it never falls through to removal facts;
+- nothing found once the grace has run out is ``absent`` (the commit's author is the
+  unresolved sentinel); before that the event waits (``None``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
+
+from shared.model.attribution import (
+    DISPLAY_NAME_CLAIM,
+    EMAIL_CLAIM,
+    MAX_COLLECTION_UIDS,
+    AuthorFact,
+)
+
+MUTATING_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+Tier = Literal["delete_sticky", "exact", "deletecollection_body_uid", "latest", "name", "absent"]
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """An audit event kept as a fact."""
+
+    fact: AuthorFact
+    version: str  # objectRef.apiVersion, for the metric's labels
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """An audit event left out, and why (the facts' audit outcome values)."""
+
+    outcome: str
+    verb: str = ""
+    group: str = ""
+    resource: str = ""
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _first(extra: Mapping[str, Any], key: str) -> str:
+    values = extra.get(key)
+    if isinstance(values, list) and values and isinstance(values[0], str):
+        return values[0]
+    return ""
+
+
+def _dry_run(request_uri: str) -> bool:
+    try:
+        query = parse_qs(urlsplit(request_uri).query)
+    except ValueError:  # not a URI: read the way a dry run would be spelled in it
+        return "dryRun=" in request_uri
+    return any(v for v in query.get("dryRun", []))
+
+
+def _collection_uids(response: Any) -> tuple[str, ...]:
+    if not isinstance(response, Mapping):
+        return ()
+    uids: list[str] = []
+    items = response.get("items")
+    for item in items if isinstance(items, list) else []:
+        meta = item.get("metadata") if isinstance(item, Mapping) else None
+        if isinstance(meta, Mapping):
+            uid = _str(meta.get("uid"))
+            if uid:
+                uids.append(uid)
+        if len(uids) >= MAX_COLLECTION_UIDS:
+            break
+    return tuple(uids)
+
+
+def accept(event: Any) -> Accepted | Dropped:
+    """The gate for one item of an EventList."""
+    if not isinstance(event, Mapping):
+        return Dropped("nil_event")
+    ref = event.get("objectRef")
+    ref = ref if isinstance(ref, Mapping) else {}
+    verb, group, resource = (
+        _str(event.get("verb")),
+        _str(ref.get("apiGroup")),
+        _str(ref.get("resource")),
+    )
+    if event.get("stage") != "ResponseComplete":
+        return Dropped("stage", verb, group, resource)
+    if verb not in MUTATING_VERBS or not resource:
+        return Dropped("read_only_or_unknown_verb", verb, group, resource)
+    status = event.get("responseStatus")
+    code = status.get("code") if isinstance(status, Mapping) else None
+    if not isinstance(code, int) or not 200 <= code < 300:
+        return Dropped("failed_request", verb, group, resource)
+    if _dry_run(_str(event.get("requestURI"))):
+        return Dropped("dry_run", verb, group, resource)
+    if _str(ref.get("subresource")) not in ("", "scale"):
+        return Dropped("non_scale_subresource", verb, group, resource)
+    user = event.get("user")
+    user = user if isinstance(user, Mapping) else {}
+    username = _str(user.get("username"))
+    if not username:
+        return Dropped("nil_event", verb, group, resource)
+    extra = user.get("extra")
+    extra = extra if isinstance(extra, Mapping) else {}
+    response = event.get("responseObject")
+    fact = AuthorFact(
+        author=username,
+        verb=verb,
+        group=group,
+        resource=resource,
+        namespace=_str(ref.get("namespace")),
+        name=_str(ref.get("name")),
+        uid=_str(ref.get("uid")),
+        resource_version=_str(ref.get("resourceVersion")),
+        audit_id=_str(event.get("auditID")),
+        stage_timestamp=_str(event.get("stageTimestamp")),
+        display_name=_first(extra, DISPLAY_NAME_CLAIM),
+        email=_first(extra, EMAIL_CLAIM),
+        uids=_collection_uids(response) if verb == "deletecollection" else (),
+    )
+    return Accepted(fact, _str(ref.get("apiVersion")))
+
+
+def group_resource(group: str, resource: str) -> str:
+    """``configmaps`` or ``apps/deployments`` (facts §4)."""
+    return f"{group}/{resource}" if group else resource
+
+
+def partition(facts: Iterable[AuthorFact]) -> dict[str, list[AuthorFact]]:
+    """The facts of one request by group/resource: one stream append each (§1.4)."""
+    out: dict[str, list[AuthorFact]] = {}
+    for fact in facts:
+        out.setdefault(group_resource(fact.group, fact.resource), []).append(fact)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """The join's answer: the tier and the fact (None for ``absent``)."""
+
+    tier: Tier
+    fact: AuthorFact | None
+
+
+def _newest(facts: Iterable[AuthorFact]) -> AuthorFact | None:
+    found = list(facts)
+    return max(found, key=lambda f: f.stage_timestamp) if found else None
+
+
+def join(
+    operation: str,
+    *,
+    uid: str,
+    resource_version: str,
+    namespace: str,
+    name: str,
+    facts: Iterable[AuthorFact],
+    grace_over: bool,
+) -> Joined | None:
+    """The fact an object event joins, or None while it may still arrive (see the module)."""
+    known = list(facts)
+    if operation == "DELETE":
+        deleted = _newest(f for f in known if f.verb == "delete" and uid and f.uid == uid)
+        if deleted is not None:
+            return Joined("delete_sticky", deleted)
+        listed = _newest(f for f in known if f.verb == "deletecollection" and uid in f.uids)
+        if listed is not None:
+            return Joined("deletecollection_body_uid", listed)
+        return Joined("absent", None) if grace_over else None
+    writes = [f for f in known if not f.removal]
+    exact = _newest(
+        f for f in writes if uid and f.uid == uid and f.resource_version == resource_version
+    )
+    if exact is not None:
+        return Joined("exact", exact)
+    if not grace_over:
+        return None
+    latest = _newest(f for f in writes if uid and f.uid == uid)
+    if latest is not None:
+        return Joined("latest", latest)
+    by_name = _newest(f for f in writes if f.namespace == namespace and f.name == name and name)
+    if by_name is not None:
+        return Joined("name", by_name)
+    return Joined("absent", None)

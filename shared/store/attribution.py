@@ -1,0 +1,122 @@
+"""Attribution in Redis: audit routes (watcher to receiver) and fact streams (receiver to
+branch workers).
+
+A route record names the Secret that holds the route's bearer token (its name and key in the
+product's namespace), never the token. Facts of one audit request and one group/resource are
+one stream entry (field ``facts``: a JSON array), appended to
+``audit:facts:{route}:{group/resource}`` with ``MAXLEN ~`` and an ``EXPIRE`` refreshed on each
+append (facts: upstream-gitops-reverser.md §4), so the streams stay bounded in length and age.
+A branch worker follows a stream with ``XRANGE`` after the last id it read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import redis
+
+from shared.model.attribution import AuthorFact, facts_from_json, facts_json
+from shared.store.errors import unavailable_as_error
+from shared.store.keys import Keys
+
+#: Facts kept per stream (``XADD MAXLEN ~``) and their age (facts §4: 10 000, 10 minutes).
+FACTS_MAXLEN = 10_000
+FACTS_TTL_S = 600
+#: Entries read per ``XRANGE`` call by a follower.
+READ_COUNT = 512
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRoute:
+    """One ``/audit-webhook/<route>``: the ClusterProvider that set it and its token Secret."""
+
+    route: str
+    provider: str
+    secret_name: str
+    secret_key: str
+
+    def to_json(self) -> str:
+        """Stable JSON."""
+        return json.dumps(
+            [self.route, self.provider, self.secret_name, self.secret_key], separators=(",", ":")
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> AuditRoute | None:
+        """The inverse of ``to_json``; None for anything else."""
+        try:
+            route, provider, name, key = json.loads(text)
+        except (ValueError, TypeError):
+            return None
+        return cls(str(route), str(provider), str(name), str(key))
+
+
+class AuditRoutes:
+    """Publish, look up and forget audit routes."""
+
+    def __init__(self, client: redis.Redis, keys: Keys) -> None:
+        self._r = client
+        self._keys = keys
+
+    def publish(self, routes: Mapping[str, AuditRoute]) -> None:
+        """Make the published routes exactly ``routes``."""
+        with unavailable_as_error("publishing audit routes"):
+            old = {str(r) for r in self._r.smembers(self._keys.audit_routes)}
+            pipe = self._r.pipeline(transaction=True)
+            for route in old - set(routes):
+                pipe.delete(self._keys.audit_route(route))
+                pipe.srem(self._keys.audit_routes, route)
+            for name, record in routes.items():
+                pipe.set(self._keys.audit_route(name), record.to_json())
+                pipe.sadd(self._keys.audit_routes, name)
+            pipe.execute()
+
+    def lookup(self, route: str) -> AuditRoute | None:
+        """The route's record, or None."""
+        with unavailable_as_error("reading an audit route"):
+            text = self._r.get(self._keys.audit_route(route))
+        return AuditRoute.from_json(str(text)) if text else None
+
+
+class FactStreams:
+    """Append facts (receiver) and read them after an id (branch workers)."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, ttl_s: int = FACTS_TTL_S) -> None:
+        self._r = client
+        self._keys = keys
+        self._ttl = ttl_s
+
+    def append(self, route: str, by_type: Mapping[str, list[AuthorFact]]) -> int:
+        """One entry per group/resource (facts §1.4); returns how many facts were stored."""
+        if not by_type:
+            return 0
+        with unavailable_as_error("storing attribution facts"):
+            pipe = self._r.pipeline(transaction=False)
+            for gr, facts in by_type.items():
+                key = self._keys.audit_facts(route, gr)
+                pipe.xadd(key, {"facts": facts_json(facts)}, maxlen=FACTS_MAXLEN, approximate=True)
+                pipe.expire(key, self._ttl)
+            pipe.execute()
+        return sum(len(f) for f in by_type.values())
+
+    def read_after(
+        self, route: str, group_resource: str, after: str
+    ) -> tuple[list[AuthorFact], str, int]:
+        """Facts appended after entry ``after`` ("0" for all), the last id read, and how many
+        entries could not be decoded (skipped)."""
+        key = self._keys.audit_facts(route, group_resource)
+        facts: list[AuthorFact] = []
+        bad = 0
+        with unavailable_as_error("reading attribution facts"):
+            while True:
+                entries = self._r.xrange(key, min=f"({after}", count=READ_COUNT) or []
+                for entry_id, fields in entries:
+                    after = str(entry_id)
+                    try:
+                        facts.extend(facts_from_json(str((fields or {}).get("facts", ""))))
+                    except ValueError:
+                        bad += 1
+                if len(entries) < READ_COUNT:
+                    return facts, after, bad

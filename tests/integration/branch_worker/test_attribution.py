@@ -1,0 +1,127 @@
+"""The branch worker authors each write by the user who made the edit (P5; issue 15).
+
+Facts: upstream-gitops-reverser.md §1.4 (join tiers, the grace, a missing fact never blocks a
+write), §1.6 (one window holds one author), §3.6 (author name/email, the sentinel, the
+committer stays the product). Real Redis, a real bare repository, the injected clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from sandbox.githost.outside import git
+from services.branch_worker.attribution import Attributor
+from services.branch_worker.branch import BranchLoop
+from shared.model.attribution import AuthorFact
+from shared.store.attribution import FactStreams
+from tests.integration.branch_worker.conftest import Rig
+
+pytestmark = pytest.mark.integration
+
+GRACE = 3.0
+
+
+def _attributed(rig: Rig, grace: float = GRACE) -> tuple[BranchLoop, FactStreams]:
+    rig.target = replace(rig.target, audit_route="prod")
+    rig.configs.publish_target(rig.target)
+    facts = FactStreams(rig.client, rig.keys)
+    loop = rig.loop()
+    loop.attributor = Attributor(facts, rig.clock, grace)
+    return loop, facts
+
+
+def _fact(name: str, user: str, display: str = "", email: str = "") -> AuthorFact:
+    return AuthorFact(user, "update", "", "configmaps", "team", name, f"uid-{name}", "1", "a",
+                      "2026-01-01T00:00:00Z", display, email)  # fmt: skip
+
+
+def _log(rig: Rig) -> list[str]:
+    out = git("log", "--format=%an <%ae>|%cn <%ce>|%s", "main", cwd=rig.bare)
+    return out.splitlines()
+
+
+def test_two_authors_in_one_window_make_two_commits_authored_by_them(rig: Rig) -> None:
+    loop, facts = _attributed(rig)
+    facts.append("prod", {"configmaps": [_fact("a", "alice", "Alice L", "alice@example.org")]})
+    facts.append("prod", {"configmaps": [_fact("b", "system:serviceaccount:ci:bot")]})
+    rig.publish("a")
+    rig.publish("b")
+    rig.drain(loop)
+    loop.flush(force=True)
+    committer = f"{rig.branch.committer_name} <{rig.branch.committer_email}>"
+    authors = [line.split("|")[:2] for line in _log(rig)[:2]]
+    assert authors == [
+        [
+            "system:serviceaccount:ci:bot <systemserviceaccountcibot@noreply.cluster.local>",
+            committer,
+        ],
+        ["Alice L <alice@example.org>", committer],
+    ]
+
+
+def test_an_event_waits_for_its_fact_without_blocking_and_the_window_stays_open(rig: Rig) -> None:
+    grace = rig.branch.commit_window_s * 2  # longer than the window, to see the close wait
+    loop, facts = _attributed(rig, grace)
+    facts.append("prod", {"configmaps": [_fact("a", "alice")]})
+    rig.publish("a")
+    rig.drain(loop)
+    assert loop._open[rig.target.uid].author is not None  # a's window, alice's
+    rig.publish("b")  # its fact has not arrived
+    rig.drain(loop)  # returns at once: the event is left for a later pass
+    assert len(loop._open[rig.target.uid].entries) == 1
+    assert loop.next_deadline() == rig.clock.now + grace  # not now: no spinning
+    rig.clock.now += rig.branch.commit_window_s + 0.5  # a's window is due ...
+    loop.flush()
+    assert len(_log(rig)) == 1  # ... but its close waits with b (only the seed commit)
+    facts.append("prod", {"configmaps": [_fact("b", "alice")]})
+    loop.handle([])  # the next pass finds the fact: b joins alice's window
+    assert len(loop._open[rig.target.uid].entries) == 2
+    loop.flush(force=True)
+    assert [line.split("|")[0] for line in _log(rig)[:1]] == ["alice <alice@noreply.cluster.local>"]
+
+
+def test_after_the_grace_a_missing_fact_is_the_unresolved_sentinel(rig: Rig) -> None:
+    loop, facts = _attributed(rig)
+    rig.publish("a")
+    rig.drain(loop)
+    assert not loop._open
+    rig.clock.now += GRACE
+    loop.handle([])
+    loop.flush(force=True)
+    assert _log(rig)[0].split("|")[0] == (
+        "unknown (attribution unresolved) <attribution-unresolved@gitops-reverser.invalid>"
+    )
+    facts.append("prod", {"configmaps": [_fact("a", "late")]})  # a late fact rewrites nothing
+    loop.handle([])
+    loop.flush(force=True)
+    assert len(_log(rig)) == 2 and "late" not in _log(rig)[0]
+
+
+def test_without_attribution_the_committer_authors(rig: Rig) -> None:
+    loop = rig.loop()
+    loop.attributor = Attributor(FactStreams(rig.client, rig.keys), rig.clock, GRACE)
+    rig.publish("a")
+    rig.drain(loop)
+    assert loop._open[rig.target.uid].author is None
+    loop.flush(force=True)
+    author, committer, _ = _log(rig)[0].split("|")
+    assert author == committer
+
+
+def test_a_replay_after_a_rejected_push_keeps_each_commit_s_author(rig: Rig) -> None:
+    """M7 with P5: the windows committed again on the new tip keep their authors."""
+    loop, facts = _attributed(rig)
+    facts.append("prod", {"configmaps": [_fact("a", "alice"), _fact("b", "bob")]})
+    rig.publish("a")
+    rig.publish("b")
+    rig.drain(loop)
+    rig.foreign_push()  # the CAS push of the two commits is rejected once
+    loop.flush(force=True)
+    lines = _log(rig)
+    assert [line.split("|")[0] for line in lines[:2]] == [
+        "bob <bob@noreply.cluster.local>",
+        "alice <alice@noreply.cluster.local>",
+    ]
+    assert lines[2].endswith("foreign notes.md")  # replayed on top of the foreign commit

@@ -1,0 +1,209 @@
+"""The accept gate and the tier join (P5; facts: upstream-gitops-reverser.md §1.4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shared.decide.attribution import Accepted, Dropped, accept, join, partition
+from shared.model.attribution import AuthorFact
+
+
+def _event(**over: Any) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "stage": "ResponseComplete",
+        "verb": "update",
+        "requestURI": "/api/v1/namespaces/t/configmaps/x",
+        "user": {"username": "alice"},
+        "objectRef": {"resource": "configmaps", "apiGroup": "", "uid": "u", "name": "x"},
+        "responseStatus": {"code": 200},
+    }
+    event.update(over)
+    return event
+
+
+@pytest.mark.parametrize(
+    ("over", "outcome"),
+    [
+        ({"stage": "RequestReceived"}, "stage"),
+        ({"verb": "get"}, "read_only_or_unknown_verb"),
+        ({"responseStatus": {"code": 409}}, "failed_request"),
+        ({"responseStatus": {}}, "failed_request"),
+        ({"requestURI": "/api/v1/namespaces/t/configmaps?dryRun=All"}, "dry_run"),
+        ({"requestURI": "http://[/x?dryRun=All"}, "dry_run"),
+        (
+            {"objectRef": {"resource": "deployments", "subresource": "status"}},
+            "non_scale_subresource",
+        ),
+        ({"user": {}}, "nil_event"),
+    ],
+)
+def test_the_gate_drops_with_the_facts_outcome(over: dict[str, Any], outcome: str) -> None:
+    decision = accept(_event(**over))
+    assert isinstance(decision, Dropped) and decision.outcome == outcome
+
+
+def test_the_gate_keeps_mutations_and_scale() -> None:
+    for verb in ("create", "update", "patch", "delete", "deletecollection"):
+        assert isinstance(accept(_event(verb=verb)), Accepted)
+    scaled = accept(_event(objectRef={"resource": "deployments", "subresource": "scale"}))
+    assert isinstance(scaled, Accepted)
+    assert isinstance(accept(None), Dropped) and isinstance(accept([1]), Dropped)
+
+
+def test_deletecollection_facts_carry_the_listed_uids() -> None:
+    items = [{"metadata": {"uid": "a"}}, {"metadata": {"uid": "b"}}, {"x": 1}, {"metadata": [1]}, 3]
+    decision = accept(_event(verb="deletecollection", responseObject={"items": items}))
+    assert isinstance(decision, Accepted) and decision.fact.uids == ("a", "b")
+    odd = accept(_event(verb="deletecollection", responseObject={"items": {"a": 1}}))
+    assert isinstance(odd, Accepted) and odd.fact.uids == ()
+
+
+def _fact(
+    verb: str, author: str, uid: str = "u", rv: str = "1", at: str = "1", **kw: Any
+) -> AuthorFact:
+    return AuthorFact(author, verb, "", "configmaps", kw.get("ns", "t"), kw.get("name", "x"),
+                      uid, rv, "id", at, uids=kw.get("uids", ()))  # fmt: skip
+
+
+def test_partition_is_one_group_per_group_resource() -> None:
+    a = _fact("update", "a")
+    b = AuthorFact("b", "patch", "apps", "deployments", "t", "d", "v", "1", "id", "1")
+    assert partition([a, b, a]) == {"configmaps": [a, a], "apps/deployments": [b]}
+
+
+def test_exact_wins_and_weaker_tiers_wait_for_the_grace() -> None:
+    older, newer = _fact("update", "bob", rv="1", at="1"), _fact("update", "alice", rv="2", at="2")
+    joined = join(
+        "UPDATE",
+        uid="u",
+        resource_version="2",
+        namespace="t",
+        name="x",
+        facts=[older, newer],
+        grace_over=False,
+    )
+    assert joined is not None and (joined.tier, joined.fact) == ("exact", newer)
+    assert (
+        join(
+            "UPDATE",
+            uid="u",
+            resource_version="3",
+            namespace="t",
+            name="x",
+            facts=[older, newer],
+            grace_over=False,
+        )
+        is None
+    )
+    late = join(
+        "UPDATE",
+        uid="u",
+        resource_version="3",
+        namespace="t",
+        name="x",
+        facts=[older, newer],
+        grace_over=True,
+    )
+    assert late is not None and (late.tier, late.fact) == ("latest", newer)
+    by_name = join(
+        "UPDATE",
+        uid="other",
+        resource_version="3",
+        namespace="t",
+        name="x",
+        facts=[older],
+        grace_over=True,
+    )
+    assert by_name is not None and by_name.tier == "name"
+    none = join(
+        "CREATE",
+        uid="z",
+        resource_version="1",
+        namespace="t",
+        name="y",
+        facts=[older],
+        grace_over=True,
+    )
+    assert none is not None and (none.tier, none.fact) == ("absent", None)
+
+
+def test_a_delete_joins_only_removal_evidence_and_a_delete_fact_sticks() -> None:
+    writer = _fact("update", "bob", rv="5", at="3")
+    deleter = _fact("delete", "alice", rv="4", at="2")
+    assert (
+        join(
+            "DELETE",
+            uid="u",
+            resource_version="9",
+            namespace="t",
+            name="x",
+            facts=[writer],
+            grace_over=False,
+        )
+        is None
+    )
+    gone = join(
+        "DELETE",
+        uid="u",
+        resource_version="9",
+        namespace="t",
+        name="x",
+        facts=[writer],
+        grace_over=True,
+    )
+    assert gone is not None and gone.tier == "absent"  # never the last writer
+    sticky = join(
+        "DELETE",
+        uid="u",
+        resource_version="9",
+        namespace="t",
+        name="x",
+        facts=[deleter, writer],
+        grace_over=False,
+    )
+    assert sticky is not None and (sticky.tier, sticky.fact) == ("delete_sticky", deleter)
+    swept = _fact("deletecollection", "carol", uid="", uids=("u",))
+    listed = join(
+        "DELETE",
+        uid="u",
+        resource_version="9",
+        namespace="t",
+        name="x",
+        facts=[swept],
+        grace_over=False,
+    )
+    assert listed is not None and listed.tier == "deletecollection_body_uid"
+    # a create or update never falls through to removal facts
+    write = join(
+        "UPDATE",
+        uid="u",
+        resource_version="4",
+        namespace="t",
+        name="x",
+        facts=[deleter],
+        grace_over=True,
+    )
+    assert write is not None and write.tier == "absent"
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+KEYS = st.sampled_from(
+    ["stage", "verb", "objectRef", "user", "responseStatus", "requestURI", "responseObject"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(KEYS, JSONISH, max_size=7) | JSONISH)
+def test_the_gate_answers_any_json_without_raising(event: Any) -> None:
+    """Bad input is a dropped event, never an exception (a 500)."""
+    assert isinstance(accept(event), Accepted | Dropped)

@@ -1,0 +1,30 @@
+"""ClusterProvider ``spec.attribution`` read, published as audit routes, and carried on each
+GitTarget's settings (P5; facts: upstream-gitops-reverser.md §2.5: the route defaults to the
+provider's name, several providers reading one cluster share it)."""
+
+from __future__ import annotations
+
+from services.watcher.targets import audit_routes
+from shared.model.crds import AttributionSpec, parse_cluster_provider
+from shared.store.attribution import AuditRoute
+
+
+def _cp(name: str, attribution: object = None) -> dict[str, object]:
+    spec: dict[str, object] = {"accessFrom": {"selector": {}}}
+    if attribution is not None:
+        spec["attribution"] = attribution
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def test_the_route_defaults_to_the_name_and_the_key_to_token() -> None:
+    view = parse_cluster_provider(_cp("prod", {"tokenSecretRef": {"name": "tok"}}))
+    assert view.attribution == AttributionSpec("prod", "tok", "token")
+    assert parse_cluster_provider(_cp("off")).attribution is None
+    assert parse_cluster_provider(_cp("bad", {"auditRoute": "x"})).attribution is None
+
+
+def test_routes_are_published_once_per_route_first_provider_by_name() -> None:
+    a = parse_cluster_provider(_cp("a", {"auditRoute": "shared", "tokenSecretRef": {"name": "ta"}}))
+    b = parse_cluster_provider(_cp("b", {"auditRoute": "shared", "tokenSecretRef": {"name": "tb"}}))
+    off = parse_cluster_provider(_cp("c"))
+    assert audit_routes([b, off, a]) == {"shared": AuditRoute("shared", "a", "ta", "token")}
