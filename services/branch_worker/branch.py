@@ -296,7 +296,7 @@ class BranchLoop:
         if self.requests is None:
             return False
         window = self._open.get(request.target.uid)
-        if not self.requests.receive(request, window, self.tip or ""):
+        if not self.requests.receive(self.lease, request, window, self.tip or ""):
             return False
         assert window is not None
         window.entries.append(entry)
@@ -464,6 +464,8 @@ class BranchLoop:
             times.append(self._tip_read_at + self._steady_tick)
         if self.desk is not None and self.desk.next_wake is not None:
             times.append(self.desk.next_wake)
+        if self.requests is not None and (failure := self.requests.next_failure()) is not None:
+            times.append(failure)  # P6: FinalizeFailed is reported on time
         if self._backlog:  # more events to apply: wake again at once (or when a grace ends;
             # the pass every RETRY_S meanwhile looks for the fact)
             times.append(awaiting if awaiting is not None else self._clock())
@@ -487,7 +489,25 @@ class BranchLoop:
         return sorted(self._held)
 
     def flush(self, force: bool = False) -> None:
-        """Close the windows that are due (all when ``force``), commit them, and push."""
+        """Close the windows that are due (all when ``force``), commit them, and push; then
+        (even when that failed) report the bound CommitRequests overdue (P6)."""
+        try:
+            self._flush(force)
+        finally:
+            self._report_overdue()
+
+    def _report_overdue(self) -> None:
+        """P6: FinalizeFailed for requests whose window is not pushed a bound after their
+        deadline: its push refused, the branch failing, or its signing key out."""
+        if self.requests is None or self.requests.next_failure() is None:
+            return
+        held = {r.uid for w in self._held.values() for r in w.requests}
+        problem = self.push_refused or (
+            "the branch's commit or push failed; see its GitTargets' conditions"
+        )
+        self.requests.overdue(self.lease, problem, held)
+
+    def _flush(self, force: bool) -> None:
         now = self._clock()
         c = self.config
         if self._parked_retry_at is not None and (force or self._parked_retry_at <= now):
@@ -672,9 +692,12 @@ class BranchLoop:
         self._retry_at.pop(uid, None)
         newer = self._open.pop(uid, None)
         entries = window.entries + (newer.entries if newer else [])
+        requests = window.requests + (newer.requests if newer else [])
         current = self._configs.target(uid)
         if current is None and self._withdrawn_for_key(uid):  # held until it is served again
-            self._held[uid] = OpenWindow(window.target, window.window, entries, window.author)
+            self._held[uid] = OpenWindow(
+                window.target, window.window, entries, window.author, requests=requests
+            )
             self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
             return None
         if current is None:
@@ -683,7 +706,6 @@ class BranchLoop:
             self._events.ack(self.lease.branch, entries)
             return None
         target = current if current.path == window.target.path else window.target
-        requests = window.requests + (newer.requests if newer else [])
         return OpenWindow(
             target,
             newer.window if newer else window.window,
@@ -718,7 +740,8 @@ class BranchLoop:
                 self.desk.on_pushed(head)
         self.tip = head
         if self.requests is not None:  # P6: recorded before the acknowledgement
-            self.requests.finished([(c.requests, c.sha) for c in self._closed if c.requests], head)
+            pushed = [(c.requests, c.sha) for c in self._closed if c.requests]
+            self.requests.finished(self.lease, pushed, head)
         entries = [e for closed in self._closed for e in closed.entries]
         self._closed.clear()
         self._events.ack(self.lease.branch, entries)
@@ -767,6 +790,7 @@ class BranchLoop:
                 self._retry_at[uid] = retry_before.get(uid, self._clock())
             else:
                 joined.entries.extend(held.entries)
+                joined.requests.extend(held.requests)  # P6: a held window keeps its requests
         for window in self._open.values():
             self._apply_again(window)
 

@@ -5,28 +5,44 @@ push holds it.
 Kept apart from ``branch.py``: the loop calls ``receive`` for a request entry, ``finished``
 after a push with the windows it pushed, and asks ``message_for`` when it commits a window.
 A request is processed once (by uid): a final benign outcome in Redis makes every later
-receipt (a duplicate publication, a new owner's claim) a no-op that is acknowledged.
+receipt (a duplicate publication, a new owner's claim) a no-op that is acknowledged. Every
+outcome is written fenced by the owner's lease (``FencedOff`` once it lapsed).
+
+A bound request whose window is not on the remote ``FINALIZE_BOUND_S`` after its deadline
+(pushes refused, the branch failing, its GitTarget's signing key out) is reported
+``FinalizeFailed`` (``overdue``); it stays bound, and the push that finally lands reports it
+``Committed``. Its deadline is the first owner's: a new owner that claims it keeps the
+deadline recorded with ``WaitingForCloseDelay``, so a branch that keeps failing and starting
+over still reports it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol
 
-from shared.decide.commit_requests import binding, close_deadline
+from shared.decide.commit_requests import (
+    FINALIZE_BOUND_S,
+    binding,
+    close_deadline,
+    finalize_failed,
+)
 from shared.model.attribution import Author
 from shared.model.commit_requests import (
     ALREADY_PRESENT,
     BENIGN,
     COMMITTED,
+    FINALIZE_FAILED,
     NO_WINDOW,
     UNATTRIBUTED,
     WAITING,
     CommitRequestItem,
     Outcome,
 )
+from shared.model.times import rfc3339
 from shared.store.commit_requests import CommitRequests
+from shared.store.leases import Lease
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +62,20 @@ class RequestDesk:
         self._store = store
         self._branch = branch
         self._clock = clock
+        #: Bound requests not finished yet: their close deadline, by uid.
+        self._deadlines: dict[str, float] = {}
+        #: Those already reported FinalizeFailed by this owner.
+        self._failed: set[str] = set()
 
-    def receive(self, request: CommitRequestItem, window: Bindable | None, tip: str) -> bool:
+    def receive(
+        self, lease: Lease, request: CommitRequestItem, window: Bindable | None, tip: str
+    ) -> bool:
         """Bind ``request`` to ``window`` (its GitTarget's open window, None if there is
         none); True when bound (its entry then waits for the push), False when it is done
         already or binds to nothing (its entry is acknowledged at once). ``tip``: the
-        branch's tip as this owner knows it."""
+        branch's tip as this owner knows it; ``lease``: this owner's, fencing the writes."""
         known = self._store.outcome(request.uid)
+        earlier = known is not None and known.reason in (WAITING, FINALIZE_FAILED)
         if known is not None and known.reason in BENIGN:
             return False  # processed once: a duplicate, or a claim after the outcome
         if window is not None and any(r.uid == request.uid for r in window.requests):
@@ -60,28 +83,63 @@ class RequestDesk:
         now = self._clock()
         reason = binding(_author_key(window.author) if window is not None else None, request.author)
         if window is None or reason:
-            if reason == NO_WINDOW and known is not None and known.reason == WAITING:
+            if reason == NO_WINDOW and earlier:
                 # A previous owner bound it and its window's writes are on the remote already
                 # (claimed again, they made no write): what it asked for is there.
                 text = "the window's changes were on the branch already"
                 outcome = Outcome(ALREADY_PRESENT, text, branch=self._branch, sha=tip, at=now)
-                self._finish(request, outcome)
+                self._finish(lease, request, outcome)
                 return False
             text = (
                 "no window of this GitTarget was open"
                 if reason == NO_WINDOW
                 else "the open window belongs to another author"
             )
-            self._finish(request, Outcome(reason, text, at=now))
+            self._finish(lease, request, Outcome(reason, text, at=now))
             return False
         deadline = close_deadline(now, request.close_delay_s)
+        if earlier and known is not None and known.deadline:  # the first owner's receipt
+            deadline = min(deadline, known.deadline)
         window.deadline = deadline if window.deadline is None else min(window.deadline, deadline)
         window.requests.append(request)
-        self._store.record(request.uid, Outcome(WAITING, at=now, deadline=window.deadline))
+        self._deadlines[request.uid] = window.deadline
+        self._store.record(lease, request.uid, Outcome(WAITING, at=now, deadline=window.deadline))
         return True
 
+    def overdue(self, lease: Lease, problem: str, held: Collection[str] = ()) -> None:
+        """P6: report ``FinalizeFailed`` for each bound request whose window is still not on
+        the remote ``FINALIZE_BOUND_S`` after its deadline (once per owner); ``problem`` says
+        why, ``held`` are the uids of requests whose window is held for its signing key."""
+        now = self._clock()
+        for uid, deadline in self._deadlines.items():
+            if uid in self._failed or not finalize_failed(deadline, now):
+                continue
+            why = (
+                "its GitTarget's commits cannot be signed (SigningKeyInvalid)"
+                if uid in held
+                else problem
+            )
+            text = f"the window was to close at {rfc3339(deadline)} and is not pushed: {why}"
+            outcome = Outcome(FINALIZE_FAILED, text, at=now, deadline=deadline)
+            self._store.record(lease, uid, outcome)
+            self._failed.add(uid)
+            log.warning(
+                "commit request %s: %s",
+                uid,
+                text,
+                extra={"branch": self._branch, "reason": FINALIZE_FAILED},
+            )
+
+    def next_failure(self) -> float | None:
+        """When the next bound request becomes overdue (None: none will)."""
+        times = [d + FINALIZE_BOUND_S for u, d in self._deadlines.items() if u not in self._failed]
+        return min(times) if times else None
+
     def finished(
-        self, pushed: Sequence[tuple[Sequence[CommitRequestItem], str | None]], head: str
+        self,
+        lease: Lease,
+        pushed: Sequence[tuple[Sequence[CommitRequestItem], str | None]],
+        head: str,
     ) -> None:
         """After a push: each pushed window's requests with the commit that holds it on the
         remote (None: the window's content was there already, so ``head`` holds it)."""
@@ -98,10 +156,12 @@ class RequestDesk:
                         sha=head,
                         at=now,
                     )
-                self._finish(request, outcome)
+                self._finish(lease, request, outcome)
 
-    def _finish(self, request: CommitRequestItem, outcome: Outcome) -> None:
-        self._store.record(request.uid, outcome)
+    def _finish(self, lease: Lease, request: CommitRequestItem, outcome: Outcome) -> None:
+        self._store.record(lease, request.uid, outcome)
+        self._deadlines.pop(request.uid, None)
+        self._failed.discard(request.uid)
         log.info(
             "commit request %s/%s: %s",
             request.namespace,

@@ -50,6 +50,19 @@ def close_deadline(received_at: float, close_delay_s: int) -> float:
     return received_at + max(0, close_delay_s)
 
 
+#: How long after a bound request's deadline its window's commit and push may take before the
+#: request shows FinalizeFailed (Ready=False, Stalled=True): the push of a branch whose remote
+#: refuses it is retried every pass meanwhile, so a passing refusal (a CAS race, a remote
+#: restarting) is not reported. A later push that lands lifts it (Committed).
+FINALIZE_BOUND_S = 60.0
+
+
+def finalize_failed(deadline: float, now: float, bound_s: float = FINALIZE_BOUND_S) -> bool:
+    """P6: a bound request whose window is not on the remote ``bound_s`` after the close it
+    asked for (``deadline``) has failed to finalize (for now: it is lifted if the push lands)."""
+    return now >= deadline + bound_s
+
+
 def conditions(outcome: Outcome | None, problem: Problem | None) -> list[Wanted]:
     """P6: the conditions of a request from what the branch worker recorded (``outcome``) or
     what keeps it from reaching a branch (``problem``; a permanent one stalls it)."""

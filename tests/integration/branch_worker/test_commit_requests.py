@@ -11,19 +11,26 @@ import dataclasses
 
 import pytest
 
-from services.branch_worker.branch import BranchLoop
+from services.branch_worker.branch import SIGNING_RETRY_S, BranchLoop
 from services.branch_worker.commit_requests import RequestDesk
+from services.branch_worker.signing import Signer, SigningUnavailable, unsigned
+from shared.decide.commit_requests import FINALIZE_BOUND_S
+from shared.git.signing import generate_key
 from shared.model.commit_requests import (
     ALREADY_PRESENT,
     COMMITTED,
+    FINALIZE_FAILED,
     NO_WINDOW,
     WAITING,
     CommitRequestItem,
     Outcome,
 )
 from shared.model.events import GitTargetRef
+from shared.store.branch_state import FencedOff
 from shared.store.commit_requests import CommitRequests
+from shared.store.leases import Leases
 from tests.integration.branch_worker.conftest import Rig, git
+from tests.integration.branch_worker.test_signed_commits import FakeSigner, signed_target, verified
 
 pytestmark = pytest.mark.integration
 
@@ -32,8 +39,9 @@ def _store(rig: Rig) -> CommitRequests:
     return CommitRequests(rig.client, rig.keys, 3600)
 
 
-def _loop(rig: Rig, worker: str = "w1") -> BranchLoop:
-    return rig.loop(worker, requests=RequestDesk(_store(rig), rig.branch.branch, rig.clock))
+def _loop(rig: Rig, worker: str = "w1", signer: Signer = unsigned) -> BranchLoop:
+    desk = RequestDesk(_store(rig), rig.branch.branch, rig.clock)
+    return rig.loop(worker, requests=desk, signer=signer)
 
 
 def _request(rig: Rig, uid: str = "cr-1", message: str = "save: release 1", delay: int = 0) -> None:
@@ -206,4 +214,150 @@ def test_pushed_before_the_outcome_was_recorded_is_already_present(long_rig: Rig
     assert rig.commits() == ["save: release 1", "seed"]
     outcome = _outcome(rig)
     assert (outcome.reason, outcome.sha) == (ALREADY_PRESENT, rig.head())
+    assert rig.events.pending_count(rig.bk) == 0
+
+
+DECLINE = "#!/bin/sh\necho 'pushes to main are closed' >&2\nexit 1\n"
+
+
+def _decline_pushes(rig: Rig, decline: bool = True) -> None:
+    """The remote refuses every push (a host's branch protection) until told otherwise."""
+    hook = rig.bare / "hooks" / "pre-receive"
+    if decline:
+        hook.write_text(DECLINE)
+        hook.chmod(0o755)
+    else:
+        hook.unlink()
+
+
+def test_finalize_failed_while_pushes_are_refused_then_lifted(long_rig: Rig) -> None:
+    """P6: the remote refuses the window's push; past its deadline plus FINALIZE_BOUND_S
+    (injected clock) the request is FinalizeFailed (not WaitingForCloseDelay for ever), and
+    it stays bound: the push that lands once the remote accepts reports it Committed."""
+    rig = long_rig
+    loop = _loop(rig)
+    rig.publish("app", "CREATE")
+    rig.drain(loop)
+    received = rig.clock.now
+    _request(rig, delay=2)
+    rig.drain(loop)
+    _decline_pushes(rig)
+    rig.clock.now = received + 2
+    loop.flush()
+    assert loop.stalled
+    assert _outcome(rig).reason == WAITING
+    assert loop.next_deadline() == received + 2 + FINALIZE_BOUND_S
+    rig.clock.now = received + 2 + FINALIZE_BOUND_S - 0.1
+    loop.flush()
+    assert _outcome(rig).reason == WAITING, "not before the bound"
+    rig.clock.now = received + 2 + FINALIZE_BOUND_S
+    loop.flush()
+    failed = _outcome(rig)
+    assert failed.reason == FINALIZE_FAILED
+    assert "pre-receive hook declined" in failed.message
+    assert rig.commits() == ["seed"]
+    assert rig.events.pending_count(rig.bk) == 2, "the edit and the request stay pending"
+
+    _decline_pushes(rig, decline=False)
+    rig.clock.now += 5
+    loop.flush()
+    assert rig.commits() == ["save: release 1", "seed"]
+    lifted = _outcome(rig)
+    assert (lifted.reason, lifted.sha) == (COMMITTED, rig.head())
+    assert rig.events.pending_count(rig.bk) == 0
+
+
+def test_a_new_owner_keeps_the_first_deadline(long_rig: Rig) -> None:
+    """P6: a branch that fails and starts over re-binds its requests; the deadline stays the
+    first receipt's, so a branch that keeps failing still reports FinalizeFailed."""
+    rig = long_rig
+    dead = _loop(rig, "dead")
+    rig.publish("app", "CREATE")
+    rig.drain(dead, "dead")
+    received = rig.clock.now
+    _request(rig, delay=5)
+    rig.drain(dead, "dead")
+    rig.client.delete(rig.keys.branch_lease(rig.bk))
+    rig.clock.now = received + 4
+    heir = _loop(rig, "heir")
+    heir.handle([])
+    assert _outcome(rig).deadline == received + 5
+    assert heir.next_deadline() == received + 5
+
+
+def test_a_stale_owners_outcome_is_refused(long_rig: Rig) -> None:
+    """Q1, P6: an owner whose lease lapsed (another took the branch) cannot record an
+    outcome: its write is fenced off and the request's record is untouched."""
+    rig = long_rig
+    stale = _loop(rig, "stale")
+    rig.publish("app", "CREATE")
+    rig.drain(stale, "stale")
+    rig.client.delete(rig.keys.branch_lease(rig.bk))  # its lease lapsed
+    heir = _loop(rig, "heir")
+    heir.handle([])
+    _request(rig)
+    with pytest.raises(FencedOff):
+        rig.drain(stale, "stale")  # the stale owner reads the request first
+    assert _store(rig).outcome("cr-1") is None
+
+
+def test_outcome_writes_are_fenced_by_the_lease_token(long_rig: Rig) -> None:
+    """Q1, P6: the store refuses an outcome written with a token that is no longer the
+    branch's newest, keeps a final outcome over WaitingForCloseDelay, and lets a final one
+    replace FinalizeFailed."""
+    rig = long_rig
+    store = _store(rig)
+    leases = Leases(rig.client, rig.keys, 60_000)
+    old = leases.acquire(rig.bk, "old")
+    assert old is not None
+    store.record(old, "cr-9", Outcome(WAITING, deadline=5.0))
+    rig.client.delete(rig.keys.branch_lease(rig.bk))
+    new = leases.acquire(rig.bk, "new")
+    assert new is not None and new.token > old.token
+    with pytest.raises(FencedOff):
+        store.record(old, "cr-9", Outcome(COMMITTED, branch="main", sha="1" * 40))
+    assert store.outcome("cr-9") == Outcome(WAITING, deadline=5.0)
+    store.record(new, "cr-9", Outcome(FINALIZE_FAILED, "refused", deadline=5.0))
+    store.record(new, "cr-9", Outcome(WAITING, deadline=9.0))
+    assert store.outcome("cr-9") == Outcome(FINALIZE_FAILED, "refused", deadline=5.0)
+    store.record(new, "cr-9", Outcome(COMMITTED, branch="main", sha="2" * 40))
+    found = store.outcome("cr-9")
+    assert found is not None and (found.reason, found.sha) == (COMMITTED, "2" * 40)
+
+
+def test_a_window_held_for_its_signing_key_keeps_its_requests(rig: Rig) -> None:
+    """P6, T4: the bound window's commit cannot be signed, so the window is held, and with it
+    the request (also while the watcher withdraws the GitTarget for its key): past the bound
+    it is FinalizeFailed for the key; once the key works the window is committed, signed,
+    with the request's message, and the request Committed with that commit."""
+    signed_target(rig)
+    key = generate_key("team/gt")
+    signer = FakeSigner(key)
+    loop = _loop(rig, signer=signer)
+    signer.failure = SigningUnavailable("Secret team/signing: no key", permanent=True)
+    rig.publish("app", "CREATE", {"a": "1"})
+    rig.drain(loop)
+    _request(rig)
+    rig.drain(loop)
+    loop.flush()
+    assert loop.held() == [rig.target.uid]
+    assert _outcome(rig).reason == WAITING
+    assert rig.configs.withdraw_target(rig.target.uid)  # the watcher stops serving it
+    rig.clock.now += SIGNING_RETRY_S
+    loop.flush()
+    assert loop.held() == [rig.target.uid]
+    rig.clock.now += FINALIZE_BOUND_S
+    loop.flush()
+    failed = _outcome(rig)
+    assert failed.reason == FINALIZE_FAILED
+    assert "SigningKeyInvalid" in failed.message
+
+    signer.failure = None
+    rig.configs.publish_target(rig.target)  # served again: the Secret is fixed
+    rig.clock.now += SIGNING_RETRY_S
+    loop.flush()
+    assert rig.commits() == ["save: release 1", "seed"]
+    assert verified(rig, "main", key)
+    outcome = _outcome(rig)
+    assert (outcome.reason, outcome.sha) == (COMMITTED, rig.head())
     assert rig.events.pending_count(rig.bk) == 0

@@ -11,6 +11,7 @@ import pytest
 from kubernetes.dynamic.exceptions import NotFoundError
 
 from shared.model.commit_requests import COMMITTED, CommitRequestItem, Outcome
+from shared.store.leases import Leases
 from tests.integration.watcher.harness import GROUP, Rig, mirror_setup
 
 pytestmark = pytest.mark.integration
@@ -29,6 +30,14 @@ def _request(name: str = "save", target: str = "target", **spec: Any) -> dict[st
 
 def _published(rig: Rig) -> list[CommitRequestItem]:
     return [item for _, item in rig.log if isinstance(item, CommitRequestItem)]
+
+
+def _record(rig: Rig, uid: str, outcome: Outcome) -> None:
+    """Record ``outcome`` as the branch worker does: as the owner of the request's branch."""
+    bk = next(b for b, item in rig.log if isinstance(item, CommitRequestItem) and item.uid == uid)
+    lease = Leases(rig.redis, rig.keys, 60_000).acquire(bk, "owner")
+    assert lease is not None
+    rig.commit_requests().record(lease, uid, outcome)
 
 
 def _status(rig: Rig, name: str = "save") -> dict[str, Any]:
@@ -58,8 +67,8 @@ def test_the_outcome_becomes_the_status(rig: Rig, repo_url: str) -> None:
     made = rig.cluster.create(_request())
     rig.burst()
     sha = "1" * 40
-    rig.commit_requests().record(
-        made["metadata"]["uid"], Outcome(COMMITTED, branch="main", sha=sha, at=rig.clock.now)
+    _record(
+        rig, made["metadata"]["uid"], Outcome(COMMITTED, branch="main", sha=sha, at=rig.clock.now)
     )
     rig.watcher().sync_commit_requests()
     status = _status(rig)
@@ -91,7 +100,7 @@ def test_a_finished_request_is_deleted_after_the_ttl(rig: Rig, repo_url: str) ->
     uid = made["metadata"]["uid"]
     rig.burst()
     store = rig.commit_requests()
-    store.record(uid, Outcome(COMMITTED, branch="main", sha="2" * 40, at=rig.clock.now))
+    _record(rig, uid, Outcome(COMMITTED, branch="main", sha="2" * 40, at=rig.clock.now))
     watcher = rig.watcher()
     watcher.sync_commit_requests()  # finished now: Ready=True at rig.clock.now
     rig.clock.now += 599
