@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from shared.decide.commit_requests import (
     AUTHOR_ATTRIBUTED,
+    FINALIZE_BOUND_S,
     PUSHED,
     TARGET_NOT_FOUND,
     binding,
     close_deadline,
     conditions,
     expired,
+    finalize_failed,
 )
 from shared.decide.conditions import Problem, merge
 from shared.model.commit_requests import (
@@ -101,3 +103,24 @@ def test_ttl_counts_from_the_stall_not_from_an_earlier_ready_false() -> None:
     failed = merge(waiting, conditions(Outcome(FINALIZE_FAILED), None), 1, 5_000.0)
     assert not expired(failed, 5_000.0 + 50, 100)
     assert expired(failed, 5_000.0 + 100, 100)
+
+
+def test_finalize_failed_comes_a_bound_after_the_deadline() -> None:
+    """P6: a bound request's window not pushed FINALIZE_BOUND_S after its deadline."""
+    assert not finalize_failed(100.0, 100.0 + FINALIZE_BOUND_S - 0.001)
+    assert finalize_failed(100.0, 100.0 + FINALIZE_BOUND_S)
+    assert finalize_failed(100.0, 110.0, bound_s=10.0)
+
+
+def test_finalize_failed_is_lifted_by_the_commit() -> None:
+    """P6: FinalizeFailed (Ready=False, Stalled=True) becomes Ready=True Committed, Stalled
+    False, Pushed True, once the window's push lands."""
+    failed = _stored(Outcome(FINALIZE_FAILED, "push refused"), 1_000.0)
+    by_type = {c.type: (c.status, c.reason) for c in failed}
+    assert by_type["Stalled"] == ("True", FINALIZE_FAILED)
+    lifted = merge(failed, conditions(Outcome(COMMITTED, sha="a", branch="main"), None), 1, 1_050.0)
+    by_type = {c.type: (c.status, c.reason) for c in lifted}
+    assert by_type["Ready"] == ("True", COMMITTED)
+    assert by_type["Stalled"] == ("False", COMMITTED)
+    assert by_type[PUSHED] == ("True", COMMITTED)
+    assert not expired(lifted, 1_050.0 + 59, 60), "the TTL counts from the commit"
