@@ -205,3 +205,29 @@ def test_splitting_held_windows_keeps_an_overlapping_targets_open_writes(rig: Ri
     assert "b: '1'" in rig.show(theirs)
     assert _log(rig)[0].split("|")[0] == _log(rig)[0].split("|")[1]  # the committer's
     assert rig.events.pending_count(rig.bk) == 0 and not loop.busy()
+
+
+def test_the_wait_for_a_fact_and_the_facts_read_are_measured(rig: Rig) -> None:
+    """P5 metrics (facts §5.1): ``attribution_resolution_wait_seconds`` observes the injected
+    clock's wait from the first look to the join; ``attribution_facts_total{op="read"}``
+    counts the facts an owner read."""
+    from prometheus_client import REGISTRY
+
+    def sample(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    wait = "gitops_reverser_attribution_resolution_wait_seconds_sum"
+    labels = {"tier": "exact", "event_kind": "UPDATE", "group": "", "version": "v1"}
+    labels["resource"] = "configmaps"
+    waited, read = (
+        sample(wait, **labels),
+        sample("gitops_reverser_attribution_facts_total", op="read"),
+    )
+    loop, facts = _attributed(rig)
+    rig.publish("a")
+    rig.drain(loop)  # no fact yet: the event waits
+    rig.clock.now += 1.5
+    facts.append("prod", {"configmaps": [_fact("a", "alice")]})
+    loop.handle([])
+    assert sample(wait, **labels) - waited == pytest.approx(1.5)
+    assert sample("gitops_reverser_attribution_facts_total", op="read") - read == 1
