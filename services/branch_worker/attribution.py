@@ -100,6 +100,9 @@ class Attributor:
         metrics.ATTRIBUTION_RESOLUTIONS.labels(
             joined.tier, kind, oid.group, oid.version, oid.resource
         ).inc()
+        metrics.ATTRIBUTION_WAIT.labels(
+            joined.tier, event.operation, oid.group, oid.version, oid.resource
+        ).observe(now - first)
         return found
 
     def waiting_until(self) -> float | None:
@@ -119,10 +122,18 @@ class Attributor:
             new, followed.last_id, bad = self._streams.read_after(route, gr, followed.last_id)
             if bad:
                 log.warning("skipped %d undecodable fact entries of %s %s", bad, route, gr)
+                metrics.ATTRIBUTION_DECODE_ERRORS.labels("redis").inc(bad)
+            if new:
+                metrics.ATTRIBUTION_FACTS.labels("read").inc(len(new))
             followed.facts.extend((now, f) for f in new)
             self._fresh.add(key)
         horizon = now - FACT_TTL_S
-        kept = [(at, f) for at, f in followed.facts if at >= horizon][-MAX_PER_TYPE:]
+        fresh = [(at, f) for at, f in followed.facts if at >= horizon]
+        kept = fresh[-MAX_PER_TYPE:]
+        if len(fresh) < len(followed.facts):
+            metrics.ATTRIBUTION_EVICTIONS.labels("ttl").inc(len(followed.facts) - len(fresh))
+        if len(kept) < len(fresh):
+            metrics.ATTRIBUTION_EVICTIONS.labels("capacity").inc(len(fresh) - len(kept))
         followed.facts = kept
         return [f for _, f in kept]
 

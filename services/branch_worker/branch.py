@@ -152,7 +152,9 @@ class BranchLoop:
         self._closed: list[ClosedWindow] = []
         #: Writes of GitTargets whose commits cannot be signed now (P6): left uncommitted in
         #: the work tree, their events unacknowledged, until ``_retry_at`` (see ``_hold``).
-        self._held: dict[GitTargetUid, OpenWindow] = {}
+        #: Per GitTarget, its held windows oldest first, one author each (P5: windows of one
+        #: author that meet in the hold merge; another author's stays a commit of its own).
+        self._held: dict[GitTargetUid, list[OpenWindow]] = {}
         self._retry_at: dict[GitTargetUid, float] = {}
         #: Events of GitTargets withdrawn while their key is out (the watcher stops serving
         #: a GitTarget whose key it finds unusable, so its settings are gone): not applied,
@@ -592,11 +594,11 @@ class BranchLoop:
         """A held GitTarget whose folder is, holds or is inside ``target``'s (``target``
         itself first): a commit of ``target``'s folder would take its held, unsigned writes."""
         held = self._held.get(target.uid)
-        if held is not None:
-            return held.target
-        for window in self._held.values():
-            if _overlap(window.target.path, target.path):
-                return window.target
+        if held:
+            return held[-1].target
+        for windows in self._held.values():
+            if _overlap(windows[-1].target.path, target.path):
+                return windows[-1].target
         return None
 
     def _hold(
@@ -616,19 +618,7 @@ class BranchLoop:
             raise GitTemporary(str(err)) from err
         target = window.target
         uid = target.uid
-        held = self._held.get(uid)
-        if held is None:
-            self._held[uid] = OpenWindow(
-                target,
-                window.window,
-                list(window.entries),
-                window.author,
-                requests=list(window.requests),
-            )
-        else:
-            held.target = target
-            held.entries.extend(window.entries)
-            held.requests.extend(window.requests)
+        _join_held(self._held.setdefault(uid, []), window)
         if err is None and uid in self._retry_at:
             return  # joined a standing hold
         self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
@@ -644,7 +634,7 @@ class BranchLoop:
         metrics.REFUSALS.labels(SIGNING_KEY_INVALID).inc()
         log.warning(
             "holding %d event(s) unacknowledged: %s",
-            len(self._held[uid].entries),
+            sum(len(w.entries) for w in self._held[uid]),
             message,
             extra={
                 "branch": self.bk,
@@ -666,53 +656,76 @@ class BranchLoop:
                 uid
                 for uid, w in self._held.items()
                 if uid not in group
-                and any(_overlap(w.target.path, self._held[g].target.path) for g in group)
+                and any(_overlap(w[-1].target.path, self._held[g][-1].target.path) for g in group)
             }
             group |= more
             grew = bool(more)
-        windows = [w for w in (self._take_held(uid) for uid in sorted(group)) if w is not None]
-        ready: list[OpenWindow] = []
-        for window in windows:
+        taken = [w for w in (self._take_held(uid) for uid in sorted(group)) if w]
+        ready: list[list[OpenWindow]] = []
+        for windows in taken:
             try:
-                with self._signer(window.target):
+                with self._signer(windows[0].target):
                     pass
             except SigningUnavailable as err:
-                self._hold(window, window.target, err)
+                self._hold(windows[0], windows[0].target, err)
+                for later in windows[1:]:
+                    self._hold(later, windows[0].target, None)
                 continue
-            ready.append(window)
-        for window in sorted(ready, key=lambda w: _depth(w.target.path), reverse=True):
-            self._commit(window)
+            ready.append(windows)
+        ready.sort(key=lambda ws: _depth(ws[0].target.path), reverse=True)
+        for index, windows in enumerate(ready):
+            if len(windows) == 1:
+                self._commit(windows[0])
+            else:
+                self._commit_in_order(windows, [w for ws in ready[index + 1 :] for w in ws])
 
-    def _take_held(self, uid: GitTargetUid) -> OpenWindow | None:
-        """A held GitTarget's writes with its open window's (its changes are in the same
-        folder), out of the hold; None for a GitTarget gone meanwhile: its writes go with it,
-        as any event of a gone GitTarget (acknowledged unwritten). One withdrawn by the
-        watcher for its key (settings gone, ``signing`` refusal standing) stays held."""
-        window = self._held.pop(uid)
+    def _commit_in_order(self, windows: list[OpenWindow], later: list[OpenWindow]) -> None:
+        """P5 with P6: held windows of several authors, one commit each, oldest first. The
+        work tree holds all their changes at once, so the folder is put back to HEAD and the
+        windows' events are applied again, one window at a time, each committed before the
+        next is applied (as a replay does, M7). The uncommitted writes of other GitTargets
+        whose folders overlap this one's (``later`` of this retry, and open windows) are
+        applied again after, still uncommitted. While a GitTarget overlapping it is still held
+        nothing is rebuilt: every window is held again, as ``_commit`` would."""
+        target = windows[0].target
+        if self._held_with(target) is not None:
+            for window in windows:
+                self._commit(window)  # held again, each window kept with its author
+            return
+        self.ws.discard(target.path or ".")
+        self._folders.clear()  # their scans may hold what the discard removed
+        for window in windows:
+            self._apply_again(window)
+            self._commit(window)
+        for window in later + list(self._open.values()):
+            if window.target.uid != target.uid and _overlap(window.target.path, target.path):
+                self._apply_again(window)
+
+    def _take_held(self, uid: GitTargetUid) -> list[OpenWindow]:
+        """A held GitTarget's windows with its open window last (its changes are in the same
+        folder; merged into the last held one when it is the same author's), out of the hold;
+        none for a GitTarget gone meanwhile: its writes go with it, as any event of a gone
+        GitTarget (acknowledged unwritten). One withdrawn by the watcher for its key
+        (settings gone, ``signing`` refusal standing) stays held."""
+        windows = self._held.pop(uid)
         self._retry_at.pop(uid, None)
         newer = self._open.pop(uid, None)
-        entries = window.entries + (newer.entries if newer else [])
-        requests = window.requests + (newer.requests if newer else [])
+        if newer is not None:
+            _join_held(windows, newer, newer.window)
         current = self._configs.target(uid)
         if current is None and self._withdrawn_for_key(uid):  # held until it is served again
-            self._held[uid] = OpenWindow(
-                window.target, window.window, entries, window.author, requests=requests
-            )
+            self._held[uid] = windows
             self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
-            return None
+            return []
         if current is None:
-            self.ws.discard(window.target.path or ".")
+            self.ws.discard(windows[0].target.path or ".")
             self._folders.pop(uid, None)
-            self._events.ack(self.lease.branch, entries)
-            return None
-        target = current if current.path == window.target.path else window.target
-        return OpenWindow(
-            target,
-            newer.window if newer else window.window,
-            entries,
-            window.author,
-            requests=requests,
-        )
+            self._events.ack(self.lease.branch, [e for w in windows for e in w.entries])
+            return []
+        target = current if current.path == windows[0].target.path else windows[0].target
+        for window in windows:
+            window.target = target
+        return windows
 
     def _push(self) -> None:
         self._states.publish_push(self.lease, in_flight=True)
@@ -783,14 +796,15 @@ class BranchLoop:
             kept.append(closed)
         self._closed = kept
         for uid, held in held_before.items():
-            self._apply_again(held)
+            for window in held:
+                self._apply_again(window)
             joined = self._held.get(uid)
             if joined is None:
                 self._held[uid] = held
                 self._retry_at[uid] = retry_before.get(uid, self._clock())
             else:
-                joined.entries.extend(held.entries)
-                joined.requests.extend(held.requests)  # P6: a held window keeps its requests
+                for window in held:
+                    _join_held(joined, window)
         for window in self._open.values():
             self._apply_again(window)
 
@@ -802,8 +816,34 @@ class BranchLoop:
     def _publish_counts(self, last_write_at: float | None = None) -> None:
         pending = len(self._backlog) + sum(len(w.entries) for w in self._open.values())
         pending += sum(len(c.entries) for c in self._closed)
-        pending += sum(len(w.entries) for w in self._held.values()) + len(self._parked)
+        pending += sum(len(w.entries) for ws in self._held.values() for w in ws)
+        pending += len(self._parked)
         self._states.publish_counts(self.lease, len(self._open), pending, last_write_at)
+
+
+def _join_held(held: list[OpenWindow], window: OpenWindow, span: Window | None = None) -> None:
+    """Add ``window`` to a GitTarget's held windows (a copy; ``span``: the merged window's
+    timing, kept when omitted): merged into the last one when it is the same author's, else
+    kept after it, so a held commit never holds another author's edits (P5). Every held
+    window takes the newest settings of the GitTarget."""
+    for earlier in held:
+        earlier.target = window.target
+    if held and held[-1].author == window.author:
+        last = held[-1]
+        last.entries.extend(window.entries)
+        last.requests.extend(window.requests)
+        if span is not None:
+            last.window = span
+        return
+    held.append(
+        OpenWindow(
+            window.target,
+            window.window,
+            list(window.entries),
+            window.author,
+            requests=list(window.requests),
+        )
+    )
 
 
 def _committer(config: BranchConfig) -> Committer:

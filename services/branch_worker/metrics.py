@@ -8,7 +8,7 @@ process's one instance and its metrics are also module names here (``COMMITS`` .
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
 
 class BranchWorkerMetrics:
@@ -67,6 +67,32 @@ class BranchWorkerMetrics:
             ["tier", "actor_kind", "group", "version", "resource"],
             registry=registry,
         )
+        self.attribution_wait = Histogram(
+            "gitops_reverser_attribution_resolution_wait_seconds",
+            "Time from an owner's first look at an object event to its join (the grace counts "
+            "it), by tier and event kind",
+            ["tier", "event_kind", "group", "version", "resource"],
+            buckets=(0.0, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0),
+            registry=registry,
+        )
+        self.attribution_facts = Counter(
+            "gitops_reverser_attribution_facts_total",
+            "Audit facts read by branch owners from the fact streams (op: read)",
+            ["op"],
+            registry=registry,
+        )
+        self.attribution_evictions = Counter(
+            "gitops_reverser_attribution_fact_index_evictions_total",
+            "Facts dropped from an owner's in-memory index, by reason (ttl, capacity)",
+            ["reason"],
+            registry=registry,
+        )
+        self.attribution_decode_errors = Counter(
+            "gitops_reverser_attribution_fact_stream_decode_errors_total",
+            "Fact stream entries that could not be decoded (skipped), by transport",
+            ["transport"],
+            registry=registry,
+        )
         self.owned_branches = Gauge(
             "gitops_reverser_owned_branches",
             "Branches this worker holds the lease of and works",
@@ -94,6 +120,10 @@ OBLIGATIONS = METRICS.obligations
 QUIET_WAIT = METRICS.quiet_wait
 APPLY_WINDOW_COLLISIONS = METRICS.apply_window_collisions
 ATTRIBUTION_RESOLUTIONS = METRICS.attribution_resolutions
+ATTRIBUTION_WAIT = METRICS.attribution_wait
+ATTRIBUTION_FACTS = METRICS.attribution_facts
+ATTRIBUTION_EVICTIONS = METRICS.attribution_evictions
+ATTRIBUTION_DECODE_ERRORS = METRICS.attribution_decode_errors
 OWNED_BRANCHES = METRICS.owned_branches
 BUSY_THREADS = METRICS.busy_threads
 WAITING_BRANCHES = METRICS.waiting_branches

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from services.watcher.applier_status import ApplierStatus
 from services.watcher.appliers import ApplierChecker
-from services.watcher.clusters import reconcile_clusters
+from services.watcher.clusters import audit_routes, reconcile_clusters
 from services.watcher.encryption import Sealer, read_master, with_recipients
 from services.watcher.metrics import WatcherMetrics
 from services.watcher.probe import Prober
@@ -27,7 +27,7 @@ from services.watcher.receivers import publish_receivers
 from services.watcher.rules import reconcile_cluster_rules, reconcile_rules
 from services.watcher.signing import SigningKeys
 from services.watcher.status import StatusPublisher
-from services.watcher.targets import TargetReconciler, World, audit_routes, verdict_of
+from services.watcher.targets import TargetReconciler, World, verdict_of
 from shared.decide.cluster_rules import Sources, desired_cluster_watches
 from shared.decide.conditions import Problem
 from shared.decide.watches import ServedTarget, WatchKey, WatchSpec, desired_watches

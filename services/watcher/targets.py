@@ -41,7 +41,6 @@ from shared.kube.kinds import GIT_TARGETS
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.crds import ClusterProviderView, Condition, GitProviderView, GitTargetView
 from shared.model.ids import Branch, BranchKey, GitTargetUid
-from shared.store.attribution import AuditRoute
 from shared.store.config import ConfigStore
 from shared.store.watches import WatchState
 
@@ -89,19 +88,6 @@ def branch_config(provider: GitProviderView, branch: str) -> BranchConfig:
         message_one=provider.message_one,
         message_many=provider.message_many,
     )
-
-
-def audit_routes(clusters: Iterable[ClusterProviderView]) -> dict[str, AuditRoute]:
-    """The audit routes the ClusterProviders set (``spec.attribution``); ClusterProviders that
-    share a route must name one Secret: the first by name is kept."""
-    routes: dict[str, AuditRoute] = {}
-    for cluster in sorted(clusters, key=lambda c: c.meta.name):
-        spec = cluster.attribution
-        if spec is not None and spec.audit_route not in routes:
-            routes[spec.audit_route] = AuditRoute(
-                spec.audit_route, cluster.meta.name, spec.token_secret, spec.token_key
-            )
-    return routes
 
 
 def target_config(

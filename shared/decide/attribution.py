@@ -2,8 +2,12 @@
 
 The accept gate (facts: upstream-gitops-reverser.md §1.4) keeps an audit event only when it is
 stage ``ResponseComplete``, a mutating verb (create, update, patch, delete, deletecollection),
-answered 2xx, not a dry run (``dryRun`` in its requestURI), and on no subresource but
-``scale``; every refusal is named by the outcome the facts' metric uses.
+answered 2xx, not a dry run (``dryRun`` in its requestURI), on no subresource but ``scale``,
+and changed the resourceVersion; every refusal is named by the outcome the facts' metric uses.
+An update or patch changed nothing (``unchanged_resource_version``) when its ``requestObject``
+names the resourceVersion the response carries: a write that changes the object always moves
+it. A no-op whose event cannot show it (a patch without a resourceVersion, a policy that does
+not record ``requestObject``) is a fact the join discounts (below).
 
 The join (§1.4 "Tiers", "Rules") of one object event to the facts known for its type:
 
@@ -12,7 +16,10 @@ The join (§1.4 "Tiers", "Rules") of one object event to the facts known for its
   settles for the last writer, and a delete fact is never overwritten by a write fact;
 - a CREATE or UPDATE joins a write fact of its uid and resourceVersion (``exact``); once the
   grace has run out, the newest write fact of its uid (``latest``), else of its namespace and
-  name (``name``); it never falls through to removal facts;
+  name (``name``); it never falls through to removal facts. Of the write facts naming one uid
+  and resourceVersion only the first (by stage time, then stream order) counts: the write that
+  made the version came first, and a later one naming it changed nothing (a no-op the gate
+  could not see), so a no-op never takes the credit for another user's edit;
 - nothing found once the grace has run out is ``absent`` (the commit's author is the
   unresolved sentinel); before that the event waits (``None``).
 """
@@ -88,6 +95,18 @@ def _collection_uids(response: Any) -> tuple[str, ...]:
     return tuple(uids)
 
 
+def _unchanged(event: Mapping[str, Any], after: str) -> bool:
+    """The request named the resourceVersion its answer carries: nothing was written."""
+    request = event.get("requestObject")
+    meta = request.get("metadata") if isinstance(request, Mapping) else None
+    before = _str(meta.get("resourceVersion")) if isinstance(meta, Mapping) else ""
+    if not after:
+        response = event.get("responseObject")
+        answer = response.get("metadata") if isinstance(response, Mapping) else None
+        after = _str(answer.get("resourceVersion")) if isinstance(answer, Mapping) else ""
+    return bool(before) and before == after
+
+
 def accept(event: Any) -> Accepted | Dropped:
     """The gate for one item of an EventList."""
     if not isinstance(event, Mapping):
@@ -111,6 +130,8 @@ def accept(event: Any) -> Accepted | Dropped:
         return Dropped("dry_run", verb, group, resource)
     if _str(ref.get("subresource")) not in ("", "scale"):
         return Dropped("non_scale_subresource", verb, group, resource)
+    if verb in ("update", "patch") and _unchanged(event, _str(ref.get("resourceVersion"))):
+        return Dropped("unchanged_resource_version", verb, group, resource)
     user = event.get("user")
     user = user if isinstance(user, Mapping) else {}
     username = _str(user.get("username"))
@@ -163,6 +184,21 @@ def _newest(facts: Iterable[AuthorFact]) -> AuthorFact | None:
     return max(found, key=lambda f: f.stage_timestamp) if found else None
 
 
+def first_per_version(writes: Iterable[AuthorFact]) -> list[AuthorFact]:
+    """The write facts without those naming a uid and resourceVersion an earlier fact named
+    (no-ops: see the module); facts without a uid or resourceVersion are all kept."""
+    kept: list[AuthorFact] = []
+    seen: set[tuple[str, str]] = set()
+    for fact in sorted(writes, key=lambda f: f.stage_timestamp):  # stable: stream order
+        version = (fact.uid, fact.resource_version)
+        if fact.uid and fact.resource_version:
+            if version in seen:
+                continue
+            seen.add(version)
+        kept.append(fact)
+    return kept
+
+
 def join(
     operation: str,
     *,
@@ -183,7 +219,7 @@ def join(
         if listed is not None:
             return Joined("deletecollection_body_uid", listed)
         return Joined("absent", None) if grace_over else None
-    writes = [f for f in known if not f.removal]
+    writes = first_per_version(f for f in known if not f.removal)
     exact = _newest(
         f for f in writes if uid and f.uid == uid and f.resource_version == resource_version
     )

@@ -5,14 +5,19 @@ A route record names the Secret that holds the route's bearer token (its name an
 product's namespace), never the token. Facts of one audit request and one group/resource are
 one stream entry (field ``facts``: a JSON array), appended to
 ``audit:facts:{route}:{group/resource}`` with ``MAXLEN ~`` and an ``EXPIRE`` refreshed on each
-append (facts: upstream-gitops-reverser.md §4), so the streams stay bounded in length and age.
+append, and trimmed with ``XTRIM MINID`` to the TTL horizon at most once a minute per stream
+and process (facts: upstream-gitops-reverser.md §4), so the streams stay bounded in length and
+age: a busy stream never expires, and without the trim it would keep facts up to ``MAXLEN``
+however old. The horizon is the new entry's id (Redis's clock) less the TTL, so a process
+clock that runs ahead never trims fresh facts.
 A branch worker follows a stream with ``XRANGE`` after the last id it read.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import redis
@@ -26,6 +31,8 @@ FACTS_MAXLEN = 10_000
 FACTS_TTL_S = 600
 #: Entries read per ``XRANGE`` call by a follower.
 READ_COUNT = 512
+#: Seconds between two ``XTRIM MINID`` of one stream by one process (facts §4: once a minute).
+TRIM_EVERY_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +90,19 @@ class AuditRoutes:
 class FactStreams:
     """Append facts (receiver) and read them after an id (branch workers)."""
 
-    def __init__(self, client: redis.Redis, keys: Keys, ttl_s: int = FACTS_TTL_S) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: Keys,
+        ttl_s: int = FACTS_TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._r = client
         self._keys = keys
         self._ttl = ttl_s
+        self._clock = clock
+        #: Stream key -> when this process last trimmed it.
+        self._trimmed_at: dict[str, float] = {}
 
     def append(self, route: str, by_type: Mapping[str, list[AuthorFact]]) -> int:
         """One entry per group/resource (facts §1.4); returns how many facts were stored."""
@@ -94,12 +110,30 @@ class FactStreams:
             return 0
         with unavailable_as_error("storing attribution facts"):
             pipe = self._r.pipeline(transaction=False)
-            for gr, facts in by_type.items():
-                key = self._keys.audit_facts(route, gr)
+            streams = [self._keys.audit_facts(route, gr) for gr in by_type]
+            for key, facts in zip(streams, by_type.values(), strict=True):
                 pipe.xadd(key, {"facts": facts_json(facts)}, maxlen=FACTS_MAXLEN, approximate=True)
                 pipe.expire(key, self._ttl)
-            pipe.execute()
+            added = pipe.execute()[::2]
+            self._trim(dict(zip(streams, (str(i) for i in added), strict=True)))
         return sum(len(f) for f in by_type.values())
+
+    def _trim(self, newest: Mapping[str, str]) -> None:
+        """``XTRIM MINID`` to the TTL horizon, each stream at most every ``TRIM_EVERY_S``."""
+        now = self._clock()
+        due = {
+            key: entry_id
+            for key, entry_id in newest.items()
+            if key not in self._trimmed_at or now - self._trimmed_at[key] >= TRIM_EVERY_S
+        }
+        if not due:
+            return
+        pipe = self._r.pipeline(transaction=False)
+        for key, entry_id in due.items():
+            horizon = int(entry_id.split("-", 1)[0]) - self._ttl * 1000
+            pipe.xtrim(key, minid=str(max(horizon, 0)), approximate=False)
+            self._trimmed_at[key] = now
+        pipe.execute()
 
     def read_after(
         self, route: str, group_resource: str, after: str

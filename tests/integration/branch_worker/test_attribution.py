@@ -13,10 +13,19 @@ import pytest
 
 from sandbox.githost.outside import git
 from services.branch_worker.attribution import Attributor
-from services.branch_worker.branch import BranchLoop
+from services.branch_worker.branch import SIGNING_RETRY_S, BranchLoop
+from services.branch_worker.signing import SigningUnavailable
+from shared.git.signing import SigningKey, generate_key
 from shared.model.attribution import AuthorFact
+from shared.model.ids import GitTargetUid
 from shared.store.attribution import FactStreams
+from tests.configs import target_config
 from tests.integration.branch_worker.conftest import Rig
+from tests.integration.branch_worker.test_signed_commits import (
+    FakeSigner,
+    _publish_theirs,
+    verified,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -125,3 +134,100 @@ def test_a_replay_after_a_rejected_push_keeps_each_commit_s_author(rig: Rig) -> 
         "alice <alice@noreply.cluster.local>",
     ]
     assert lines[2].endswith("foreign notes.md")  # replayed on top of the foreign commit
+
+
+def _held_alice_then_bob(rig: Rig) -> tuple[BranchLoop, FakeSigner, SigningKey, str]:
+    """A signed, attributed GitTarget whose key is out: alice's window, then bob's, held."""
+    rig.target = replace(rig.target, audit_route="prod", signing_secret="signing")
+    rig.configs.publish_target(rig.target)
+    facts = FactStreams(rig.client, rig.keys)
+    key = generate_key("team/gt")
+    signer = FakeSigner(key)
+    signer.failure = SigningUnavailable("Secret team/signing: no key", permanent=True)
+    loop = rig.loop(signer=signer)
+    loop.attributor = Attributor(facts, rig.clock, GRACE)
+    facts.append("prod", {"configmaps": [_fact("a", "alice"), _fact("b", "bob")]})
+    before = rig.head()
+    rig.publish("a")
+    rig.drain(loop)
+    loop.flush(force=True)  # alice's window is held
+    rig.publish("b")
+    rig.drain(loop)
+    loop.flush(force=True)  # bob's window meets alice's in the hold
+    assert rig.head() == before and loop.held() == [rig.target.uid]
+    return loop, signer, key, before
+
+
+def test_held_windows_of_two_authors_become_two_commits_in_order(rig: Rig) -> None:
+    """P5 with P6: windows held while the GitTarget's signing key is out keep one author per
+    commit. alice's window and then bob's are held; once the key works they are committed in
+    order, each with its own author and only its own edit (never bob's edit under alice)."""
+    loop, signer, key, before = _held_alice_then_bob(rig)
+    signer.failure = None
+    rig.clock.now += SIGNING_RETRY_S
+    loop.flush()
+    lines = _log(rig)
+    assert [line.split("|")[0] for line in lines[:2]] == [
+        "bob <bob@noreply.cluster.local>",
+        "alice <alice@noreply.cluster.local>",
+    ]
+    assert git("rev-parse", "main~2", cwd=rig.bare).strip() == before
+    changed = [
+        git("show", "--name-only", "--format=", rev, cwd=rig.bare).split()
+        for rev in ("main", "main~1")
+    ]
+    assert changed[0] == ["apps/team/configmaps/b.yaml"]  # bob's commit: his edit alone
+    assert "apps/team/configmaps/a.yaml" in changed[1]  # alice's (with the folder's first files)
+    assert "apps/team/configmaps/b.yaml" not in changed[1]
+    assert verified(rig, "main", key) and verified(rig, "main~1", key)
+    assert rig.events.pending_count(rig.bk) == 0 and not loop.busy()
+
+
+def test_splitting_held_windows_keeps_an_overlapping_targets_open_writes(rig: Rig) -> None:
+    """P5 with P6, M8: splitting held windows rebuilds the held folder from HEAD; the open,
+    uncommitted write of another GitTarget whose folder lies inside it is made again, left
+    out of the held commits, and committed in its own window."""
+    loop, signer, _, before = _held_alice_then_bob(rig)
+    inner = target_config(
+        GitTargetUid("gt-uid-2"), "team", "inner", str(rig.bare), "main", path="apps/inner"
+    )
+    rig.configs.publish_target(inner)
+    signer.failure = None
+    rig.clock.now += SIGNING_RETRY_S - 1
+    _publish_theirs(rig, inner)
+    rig.drain(loop)  # inner's window opens; it is not due at the retry below
+    rig.clock.now += 1
+    loop.flush()
+    assert git("rev-parse", "main~2", cwd=rig.bare).strip() == before
+    theirs = "apps/inner/team/configmaps/theirs.yaml"
+    assert theirs not in rig.files()
+    loop.flush(force=True)
+    assert "b: '1'" in rig.show(theirs)
+    assert _log(rig)[0].split("|")[0] == _log(rig)[0].split("|")[1]  # the committer's
+    assert rig.events.pending_count(rig.bk) == 0 and not loop.busy()
+
+
+def test_the_wait_for_a_fact_and_the_facts_read_are_measured(rig: Rig) -> None:
+    """P5 metrics (facts §5.1): ``attribution_resolution_wait_seconds`` observes the injected
+    clock's wait from the first look to the join; ``attribution_facts_total{op="read"}``
+    counts the facts an owner read."""
+    from prometheus_client import REGISTRY
+
+    def sample(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    wait = "gitops_reverser_attribution_resolution_wait_seconds_sum"
+    labels = {"tier": "exact", "event_kind": "UPDATE", "group": "", "version": "v1"}
+    labels["resource"] = "configmaps"
+    waited, read = (
+        sample(wait, **labels),
+        sample("gitops_reverser_attribution_facts_total", op="read"),
+    )
+    loop, facts = _attributed(rig)
+    rig.publish("a")
+    rig.drain(loop)  # no fact yet: the event waits
+    rig.clock.now += 1.5
+    facts.append("prod", {"configmaps": [_fact("a", "alice")]})
+    loop.handle([])
+    assert sample(wait, **labels) - waited == pytest.approx(1.5)
+    assert sample("gitops_reverser_attribution_facts_total", op="read") - read == 1

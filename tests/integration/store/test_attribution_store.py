@@ -40,3 +40,34 @@ def test_routes_are_published_exactly(redis_client: redis.Redis, key_prefix: str
     routes.publish({"b": AuditRoute("b", "pb", "s2", "t")})
     assert routes.lookup("a") is None
     assert routes.lookup("b") == AuditRoute("b", "pb", "s2", "t")
+
+
+def test_streams_are_trimmed_to_the_ttl_horizon_at_most_once_a_minute(
+    redis_client: redis.Redis, key_prefix: str
+) -> None:
+    """Facts §4: ``XTRIM MINID`` to the TTL horizon at most once a minute: a stream that keeps
+    being appended to (so never expires) loses its entries older than the TTL."""
+    keys = Keys(key_prefix)
+    now = [0.0]
+    streams = FactStreams(redis_client, keys, ttl_s=60, clock=lambda: now[0])
+    key = keys.audit_facts("r", "configmaps")
+    redis_client.xadd(key, {"facts": "[]"}, id="1-0")  # an entry from long ago
+    redis_client.xadd(key, {"facts": "[]"}, id="2-0")
+
+    def trims() -> int:
+        stats = redis_client.info("commandstats").get("cmdstat_xtrim", {})
+        return int(stats.get("calls", 0)) if isinstance(stats, dict) else 0
+
+    before = trims()
+    streams.append("r", {"configmaps": [_fact(1)]})
+    facts, _, _ = streams.read_after("r", "configmaps", "0")
+    assert [f.uid for f in facts] == ["u1"]  # the old entries are gone, the new one kept
+    assert trims() == before + 1
+    redis_client.xadd(key, {"facts": "[]"}, id="*")
+    now[0] += 59.0
+    streams.append("r", {"configmaps": [_fact(2)]})
+    assert trims() == before + 1  # not again within the minute
+    now[0] += 1.0
+    streams.append("r", {"configmaps": [_fact(3)]})
+    assert trims() == before + 2
+    assert redis_client.xlen(key) == 4  # nothing fresh was trimmed

@@ -264,3 +264,32 @@ def test_a_missing_recipients_secret_stalls_the_target_with_invalid_encryption(
     assert "team-a/missing-keys" in conditions["Validated"]["message"]
     assert conditions["Stalled"]["status"] == "True"
     assert rig.config.target(GitTargetUid(uid)) is None
+
+
+def test_a_cluster_provider_losing_a_shared_audit_route_says_so(rig: Rig) -> None:
+    """P5: two ClusterProviders share an audit route but name different token Secrets; the
+    first by name serves it (AttributionConfigured=True), the other shows
+    AttributionConfigured=False AuditRouteConflict (its Ready is not affected). Removing its
+    attribution removes the condition."""
+    c = rig.cluster
+
+    def attribution(secret: str) -> dict[str, Any]:
+        return {"auditRoute": "shared", "tokenSecretRef": {"name": secret}}
+
+    c.create(cluster_provider("a", accessFrom={}, attribution=attribution("token-a")))
+    c.create(cluster_provider("b", accessFrom={}, attribution=attribution("token-b")))
+    rig.burst()
+    a, b = c.conditions("ClusterProvider", "a"), c.conditions("ClusterProvider", "b")
+    assert (a["AttributionConfigured"]["status"], a["AttributionConfigured"]["reason"]) == (
+        "True",
+        "AuditRouteServed",
+    )
+    assert (b["AttributionConfigured"]["status"], b["AttributionConfigured"]["reason"]) == (
+        "False",
+        "AuditRouteConflict",
+    )
+    assert "ClusterProvider a" in b["AttributionConfigured"]["message"]
+    assert b["Ready"]["status"] == "True"
+    c.patch(GROUP, "ClusterProvider", "b", None, {"spec": {"attribution": None}})
+    rig.burst()
+    assert "AttributionConfigured" not in c.conditions("ClusterProvider", "b")

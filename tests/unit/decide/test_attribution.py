@@ -207,3 +207,40 @@ KEYS = st.sampled_from(
 def test_the_gate_answers_any_json_without_raising(event: Any) -> None:
     """Bad input is a dropped event, never an exception (a 500)."""
     assert isinstance(accept(event), Accepted | Dropped)
+
+
+def test_an_update_that_kept_its_resource_version_is_not_a_fact() -> None:
+    """P5, facts §1.4 "changed RV": the request named the version its answer carries."""
+    ref = {
+        "resource": "configmaps",
+        "apiGroup": "",
+        "uid": "u",
+        "name": "x",
+        "resourceVersion": "7",
+    }
+    same = {"metadata": {"name": "x", "resourceVersion": "7"}}
+    for verb in ("update", "patch"):
+        decision = accept(_event(verb=verb, objectRef=ref, requestObject=same))
+        assert isinstance(decision, Dropped)
+        assert decision.outcome == "unchanged_resource_version"
+    moved = accept(_event(objectRef=ref, requestObject={"metadata": {"resourceVersion": "6"}}))
+    assert isinstance(moved, Accepted)
+    no_ref_rv = accept(_event(requestObject=same, responseObject={"metadata": same["metadata"]}))
+    assert isinstance(no_ref_rv, Dropped)  # the version read from the response object
+    assert isinstance(accept(_event(objectRef=ref, requestObject={"data": {}})), Accepted)
+
+
+def test_a_no_op_after_a_write_never_takes_its_credit() -> None:
+    """P5: bob's no-op names the version alice's write made (the gate could not see it: no
+    requestObject); the exact and latest tiers still name alice."""
+    alice = AuthorFact("alice", "update", "", "configmaps", "t", "x", "u", "7", "a1",
+                       "2026-01-01T00:00:01Z")  # fmt: skip
+    bob = AuthorFact("bob", "patch", "", "configmaps", "t", "x", "u", "7", "a2",
+                     "2026-01-01T00:00:05Z")  # fmt: skip
+    for grace_over in (False, True):
+        found = join("UPDATE", uid="u", resource_version="7", namespace="t", name="x",
+                     facts=[bob, alice], grace_over=grace_over)  # fmt: skip
+        assert found is not None and found.fact is alice and found.tier == "exact"
+    latest = join("UPDATE", uid="u", resource_version="8", namespace="t", name="x",
+                  facts=[alice, bob], grace_over=True)  # fmt: skip
+    assert latest is not None and latest.tier == "latest" and latest.fact is alice

@@ -4,7 +4,7 @@ provider's name, several providers reading one cluster share it)."""
 
 from __future__ import annotations
 
-from services.watcher.targets import audit_routes
+from services.watcher.clusters import audit_routes
 from shared.model.crds import AttributionSpec, parse_cluster_provider
 from shared.store.attribution import AuditRoute
 
@@ -28,3 +28,34 @@ def test_routes_are_published_once_per_route_first_provider_by_name() -> None:
     b = parse_cluster_provider(_cp("b", {"auditRoute": "shared", "tokenSecretRef": {"name": "tb"}}))
     off = parse_cluster_provider(_cp("c"))
     assert audit_routes([b, off, a]) == {"shared": AuditRoute("shared", "a", "ta", "token")}
+
+
+def test_a_provider_sharing_a_route_with_another_secret_shows_the_conflict() -> None:
+    """P5: the first ClusterProvider by name serves a shared route; another naming the same
+    Secret shares it (True), one naming another Secret is told (AuditRouteConflict), and a
+    ClusterProvider without attribution gets no condition."""
+    from services.watcher.clusters import attribution_condition
+
+    a = parse_cluster_provider(_cp("a", {"auditRoute": "shared", "tokenSecretRef": {"name": "ta"}}))
+    same = parse_cluster_provider(
+        _cp("b", {"auditRoute": "shared", "tokenSecretRef": {"name": "ta"}})
+    )
+    other = parse_cluster_provider(
+        _cp("c", {"auditRoute": "shared", "tokenSecretRef": {"name": "tc"}})
+    )
+    off = parse_cluster_provider(_cp("d"))
+    routes = audit_routes([other, same, a, off])
+    found = {p.meta.name: attribution_condition(p, routes) for p in (a, same, other, off)}
+    assert found["d"] is None
+    assert [(w.status, w.reason) for w in (found["a"], found["b"]) if w] == [
+        ("True", "AuditRouteServed"),
+        ("True", "AuditRouteServed"),
+    ]
+    conflict = found["c"]
+    assert conflict is not None
+    assert (conflict.type, conflict.status, conflict.reason) == (
+        "AttributionConfigured",
+        "False",
+        "AuditRouteConflict",
+    )
+    assert "ClusterProvider a" in conflict.message and "tc" in conflict.message
