@@ -54,10 +54,9 @@ MAX_ID_CHARS = 128
 _STORE_ONCE = """
 local now = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - {ttl:d})
-if redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+if redis.call('ZADD', KEYS[1], 'NX', now, ARGV[2]) == 0 then
   return -1
 end
-redis.call('ZADD', KEYS[1], now, ARGV[2])
 local over = redis.call('ZCARD', KEYS[1]) - {max_guards:d}
 if over > 0 then
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, over - 1)
