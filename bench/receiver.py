@@ -10,8 +10,11 @@ replay guard (one Lua call). Throughput is measured closed-loop (every connectio
 next request when the answer arrives), best of ROUNDS rounds each; latency is then measured
 open-loop at half the receiver's throughput, from each request's scheduled send time, for the
 receiver and, at the same rate, for both bare endpoints (the floor: on a busy machine the load
-generator's own jitter is in every number). Bounded: a fixed number of requests per round
-and a time cap. Run alone: ``scripts/with-redis .venv/bin/python -m bench receiver``.
+generator's own jitter is in every number; ``bench.openloop`` sends it). The CPU each app's
+workers and Redis spend per request is recorded too: on a 2-core machine it is what the
+throughput ratio comes down to, and a busy machine disturbs it far less. Bounded: a fixed
+number of requests per round and a time cap.
+Run alone: ``scripts/with-redis .venv/bin/python -m bench receiver``.
 """
 
 from __future__ import annotations
@@ -460,10 +463,15 @@ def bench() -> Section:
         f"threads for every app; the load generator, the servers, Redis and the Kubernetes API "
         f"double share this machine's {os.cpu_count()} cores. Throughput is the best of "
         f"{ROUNDS} rounds of up to {ROUND_REQUESTS} requests (or {ROUND_SECONDS:.0f} s) each, "
-        "the apps taking turns. Latency is measured open loop at half the receiver's "
+        "the apps taking turns; CPU per request is what the app's gunicorn workers and Redis "
+        "used over those rounds (/proc and INFO cpu), divided by the requests sent: a busy "
+        "machine slows every process, but disturbs what a request costs far less than how "
+        "many get through. Latency is measured open loop at half the receiver's "
         f"throughput for every app, {LATENCY_ROUNDS} rounds taking turns, each request timed "
-        "from its scheduled send time; the generator's own lateness (a thread waking late on "
-        "a busy machine) is in every latency, which is why the floors are shown beside ours. "
+        "from its scheduled send time, sent by one thread in a process of its own "
+        "(bench/openloop.py) over 32 keep-alive connections; the generator's own lateness (a "
+        "process waking late on a busy machine) is in every latency, which is why the floors "
+        "are shown beside ours. "
         f"Load average (1 min) {load_before:.1f} before and {load_after:.1f} after the run: "
         "other work on the machine shows in these numbers. "
         "Each stored delivery costs the receiver one Redis round trip (the notice and its "
