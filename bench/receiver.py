@@ -10,8 +10,11 @@ replay guard (one Lua call). Throughput is measured closed-loop (every connectio
 next request when the answer arrives), best of ROUNDS rounds each; latency is then measured
 open-loop at half the receiver's throughput, from each request's scheduled send time, for the
 receiver and, at the same rate, for both bare endpoints (the floor: on a busy machine the load
-generator's own jitter is in every number). Bounded: a fixed number of requests per round
-and a time cap. Run alone: ``scripts/with-redis .venv/bin/python -m bench receiver``.
+generator's own jitter is in every number; ``bench.openloop`` sends it). The CPU each app's
+workers and Redis spend per request is recorded too: on a 2-core machine it is what the
+throughput ratio comes down to, and a busy machine disturbs it far less. Bounded: a fixed
+number of requests per round and a time cap.
+Run alone: ``scripts/with-redis .venv/bin/python -m bench receiver``.
 """
 
 from __future__ import annotations
@@ -36,13 +39,14 @@ from pathlib import Path
 from flask import Flask, Response, jsonify, request
 from kubernetes import client as k8s
 
+from bench import openloop
 from bench.report import Section, percentile
 from sandbox.kube.server import KubeApiServer
 from shared.model.receivers import ReceiverRecord, webhook_digest, webhook_path
 from shared.settings import Settings
 from shared.store.connection import connect
 from shared.store.keys import Keys
-from shared.store.receivers import ReceiverDirectory
+from shared.store.receivers import ReceiverDirectory, receiver_client
 
 ROOT = Path(__file__).resolve().parent.parent
 GUNICORN = Path(sys.executable).parent / "gunicorn"
@@ -68,12 +72,12 @@ def bare_app(redis_round_trip: bool = False) -> Flask:
     """The baseline: a Flask endpoint that reads the body and answers 202 JSON, nothing else.
 
     With ``redis_round_trip`` it also sends Redis one PING per request: the floor of any
-    design that stores something before it answers, as R4 requires.
+    design that stores something before it answers, as R4 requires. The PING goes through
+    the receiver's own client settings (``receiver_client``: timeouts, one retry), as redis-py
+    is ordinarily used: ``client.ping()``, through the pool.
     """
     app = Flask(__name__)
-    client = (
-        connect(Settings.from_env().redis_url, client_name="bench") if redis_round_trip else None
-    )
+    client = receiver_client(Settings.from_env().redis_url) if redis_round_trip else None
 
     @app.post("/hook/<digest>")
     def hook(digest: str) -> Response:
@@ -93,6 +97,18 @@ class Server:
 
     process: subprocess.Popen[str]
     url: str
+
+    def cpu_seconds(self) -> float:
+        """CPU (user + system) used so far by gunicorn's workers (the master's children)."""
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:  # the process is gone
+                continue
+            if int(fields[1]) == self.process.pid:  # its parent
+                total += int(fields[11]) + int(fields[12])  # utime, stime
+        return total / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
@@ -186,71 +202,57 @@ class Load:
         self.failures: list[int] = []
         self._lock = threading.Lock()
 
-    def _post(self, connection: http.client.HTTPConnection, due: float) -> Timing:
+    def _post(self, connection: http.client.HTTPConnection) -> None:
         headers = {**self._headers, "X-GitHub-Delivery": str(uuid.uuid4())}
-        sent = time.perf_counter()
         connection.request("POST", self._path, body=self._body, headers=headers)
         response = connection.getresponse()
         response.read()
-        done = time.perf_counter()
         if response.status != 202:
             with self._lock:
                 self.failures.append(response.status)
-        return Timing(done - due, sent - due) if due else Timing(done - sent, 0.0)
 
-    def _worker(self, take: Callable[[], float | None], timings: list[Timing]) -> None:
+    def _worker(self, more: Callable[[], bool]) -> None:
         connection = http.client.HTTPConnection(*self._address, timeout=30)
         try:
-            while (due := take()) is not None:
-                if due:  # open loop: wait for the request's scheduled time
-                    time.sleep(max(0.0, due - time.perf_counter()))
-                timing = self._post(connection, due)
-                if due:
-                    timings.append(timing)
+            while more():
+                self._post(connection)
         finally:
             connection.close()
 
-    def _run(self, take: Callable[[], float | None], threads: int) -> list[Timing]:
-        timings: list[Timing] = []
-        workers = [
-            threading.Thread(target=self._worker, args=(take, timings)) for _ in range(threads)
-        ]
+    def saturate(self, count: int, seconds: float) -> tuple[float, int]:
+        """Closed loop with CONNECTIONS connections: answered requests per second, and how
+        many were sent."""
+        lock, sent = threading.Lock(), [0]
+        deadline = time.perf_counter() + seconds
+
+        def more() -> bool:
+            with lock:
+                if sent[0] >= count or time.perf_counter() > deadline:
+                    return False
+                sent[0] += 1
+                return True
+
+        started = time.perf_counter()
+        workers = [threading.Thread(target=self._worker, args=(more,)) for _ in range(CONNECTIONS)]
         for worker in workers:
             worker.start()
         for worker in workers:
             worker.join()
-        return timings
-
-    def saturate(self, count: int, seconds: float) -> float:
-        """Closed loop with CONNECTIONS connections: answered requests per second."""
-        lock, sent = threading.Lock(), [0]
-        deadline = time.perf_counter() + seconds
-
-        def take() -> float | None:
-            with lock:
-                if sent[0] >= count or time.perf_counter() > deadline:
-                    return None
-                sent[0] += 1
-                return 0.0
-
-        started = time.perf_counter()
-        self._run(take, CONNECTIONS)
-        return sent[0] / (time.perf_counter() - started)
+        return sent[0] / (time.perf_counter() - started), sent[0]
 
     def paced(self, rate: float, count: int) -> list[Timing]:
-        """Open loop at ``rate`` requests/s, each timed from its scheduled send time (so a
-        slow answer delays no later request's clock: no coordinated omission)."""
-        lock, sent = threading.Lock(), [0]
-        start_at = time.perf_counter() + 0.2
-
-        def take() -> float | None:
-            with lock:
-                if sent[0] >= count:
-                    return None
-                sent[0] += 1
-                return start_at + (sent[0] - 1) / rate
-
-        return self._run(take, CONNECTIONS * 2)
+        """Open loop at ``rate`` requests/s over 2 x CONNECTIONS connections, each request
+        timed from its scheduled send time (so a slow answer delays no later request's clock:
+        no coordinated omission). Sent by ``bench.openloop``: one thread in a process of its
+        own, a fraction of the CPU per request of this process's threads (measured: about
+        170 us against 420 us), which on a 2-core machine is CPU the servers get back."""
+        head, tail = openloop.prepared(self._path, self._body, self._headers, "X-GitHub-Delivery")
+        paced = openloop.run_apart(
+            openloop.Plan(self._address, head, tail, rate, count, CONNECTIONS * 2)
+        )
+        with self._lock:
+            self.failures += paced.failures
+        return [Timing(latency, lateness) for latency, lateness in paced.timings]
 
 
 def _environment(scratch: Path, kubeconfig: Path, prefix: str) -> dict[str, str]:
@@ -298,24 +300,44 @@ class Measured:
     rates: dict[str, float]
     timings: dict[str, list[Timing]]
     rate: float  # the open-loop rate: half the receiver's throughput
+    #: CPU seconds per answered request over the throughput rounds: gunicorn's workers, Redis
+    cpu: dict[str, tuple[float, float]]
 
 
-def _measure(loads: dict[str, Load]) -> Measured:
-    """Best-of-ROUNDS throughput of each app; then every app at half the receiver's throughput,
-    in rounds that take turns too, so the bare endpoints' latency is the floor beside ours."""
+def _redis_cpu() -> float:
+    """CPU seconds Redis has used (``INFO cpu``: its main thread and the rest)."""
+    client = connect(Settings.from_env().redis_url, client_name="bench")
+    try:
+        info = client.info("cpu")
+    finally:
+        client.close()
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def _measure(loads: dict[str, Load], servers: dict[str, Server]) -> Measured:
+    """Best-of-ROUNDS throughput of each app, and the CPU its workers and Redis spent per
+    request over those rounds; then every app at half the receiver's throughput, in rounds
+    that take turns too, so the bare endpoints' latency is the floor beside ours."""
     rates = dict.fromkeys(loads, 0.0)
+    used = {name: [0.0, 0.0, 0] for name in loads}  # worker CPU, Redis CPU, requests
     for load in loads.values():
         load.saturate(300, ROUND_SECONDS)  # warm up: connections, caches, the Lua script
     for _ in range(ROUNDS):
         for name, load in loads.items():
-            rates[name] = max(rates[name], load.saturate(ROUND_REQUESTS, ROUND_SECONDS))
+            workers, redis_cpu = servers[name].cpu_seconds(), _redis_cpu()
+            rate, answered = load.saturate(ROUND_REQUESTS, ROUND_SECONDS)
+            rates[name] = max(rates[name], rate)
+            used[name][0] += servers[name].cpu_seconds() - workers
+            used[name][1] += _redis_cpu() - redis_cpu
+            used[name][2] += answered
+    cpu = {name: (w / max(n, 1), r / max(n, 1)) for name, (w, r, n) in used.items()}
     rate = rates["receiver"] / 2
     count = min(LATENCY_REQUESTS, int(rate * LATENCY_SECONDS)) // LATENCY_ROUNDS
     timings: dict[str, list[Timing]] = {name: [] for name in loads}
     for _ in range(LATENCY_ROUNDS):
         for name, load in loads.items():
             timings[name] += load.paced(rate, count)
-    return Measured(rates, timings, rate)
+    return Measured(rates, timings, rate, cpu)
 
 
 def _cleanup(prefix: str) -> None:
@@ -338,7 +360,7 @@ def _run(root: Path, kube: KubeApiServer, prefix: str) -> tuple[Measured, int]:
             env = _environment(root / str(i), root / "kubeconfig", prefix)
             servers[name] = start(spec, env, root / f"{i}.log")
         loads = {name: Load(server.url, path, body, headers) for name, server in servers.items()}
-        measured = _measure(loads)
+        measured = _measure(loads, servers)
     finally:
         for server in servers.values():
             server.stop()
@@ -346,6 +368,26 @@ def _run(root: Path, kube: KubeApiServer, prefix: str) -> tuple[Measured, int]:
     if failures:
         raise RuntimeError(f"answers other than 202: {failures}")
     return measured, len(body)
+
+
+def _cpu_rows(section: Section, measured: Measured) -> None:
+    """CPU per request of each app (its gunicorn workers, and Redis), over the throughput
+    rounds: what throughput costs, which a busy machine disturbs far less than requests/s."""
+    names = {"receiver": "receiver", **FLOOR_NAMES}
+    for name, (workers, redis_cpu) in measured.cpu.items():
+        section.add(
+            f"CPU per request, {names[name]}",
+            (workers + redis_cpu) * 1e6,
+            "us",
+            f"gunicorn workers {workers * 1e6:.0f} us + Redis {redis_cpu * 1e6:.0f} us",
+        )
+    ours, floor = (sum(measured.cpu[name]) for name in ("receiver", "bare+PING"))
+    section.add(
+        "CPU ratio (bare + PING / receiver)",
+        floor / ours,
+        "",
+        "requests per CPU second, ours against the floor's; goal as above",
+    )
 
 
 #: How the latency rows name the floors.
@@ -414,16 +456,22 @@ def bench() -> Section:
         "the floor of storing before answering (R4)",
     )
     section.add("ratio (receiver / bare + PING)", ours / floor, "", "goal: at least 0.95")
+    _cpu_rows(section, measured)
     _latency_rows(section, measured)
     section.notes.append(
         f"gunicorn gthread, {settings.receiver_workers} workers x {settings.receiver_threads} "
         f"threads for every app; the load generator, the servers, Redis and the Kubernetes API "
         f"double share this machine's {os.cpu_count()} cores. Throughput is the best of "
         f"{ROUNDS} rounds of up to {ROUND_REQUESTS} requests (or {ROUND_SECONDS:.0f} s) each, "
-        "the apps taking turns. Latency is measured open loop at half the receiver's "
+        "the apps taking turns; CPU per request is what the app's gunicorn workers and Redis "
+        "used over those rounds (/proc and INFO cpu), divided by the requests sent: a busy "
+        "machine slows every process, but disturbs what a request costs far less than how "
+        "many get through. Latency is measured open loop at half the receiver's "
         f"throughput for every app, {LATENCY_ROUNDS} rounds taking turns, each request timed "
-        "from its scheduled send time; the generator's own lateness (a thread waking late on "
-        "a busy machine) is in every latency, which is why the floors are shown beside ours. "
+        "from its scheduled send time, sent by one thread in a process of its own "
+        "(bench/openloop.py) over 32 keep-alive connections; the generator's own lateness (a "
+        "process waking late on a busy machine) is in every latency, which is why the floors "
+        "are shown beside ours. "
         f"Load average (1 min) {load_before:.1f} before and {load_after:.1f} after the run: "
         "other work on the machine shows in these numbers. "
         "Each stored delivery costs the receiver one Redis round trip (the notice and its "

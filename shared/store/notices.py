@@ -27,6 +27,7 @@ import redis
 from redis.exceptions import NoScriptError
 
 from shared.model.notices import PushNotice
+from shared.store.direct import ThreadConnections
 from shared.store.errors import unavailable_as_error
 from shared.store.keys import Keys
 
@@ -53,10 +54,9 @@ MAX_ID_CHARS = 128
 _STORE_ONCE = """
 local now = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - {ttl:d})
-if redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+if redis.call('ZADD', KEYS[1], 'NX', now, ARGV[2]) == 0 then
   return -1
 end
-redis.call('ZADD', KEYS[1], now, ARGV[2])
 local over = redis.call('ZCARD', KEYS[1]) - {max_guards:d}
 if over > 0 then
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, over - 1)
@@ -100,6 +100,7 @@ class NoticeWriter:
         script = _STORE_ONCE.format(ttl=self._ttl, max_len=int(max_len), max_guards=int(max_guards))
         self._store_once = client.register_script(script)
         self._streams: dict[tuple[str, str], str] = {}
+        self._direct = ThreadConnections(client)
 
     def _stream(self, notice: PushNotice) -> str:
         """The notice's stream key, from a small cache (a receiver serves few branches)."""
@@ -141,12 +142,13 @@ class NoticeWriter:
         return int(added) >= 0
 
     def _run_store_once(self, keys: list[str], args: list[str | float]) -> int:
-        """EVALSHA straight through ``execute_command`` (redis-py's ``Script`` wrapper costs as
-        much Python as the call itself); a server that does not know the script yet (a restart,
-        a flushed cache) gets it loaded by the wrapper."""
+        """EVALSHA on this thread's own connection (``shared.store.direct``: redis-py's
+        ``Script`` wrapper, and its pool around every command, cost more Python than the call
+        itself); a server that does not know the script yet (a restart, a flushed cache) gets
+        it loaded by the wrapper."""
         try:
             sha = self._store_once.sha
-            return int(self._r.execute_command("EVALSHA", sha, len(keys), *keys, *args))  # type: ignore[no-untyped-call]
+            return int(self._direct.execute("EVALSHA", sha, len(keys), *keys, *args))
         except NoScriptError:
             return int(self._store_once(keys=keys, args=args))
 

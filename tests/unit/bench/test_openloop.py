@@ -1,0 +1,62 @@
+"""The receiver benchmark's open-loop generator sends what it plans and reads whole replies."""
+
+from __future__ import annotations
+
+import socketserver
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from bench import openloop
+
+REPLY = b"HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    """Answers every request on a keep-alive connection with REPLY (bodies are 2 bytes)."""
+
+    seen: list[bytes] = []
+
+    def handle(self) -> None:
+        while True:
+            head = b""
+            while not head.endswith(b"\r\n\r\n"):
+                line = self.rfile.readline()
+                if not line:
+                    return
+                head += line
+            body = self.rfile.read(2)
+            _Handler.seen.append(head + body)
+            self.wfile.write(REPLY[:40])  # the reply in two writes: a split head is read whole
+            self.wfile.flush()
+            self.wfile.write(REPLY[40:])
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, int]]:
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Handler) as made:
+        made.daemon_threads = True
+        thread = threading.Thread(target=made.serve_forever, daemon=True)
+        thread.start()
+        yield made.server_address  # type: ignore[misc]
+        made.shutdown()
+
+
+def test_every_planned_request_is_sent_with_its_own_id_and_timed(server: tuple[str, int]) -> None:
+    _Handler.seen.clear()
+    head, tail = openloop.prepared("/hook/x", b"{}", {"X-A": "1"}, "X-Id")
+    paced = openloop.run(openloop.Plan(server, head, tail, rate=500.0, count=40, connections=4))
+    assert paced.failures == []
+    assert len(paced.timings) == 40
+    assert all(latency >= lateness >= 0.0 for latency, lateness in paced.timings)
+    assert len(_Handler.seen) == 40
+    ids = {request.split(b"X-Id: ")[1].split(b"\r\n")[0] for request in _Handler.seen}
+    assert len(ids) == 40
+    assert all(request.startswith(b"POST /hook/x HTTP/1.1\r\n") for request in _Handler.seen)
+    assert all(b"Content-Length: 2\r\n" in request for request in _Handler.seen)
+
+
+def test_a_reply_length_is_known_only_once_its_head_is_whole() -> None:
+    assert openloop._reply_length(REPLY[:30]) is None
+    assert openloop._reply_length(REPLY) == len(REPLY)
