@@ -109,8 +109,11 @@ class BranchLoop:
         desk: ApplierDesk | None = None,
         signer: Signer = unsigned,
         guard: ApplyWindowGuard | None = None,
+        plain_writer: bool = False,
     ) -> None:
         self.lease = lease
+        #: The benchmark seam's plain writer (``shared.settings.PLAIN_WRITER_TEST_SEAM``).
+        self._plain_writer = plain_writer
         #: The key file each GitTarget's commits are signed with (``spec.commit.signing``).
         self._signer = signer
         self.config = config
@@ -283,7 +286,9 @@ class BranchLoop:
         folder = self._folders.get(target.uid)
         if folder is None or folder.path != target.path:
             rendered = self._rendered.setdefault(target.uid, {})
-            folder = self._folders[target.uid] = Folder(self.ws, target.path, rendered)
+            folder = self._folders[target.uid] = Folder(
+                self.ws, target.path, rendered, plain=self._plain_writer
+            )
         return folder
 
     def _record_refusal(self, target: TargetConfig, event: ObjectEvent, applied: Applied) -> None:

@@ -65,9 +65,18 @@ class Folder:
     """
 
     def __init__(
-        self, workspace: Workspace, path: str, rendered: dict[str, str] | None = None
+        self,
+        workspace: Workspace,
+        path: str,
+        rendered: dict[str, str] | None = None,
+        *,
+        plain: bool = False,
     ) -> None:
         self.path = path
+        #: The benchmark seam's plain writer (``shared.settings.PLAIN_WRITER_TEST_SEAM``): the
+        #: folder is read without ``.gittargetignore`` and kustomize, and the writer edits
+        #: nothing in place and adds no bootstrap files. Never set outside the benchmarks.
+        self.plain = plain
         self._ws = workspace
         self._where: dict[IdentityKey, Located] = {}
         #: The keys each file was indexed under, so forgetting a file costs its own documents
@@ -102,6 +111,10 @@ class Folder:
         for link in scan.links:
             self._bad[link] = "SymbolicLink"
         self.files = scan.files
+        if plain:
+            for file in scan.files:
+                self.reindex(file)
+            return
         self._read_ignore()
         if any(kustomize.is_kustomization(f) for f in scan.files):
             self._render()
@@ -213,7 +226,7 @@ class Folder:
         self._rendered.pop(file, None)
         if documents:
             self._index(file, documents)
-            if rendered is not None:
+            if rendered is not None and not self.plain:
                 self._rendered[file] = _digest(rendered)
 
     def rendered(self, file: str, data: bytes) -> bool:

@@ -87,6 +87,7 @@ class BranchWorker:
         credentials: CredentialSource = no_credentials,
         workspaces: WorkspaceFactory = git_workspace,
         signer: Signer = unsigned,
+        plain_writer: bool | None = None,
     ) -> None:
         self.settings = settings
         self.stores = stores
@@ -105,6 +106,7 @@ class BranchWorker:
             credentials=credentials,
             workspaces=workspaces,
             signer=signer,
+            plain_writer=plain_writer,
         )
         self.heartbeat = Heartbeat(
             stores.leases, stores.registry, self.held, worker_id, clock=clock, lease_s=self._lease_s

@@ -104,7 +104,7 @@ def apply_event(
         )
     if applied.kind == "write" and folder.tree is None:
         folder.record(applied.path, list(applied.documents), applied.rendered)
-        if first and applied.documents:
+        if first and applied.documents and not folder.plain:
             _bootstrap(workspace, target)
     return applied
 
@@ -134,7 +134,7 @@ def _upsert(
                 stage_sops_bootstrap(workspace, target)  # P4 (the bootstrap hook's to stage)
         except PlacementRefused as err:
             return Applied("refused", reason="PathOutsideTarget", message=str(err))
-        shadowed = folder.shadowed(key_of(event), path)
+        shadowed = None if folder.plain else folder.shadowed(key_of(event), path)
         if shadowed is not None:  # P4: an ignored path is never written
             return Applied("refused", reason=shadowed.reason, message=shadowed.detail)
         return _write_file(workspace, path, [event.body])
@@ -215,6 +215,8 @@ def _in_place(
     """P1: the file edited where it stands, when a person wrote it (comments, order, style and
     the other documents kept); None for a file the product wrote, which is rewritten whole as
     today (the same bytes an in-place edit would give, for a fraction of the cost)."""
+    if folder.plain:
+        return None  # the benchmark seam: every write rendered whole, as before issue 14
     current = workspace.read(located.path)
     if current is None or folder.rendered(located.path, current):
         return None

@@ -77,6 +77,7 @@ class Rig:
         worker: str = "w1",
         read_tip: Callable[[], str | None] | None = None,
         signer: Signer = unsigned,
+        plain_writer: bool = False,
     ) -> BranchLoop:
         lease = Leases(self.client, self.keys, 60_000).acquire(self.bk, worker)
         assert lease is not None
@@ -94,6 +95,7 @@ class Rig:
             steady_tick=self.settings.steady_tick.total_seconds(),
             max_window=self.settings.max_window.total_seconds(),
             signer=signer,
+            plain_writer=plain_writer,
             desk=ApplierDesk(
                 self.bk,
                 self.branch,
