@@ -51,10 +51,9 @@ from bench.product import (
 )
 from bench.report import Section
 from sandbox.githost.outside import OutsideClone, git
-from shared.settings import Settings
+from shared.settings import PLAIN_WRITER_TEST_SEAM, Settings
 from shared.store.connection import connect
 from shared.store.keys import Keys
-from shared.settings import PLAIN_WRITER_TEST_SEAM
 from tests.e2e.system import System, run_system_as
 
 #: Sizes measured by default; ``BENCH_SNAPSHOT_SIZES=1000,10000,50000`` picks others.

@@ -123,9 +123,7 @@ class BranchJobs:
         self._clock = clock
         self._held = held
         #: The benchmark seam (``PLAIN_WRITER_TEST_SEAM``); None: read from the environment.
-        self._plain_writer = (
-            plain_writer_switched_on() if plain_writer is None else plain_writer
-        )
+        self._plain_writer = plain_writer_switched_on() if plain_writer is None else plain_writer
         self._credentials = credentials
         self._workspaces = workspaces
         self._signer = signer

@@ -54,4 +54,3 @@ def test_the_seam_is_read_from_the_environment_only_when_set_to_one() -> None:
     assert not plain_writer_switched_on({PLAIN_WRITER_TEST_SEAM: "true"})
     assert not plain_writer_switched_on({})
     assert not PLAIN_WRITER_TEST_SEAM.startswith("GITOPS_REVERSER_")  # never a user setting
-
