@@ -46,6 +46,8 @@ class Applied:
     documents: tuple[dict[str, Any], ...] = ()
     #: For a write rendered whole (not edited in place, P1): the bytes written.
     rendered: bytes | None = None
+    #: For a write edited in place (P1): the bytes written.
+    edited: bytes | None = None
 
 
 NO_WRITE = Applied("none")
@@ -103,7 +105,7 @@ def apply_event(
             message=f"{err.strerror}: the path of {oid.kind} {oid.name} under {target.path!r}",
         )
     if applied.kind == "write" and folder.tree is None:
-        folder.record(applied.path, list(applied.documents), applied.rendered)
+        folder.record(applied.path, list(applied.documents), applied.rendered, applied.edited)
         if first and applied.documents and not folder.plain:
             _bootstrap(workspace, target)
     return applied
@@ -220,7 +222,8 @@ def _in_place(
     current = workspace.read(located.path)
     if current is None or folder.rendered(located.path, current):
         return None
-    if current == _rendered(located.documents):
+    known = folder.edited_in_place(located.path, current)  # a person's file, edited before
+    if not known and current == _rendered(located.documents):
         return None
     return edit_file(current, located.documents, located.index, body)
 
@@ -237,4 +240,4 @@ def _write_file(
         return NO_WRITE
     workspace.write(path, data)
     rendered = data if edited is None else None
-    return Applied("write", path=path, documents=tuple(docs), rendered=rendered)
+    return Applied("write", path=path, documents=tuple(docs), rendered=rendered, edited=edited)

@@ -118,6 +118,17 @@ class Rig:
         kind: str = "ConfigMap",
         sensitive: bool = False,
     ) -> None:
+        self.events.publish(self.bk, self.event(name, op, data, kind, sensitive))
+
+    def event(
+        self,
+        name: str,
+        op: Operation = "UPDATE",
+        data: dict[str, str] | None = None,
+        kind: str = "ConfigMap",
+        sensitive: bool = False,
+    ) -> ObjectEvent:
+        """The event ``publish`` publishes."""
         resource = kind.lower() + "s"
         body = (
             None
@@ -129,19 +140,16 @@ class Rig:
                 **({} if sensitive else {"data": data or {"k": "v"}}),
             }
         )
-        self.events.publish(
-            self.bk,
-            ObjectEvent(
-                target=GitTargetRef(self.target.uid, "team", "gt"),
-                operation=op,
-                object_id=ObjectId("", "v1", resource, kind, "team", name),
-                uid=f"uid-{name}",
-                resource_version="1",
-                body=body,
-                managers=(ManagerEntry("kubectl-edit", "Update", "2026-11-29T10:00:00Z"),),
-                observed_at=self.clock.now,
-                sensitive=sensitive,
-            ),
+        return ObjectEvent(
+            target=GitTargetRef(self.target.uid, "team", "gt"),
+            operation=op,
+            object_id=ObjectId("", "v1", resource, kind, "team", name),
+            uid=f"uid-{name}",
+            resource_version="1",
+            body=body,
+            managers=(ManagerEntry("kubectl-edit", "Update", "2026-11-29T10:00:00Z"),),
+            observed_at=self.clock.now,
+            sensitive=sensitive,
         )
 
     def drain(self, loop: BranchLoop, worker: str = "w1") -> None:
