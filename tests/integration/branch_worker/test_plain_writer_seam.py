@@ -1,7 +1,8 @@
 """The benchmark seam ``GR_TEST_SEAM_PLAIN_WRITER`` (``bench.mirror``, ``bench.snapshot``)
 really takes off what issue 14 added to every write, so the benchmarks' "as built vs plain"
 ratio compares what it says it compares: a plain loop rewrites a hand-written file whole
-(in-place editing off) and brings no bootstrap files (bootstrap off); the seam is on only when set to ``1``."""
+(in-place editing off) and brings no bootstrap files (bootstrap off); the seam is on only
+when set to ``1``."""
 
 from __future__ import annotations
 
