@@ -24,6 +24,7 @@ BENCHMARKS = (
     "snapshot",
     "many_targets",
     "takeover",
+    "writer",
 )
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 

@@ -22,21 +22,48 @@ the branch quiet):
 Where the time goes is split at rq's own record of the request's job (enqueued by the branch
 worker, started by the dispatcher), in the rows marked "..".
 
+(d) The attempt's D3 check (``services.dispatcher.mirrored.behind``: every watch's namespace
+    listed through its cluster and compared with what the watch recorded) with a namespace of
+    10, 1,000 and 10,000 ConfigMaps: for each size a fresh sandbox with the watcher process,
+    the ConfigMaps stored before the GitTarget and WatchRule are created, and once the watch
+    has caught up (the check finds nothing behind), the check is timed in this process, the
+    way the dispatcher calls it, against the same Redis and the sandbox's API double.
+
 Run alone: ``scripts/with-redis .venv/bin/python -m bench apply_trigger``.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.flux_rig import QUIET_PERIOD_S, STEP_TIMEOUT_S, Rig, set_up
-from bench.product import NS, SETUP_TIMEOUT_S, running
+from bench.product import (
+    GROUP,
+    NS,
+    SETUP_TIMEOUT_S,
+    SLOW_POLL_S,
+    provider,
+    repository,
+    running,
+    target,
+    wait_for,
+)
 from bench.report import Section, percentile
 from bench.stamps import Stamp, Target, watching
+from services.dispatcher.mirrored import behind
+from shared.kube.clients import ClientFactory
+from shared.settings import Settings
+from shared.store.config import ConfigStore
+from shared.store.connection import connect
+from shared.store.keys import Keys
+from shared.store.watches import WatchState
+from tests.e2e.system import run_system
 
 #: Outside pushes of (a) and API edits of (b): each sample waits for Flux to finish.
 PUSHES = 15
@@ -127,6 +154,84 @@ def _measure(scratch: Path) -> Samples:
     return samples
 
 
+#: Namespace sizes of (d); ``BENCH_CAUGHT_UP_SIZES=10,1000`` picks others.
+CAUGHT_UP_SIZES = (10, 1_000, 10_000)
+#: Timed D3 checks per size.
+CHECKS = 20
+#: Longest wait for the watcher to catch up with a preloaded namespace.
+CATCH_UP_TIMEOUT_S = 300.0
+
+
+def _configmap(i: int) -> dict[str, object]:
+    meta = {"name": f"cm-{i:05d}", "namespace": NS}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"i": str(i)}}
+
+
+def caught_up_checks(directory: Path, size: int) -> list[float]:
+    """(d) Seconds of each D3 check with ``size`` ConfigMaps in the watched namespace."""
+    redis_url = Settings.from_env().redis_url
+    with contextmanager(run_system)(directory, redis_url, ("watcher",)) as system:
+        system.namespace(NS)
+        system.create(
+            {
+                "apiVersion": f"{GROUP}/v1alpha1",
+                "kind": "ClusterProvider",
+                "metadata": {"name": "default"},
+                "spec": {"accessFrom": {"selector": {}}},
+            }
+        )
+        system.sbx.kube.preload(("", "configmaps"), (_configmap(i) for i in range(size)))
+        repo = repository(system, f"checks-{size}")
+        rules = [{"apiGroups": [""], "resources": ["configmaps"]}]
+        watch_rule = {"targetRef": {"name": "apps"}, "rules": rules}
+        meta = {"name": "configs", "namespace": NS}
+        kind = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "WatchRule", "metadata": meta}
+        for body in (provider(repo.url, "0s", receiver=False), target(None)):
+            system.create(body)
+        system.create({**kind, "spec": watch_rule})
+        settings = Settings.from_env(system.env)
+        client = connect(redis_url, "bench")
+        keys = Keys(system.env["GITOPS_REVERSER_KEY_PREFIX"])
+        configs, watches = ConfigStore(client, keys), WatchState(client, keys)
+        kube = ClientFactory(settings, time.time).local().client
+
+        def check() -> list[str]:
+            return behind(repo.branch_key, configs, watches, lambda _cluster: kube)
+
+        def caught_up() -> bool:
+            return bool(watches.feeds([t.uid for t in configs.targets_of(repo.branch_key)])) and (
+                not check()
+            )
+
+        wait_for("the watch to catch up", caught_up, CATCH_UP_TIMEOUT_S, SLOW_POLL_S)
+        seconds = []
+        for _ in range(CHECKS):
+            start = time.perf_counter()
+            late = check()
+            seconds.append(time.perf_counter() - start)
+            if late:
+                raise RuntimeError(f"bench: the watch fell behind: {late[:3]}")
+    return seconds
+
+
+def caught_up_sizes() -> tuple[int, ...]:
+    """The sizes of (d): ``CAUGHT_UP_SIZES``, or those ``BENCH_CAUGHT_UP_SIZES`` names."""
+    chosen = os.environ.get("BENCH_CAUGHT_UP_SIZES", "")
+    return tuple(int(s) for s in chosen.split(",") if s.strip()) or CAUGHT_UP_SIZES
+
+
+def add_check_rows(section: Section, scratch: Path) -> None:
+    """(d): each size's D3 check, p50 and p99, and per listed object."""
+    for size in caught_up_sizes():
+        print(f"bench: D3 check with {size} ConfigMaps ...", flush=True)
+        values = caught_up_checks(scratch / f"checks-{size}", size)
+        what = f"(d) D3 check (list + compare), namespace of {size:,} ConfigMaps"
+        p50 = percentile(values, 50)
+        section.add(f"{what}, p50", p50 * 1000, "ms", f"{len(values)} checks")
+        section.add(f"{what}, p99", percentile(values, 99) * 1000, "ms")
+        section.add(f"{what}, p50 per object", p50 / size * 1e6, "us/object")
+
+
 #: (sample key, what it measures, whether its p99 is reported too).
 ROWS = (
     ("push_to_stamp", "(a) outside push to ForeignCommit stamp", True),
@@ -169,13 +274,17 @@ def bench() -> Section:
     )
     with tempfile.TemporaryDirectory() as scratch:
         samples = _measure(Path(scratch))
-    outcomes = add_rows(section, samples, ROWS)
+        outcomes = add_rows(section, samples, ROWS)
+        add_check_rows(section, Path(scratch))
     section.notes.append(
         f"quietPeriod {QUIET_PERIOD_S:.0f}s, commitWindow 0s, steady tick 1h; GitHub JSON "
         f"webhooks from the sandbox Git host. Requests recorded in the ledger: {outcomes}. "
         "A stamp is seen through a watch on the GitRepository; each sample starts once the "
         "previous request was Delivered, Flux applied its commit and the branch was quiet "
         f"(and, for (a), after a random pause of up to {DEPHASE_S:.0f}s). Rows marked '..' "
-        "split a sample at rq's enqueued_at and started_at of the request's job."
+        "split a sample at rq's enqueued_at and started_at of the request's job. (d) runs "
+        "apart, a fresh sandbox and watcher process per size: the ConfigMaps are stored "
+        "before the WatchRule, and the check is timed in the benchmark's process once the "
+        f"watch caught up, {CHECKS} times; one watch, so one list of the namespace per check."
     )
     return section

@@ -15,6 +15,11 @@ Memory is read from outside as well: the watcher's and branch worker's peak and 
 resident set (``/proc/<pid>/status`` VmHWM and VmRSS) and Redis ``used_memory``, each before
 the configuration is created (idle) and once everything is pushed and acknowledged; the
 growth over idle, divided by the objects mirrored, is the cost per object.
+
+Each size also runs a second time in a fresh sandbox with the branch worker's plain writer
+(the benchmark seam ``shared.settings.PLAIN_WRITER_TEST_SEAM``: the writer without what issue
+14 added to every write), the two taking turns across sizes, so issue 14's goal (as built at
+most 20% slower) is a ratio taken in one run.
 """
 
 from __future__ import annotations
@@ -46,10 +51,10 @@ from bench.product import (
 )
 from bench.report import Section
 from sandbox.githost.outside import OutsideClone, git
-from shared.settings import Settings
+from shared.settings import PLAIN_WRITER_TEST_SEAM, Settings
 from shared.store.connection import connect
 from shared.store.keys import Keys
-from tests.e2e.system import System, run_system
+from tests.e2e.system import System, run_system_as
 
 #: Sizes measured by default; ``BENCH_SNAPSHOT_SIZES=1000,10000,50000`` picks others.
 SIZES = (1_000, 10_000, 50_000)
@@ -248,12 +253,17 @@ class _Watch:
             time.sleep(POLL_S)
 
 
-def snapshot(directory: Path, size: int) -> tuple[Run, float]:
+def snapshot(
+    directory: Path, size: int, plain: bool = False, with_floor: bool = True
+) -> tuple[Run, float | None]:
     """A fresh sandbox and product: one snapshot of ``size`` ConfigMaps (+ size/10 CRs), then
-    the floor script against the same Git host; the run and the floor's seconds."""
+    the floor script against the same Git host; the run and the floor's seconds. With
+    ``plain`` the branch worker runs the benchmark seam's plain writer, and no floor is run."""
     redis_url = Settings.from_env().redis_url
     client = connect(redis_url, "bench")
-    with contextmanager(run_system)(directory, redis_url, MEASURED) as system:
+    seams = {PLAIN_WRITER_TEST_SEAM: "1"} if plain else {}
+    run_system = contextmanager(run_system_as)
+    with run_system(None, directory, redis_url, MEASURED, {}, seams=seams) as system:
         repo = _prepare(system, size)
         system.create(provider(repo.url, "5s", receiver=False))
         _wait_started(system, client)
@@ -268,7 +278,7 @@ def snapshot(directory: Path, size: int) -> tuple[Run, float]:
         watch.until_drained()
         done = {name: memory(system, name) for name in MEASURED}
         commits = int(git("rev-list", "--count", f"{first}..{tip}", cwd=repo.bare))
-        _check(repo, tip, size)
+        _check(repo, tip, size, plain)
         run = Run(
             objects=size + size // CR_EVERY,
             seconds=seconds,
@@ -279,16 +289,22 @@ def snapshot(directory: Path, size: int) -> tuple[Run, float]:
             redis_peak=max(watch.peak, _used(client)),
             redis_done=_used(client),
         )
-        floor_s = floor(directory, system.repo(f"floor-{size}"), size)
+        floor_s = None
+        if with_floor and not plain:
+            floor_s = floor(directory, system.repo(f"floor-{size}"), size)
     return run, floor_s
 
 
-def _check(repo: Repo, tip: str, size: int) -> None:
-    """The last ConfigMap's file holds its data: what was timed is the mirror, whole."""
+def _check(repo: Repo, tip: str, size: int, plain: bool) -> None:
+    """The last ConfigMap's file holds its data: what was timed is the mirror, whole; and the
+    writer was the one asked for (the plain writer brings no bootstrap README.md, P4)."""
     last = f"{FOLDER}/{NS}/configmaps/cm-{size - 1:05d}.yaml"
     mirrored = yaml.safe_load(git("show", f"{tip}:{last}", cwd=repo.bare))
     if mirrored.get("data") != _data(size - 1):
         raise RuntimeError(f"bench: {last} holds {mirrored.get('data')}")
+    names = git("ls-tree", "--name-only", tip, f"{FOLDER}/", cwd=repo.bare).splitlines()
+    if (f"{FOLDER}/README.md" in names) == plain:
+        raise RuntimeError(f"bench: the {'plain' if plain else 'built'} writer's tree: {names}")
 
 
 def floor(directory: Path, url: str, size: int) -> float:
@@ -311,14 +327,32 @@ def sizes() -> tuple[int, ...]:
     return tuple(int(s) for s in chosen.split(",") if s.strip()) or SIZES
 
 
+def snapshot_rounds() -> int:
+    """Rounds of the as-built / plain-writer pair per size (``BENCH_SNAPSHOT_ROUNDS``, 1)."""
+    return max(1, int(os.environ.get("BENCH_SNAPSHOT_ROUNDS", "1") or "1"))
+
+
 MIB = 1024 * 1024
 
 
-def _rows(section: Section, run: Run, floor_s: float) -> None:
+def _rows(section: Section, run: Run, floor_s: float, built: list[Run], plain: list[Run]) -> None:
     n = run.objects
     what = f"{n:,} objects"
     section.add(
         f"{what}: GitTarget created to all pushed", run.seconds, "s", f"{run.commits} commits"
+    )
+    rounds = f"{len(plain)} round{'s' if len(plain) > 1 else ''}"
+    section.add(
+        f"{what}: the same, plain writer (seam)",
+        sum(p.seconds for p in plain) / len(plain),
+        "s",
+        f"mean of {rounds}; as built: {', '.join(f'{b.seconds:.1f}' for b in built)} s",
+    )
+    section.add(
+        f"{what}: as built / plain writer, speed",
+        sum(p.seconds for p in plain) / sum(b.seconds for b in built),
+        "",
+        f"issue 14 goal: at least 0.8 ({rounds}, taking turns)",
     )
     section.add(f"{what}: floor (PyYAML, one commit, one push)", floor_s, "s")
     section.add(f"{what}: speed ratio to the floor", floor_s / run.seconds, "", "goal: >= 0.33")
@@ -376,12 +410,24 @@ def bench() -> Section:
     )
     runs = []
     with tempfile.TemporaryDirectory() as scratch:
-        for size in sizes():
-            print(f"bench: snapshot of {size} ConfigMaps ...", flush=True)
-            run, floor_s = snapshot(Path(scratch) / f"n{size}", size)
-            print(f"bench:   {run.seconds:.1f}s ({run.commits} commits), floor {floor_s:.1f}s")
-            runs.append((run, floor_s))
-            _rows(section, run, floor_s)
+        for turn, size in enumerate(sizes()):
+            built: list[Run] = []
+            plain_runs: list[Run] = []
+            floors: list[float] = []
+            for r in range(snapshot_rounds()):
+                first = bool((turn + r) % 2)  # who goes first alternates
+                for plain in (first, not first):
+                    label = "plain writer" if plain else "as built"
+                    print(f"bench: snapshot of {size} ConfigMaps, {label} ...", flush=True)
+                    where = Path(scratch) / f"n{size}-{r}-{'plain' if plain else 'built'}"
+                    run, floor_s = snapshot(where, size, plain, with_floor=not floors)
+                    print(f"bench:   {run.seconds:.1f}s", flush=True)
+                    (plain_runs if plain else built).append(run)
+                    if floor_s is not None:
+                        floors.append(floor_s)
+                        print(f"bench:   floor {floor_s:.1f}s", flush=True)
+            runs.append((built[0], floors[0]))
+            _rows(section, built[0], floors[0], built, plain_runs)
     _charts(section, runs)
     section.notes.append(
         f"Each size runs in a fresh sandbox with the watcher and one branch worker as "
@@ -391,6 +437,10 @@ def bench() -> Section:
         "holds every file. Resident memory is read from /proc/<pid>/status; growth per object "
         "is the peak (VmHWM) less the idle resident set before the configuration, over the "
         "objects. Redis used_memory is read after every event was acknowledged (streams "
-        "trimmed) and sampled twice a second during the snapshot."
+        "trimmed) and sampled twice a second during the snapshot. The plain writer's run is "
+        "the same in its own fresh sandbox, the branch worker started with the benchmark seam "
+        "GR_TEST_SEAM_PLAIN_WRITER=1 (no in-place editing, no .gittargetignore or kustomize "
+        "reads, no bootstrap files); the two runs of a size take turns going first, round by round "
+        "(BENCH_SNAPSHOT_ROUNDS, 1 by default); the other rows are the first as-built run's."
     )
     return section

@@ -249,3 +249,18 @@ def apply_window_switched_off(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the test seam ``APPLY_WINDOW_TEST_SEAM`` switched the apply window off."""
     env = os.environ if environ is None else environ
     return env.get(APPLY_WINDOW_TEST_SEAM, "") == "1"
+
+
+#: A benchmark seam, not a user setting: ``bench.snapshot`` and ``bench.mirror`` set it to ``1``
+#: in one side's branch worker to measure the writer without what issue 14 added to every write
+#: (in-place editing of hand-written files with its digest bookkeeping, the kustomize and
+#: ``.gittargetignore`` reads of a folder, the bootstrap files), beside the writer as built. Like
+#: ``APPLY_WINDOW_TEST_SEAM`` it lies outside the prefix: ``Settings`` does not list it, the docs
+#: do not offer it, and the chart never sets it.
+PLAIN_WRITER_TEST_SEAM = "GR_TEST_SEAM_PLAIN_WRITER"
+
+
+def plain_writer_switched_on(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the benchmark seam ``PLAIN_WRITER_TEST_SEAM`` asked for the plain writer."""
+    env = os.environ if environ is None else environ
+    return env.get(PLAIN_WRITER_TEST_SEAM, "") == "1"

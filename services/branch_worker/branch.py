@@ -130,8 +130,11 @@ class BranchLoop:
         guard: ApplyWindowGuard | None = None,
         requests: RequestDesk | None = None,
         attributor: Attributor | None = None,
+        plain_writer: bool = False,
     ) -> None:
         self.lease = lease
+        #: The benchmark seam's plain writer (``shared.settings.PLAIN_WRITER_TEST_SEAM``).
+        self._plain_writer = plain_writer
         self.requests = requests  # P6: CommitRequests bound to windows
         #: Joins each event to its audit fact (GitTargets with attribution on).
         self.attributor = attributor
@@ -362,7 +365,9 @@ class BranchLoop:
         folder = self._folders.get(target.uid)
         if folder is None or folder.path != target.path:
             rendered = self._rendered.setdefault(target.uid, {})
-            folder = self._folders[target.uid] = Folder(self.ws, target.path, rendered)
+            folder = self._folders[target.uid] = Folder(
+                self.ws, target.path, rendered, plain=self._plain_writer
+            )
         return folder
 
     def _record_refusal(self, target: TargetConfig, event: ObjectEvent, applied: Applied) -> None:

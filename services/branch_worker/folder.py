@@ -65,9 +65,18 @@ class Folder:
     """
 
     def __init__(
-        self, workspace: Workspace, path: str, rendered: dict[str, str] | None = None
+        self,
+        workspace: Workspace,
+        path: str,
+        rendered: dict[str, str] | None = None,
+        *,
+        plain: bool = False,
     ) -> None:
         self.path = path
+        #: The benchmark seam's plain writer (``shared.settings.PLAIN_WRITER_TEST_SEAM``): the
+        #: folder is read without ``.gittargetignore`` and kustomize, and the writer edits
+        #: nothing in place and adds no bootstrap files. Never set outside the benchmarks.
+        self.plain = plain
         self._ws = workspace
         self._where: dict[IdentityKey, Located] = {}
         #: The keys each file was indexed under, so forgetting a file costs its own documents
@@ -89,6 +98,10 @@ class Folder:
         #: file still has those bytes): re-rendering a large document to learn that a file is
         #: the product's cost as much as the write itself.
         self._rendered = {} if rendered is None else rendered
+        #: file -> digest of the bytes the writer last edited there in place (P1): while the
+        #: file still has them, its next edit goes straight to the in-place edit, without
+        #: rendering its documents whole to learn that the file is a person's.
+        self._edited: dict[str, str] = {}
         try:
             if workspace.leads_elsewhere(path):
                 self._elsewhere = FolderVerdict(
@@ -102,6 +115,10 @@ class Folder:
         for link in scan.links:
             self._bad[link] = "SymbolicLink"
         self.files = scan.files
+        if plain:
+            for file in scan.files:
+                self.reindex(file)
+            return
         self._read_ignore()
         if any(kustomize.is_kustomization(f) for f in scan.files):
             self._render()
@@ -204,22 +221,35 @@ class Folder:
         self._index(file, docs)
 
     def record(
-        self, file: str, documents: list[dict[str, Any]], rendered: bytes | None = None
+        self,
+        file: str,
+        documents: list[dict[str, Any]],
+        rendered: bytes | None = None,
+        edited: bytes | None = None,
     ) -> None:
-        """The writer just wrote ``documents`` to ``file`` (``rendered`` whole, M2, or edited
-        in place, P1), or deleted it when there are none: index them as written, without
-        reading the file back and parsing it (parsing was the largest cost of a snapshot)."""
+        """The writer just wrote ``documents`` to ``file`` (``rendered`` whole, M2, or
+        ``edited`` in place, P1), or deleted it when there are none: index them as written,
+        without reading the file back and parsing it (parsing was the largest cost of a
+        snapshot)."""
         self._forget(file)
         self._rendered.pop(file, None)
+        self._edited.pop(file, None)
         if documents:
             self._index(file, documents)
-            if rendered is not None:
+            if rendered is not None and not self.plain:
                 self._rendered[file] = _digest(rendered)
+            elif edited is not None:
+                self._edited[file] = _digest(edited)
 
     def rendered(self, file: str, data: bytes) -> bool:
         """Whether ``data``, the bytes of ``file``, are what the writer rendered there: its
         next edit needs no in-place edit (P1) and no check that it is the product's."""
         return self._rendered.get(file) == _digest(data)
+
+    def edited_in_place(self, file: str, data: bytes) -> bool:
+        """Whether ``data``, the bytes of ``file``, are what the writer last edited there in
+        place (P1): a person's file, to be edited in place again."""
+        return self._edited.get(file) == _digest(data)
 
     def kustomized(self, files: list[str], tree: kustomize.Tree) -> None:
         """A kustomize folder after a write (P2): its files and the render the writer just

@@ -28,7 +28,7 @@ from shared.kube.errors import KubeError
 from shared.model.config import BranchConfig
 from shared.model.ids import BranchKey
 from shared.model.notices import PushNotice
-from shared.settings import Settings, apply_window_switched_off
+from shared.settings import Settings, apply_window_switched_off, plain_writer_switched_on
 from shared.store.branch_state import FencedOff
 from shared.store.errors import REDIS_DOWN
 from shared.store.leases import Lease
@@ -117,12 +117,15 @@ class BranchJobs:
         credentials: CredentialSource,
         workspaces: WorkspaceFactory,
         signer: Signer = unsigned,
+        plain_writer: bool | None = None,
     ) -> None:
         self.settings = settings
         self.stores = stores
         self.worker_id = worker_id
         self._clock = clock
         self._held = held
+        #: The benchmark seam (``PLAIN_WRITER_TEST_SEAM``); None: read from the environment.
+        self._plain_writer = plain_writer_switched_on() if plain_writer is None else plain_writer
         self._credentials = credentials
         self._workspaces = workspaces
         self._signer = signer
@@ -221,6 +224,7 @@ class BranchJobs:
             steady_tick=self.settings.steady_tick.total_seconds(),
             max_window=self.settings.max_window.total_seconds(),
             signer=self._signer,
+            plain_writer=self._plain_writer,
             desk=ApplierDesk(
                 bk,
                 config,

@@ -81,6 +81,7 @@ class BranchWorker(Taking):
         credentials: CredentialSource = no_credentials,
         workspaces: WorkspaceFactory = git_workspace,
         signer: Signer = unsigned,
+        plain_writer: bool | None = None,
     ) -> None:
         self.settings = settings
         self.stores = stores
@@ -99,6 +100,7 @@ class BranchWorker(Taking):
             credentials=credentials,
             workspaces=workspaces,
             signer=signer,
+            plain_writer=plain_writer,
         )
         self.heartbeat = Heartbeat(
             stores.leases, stores.registry, self.held, worker_id, clock=clock, lease_s=self._lease_s

@@ -46,6 +46,8 @@ class Applied:
     documents: tuple[dict[str, Any], ...] = ()
     #: For a write rendered whole (not edited in place, P1): the bytes written.
     rendered: bytes | None = None
+    #: For a write edited in place (P1): the bytes written.
+    edited: bytes | None = None
 
 
 NO_WRITE = Applied("none")
@@ -103,8 +105,8 @@ def apply_event(
             message=f"{err.strerror}: the path of {oid.kind} {oid.name} under {target.path!r}",
         )
     if applied.kind == "write" and folder.tree is None:
-        folder.record(applied.path, list(applied.documents), applied.rendered)
-        if first and applied.documents:
+        folder.record(applied.path, list(applied.documents), applied.rendered, applied.edited)
+        if first and applied.documents and not folder.plain:
             _bootstrap(workspace, target)
     return applied
 
@@ -134,7 +136,7 @@ def _upsert(
                 stage_sops_bootstrap(workspace, target)  # P4 (the bootstrap hook's to stage)
         except PlacementRefused as err:
             return Applied("refused", reason="PathOutsideTarget", message=str(err))
-        shadowed = folder.shadowed(key_of(event), path)
+        shadowed = None if folder.plain else folder.shadowed(key_of(event), path)
         if shadowed is not None:  # P4: an ignored path is never written
             return Applied("refused", reason=shadowed.reason, message=shadowed.detail)
         return _write_file(workspace, path, [event.body])
@@ -215,10 +217,13 @@ def _in_place(
     """P1: the file edited where it stands, when a person wrote it (comments, order, style and
     the other documents kept); None for a file the product wrote, which is rewritten whole as
     today (the same bytes an in-place edit would give, for a fraction of the cost)."""
+    if folder.plain:
+        return None  # the benchmark seam: every write rendered whole, as before issue 14
     current = workspace.read(located.path)
     if current is None or folder.rendered(located.path, current):
         return None
-    if current == _rendered(located.documents):
+    known = folder.edited_in_place(located.path, current)  # a person's file, edited before
+    if not known and current == _rendered(located.documents):
         return None
     return edit_file(current, located.documents, located.index, body)
 
@@ -235,4 +240,4 @@ def _write_file(
         return NO_WRITE
     workspace.write(path, data)
     rendered = data if edited is None else None
-    return Applied("write", path=path, documents=tuple(docs), rendered=rendered)
+    return Applied("write", path=path, documents=tuple(docs), rendered=rendered, edited=edited)

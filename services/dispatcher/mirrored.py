@@ -31,11 +31,10 @@ def behind(
     its current state (empty: every watch is caught up with the API as listed just now)."""
     uids = [t.uid for t in configs.targets_of(bk)]
     feeds = watches.feeds(uids)
-    knowns = watches.known_many([f.address for f in feeds])
+    knowns = watches.revisions_many([f.address for f in feeds])
     late: list[str] = []
-    for feed, known in zip(feeds, knowns, strict=True):
+    for feed, seen in zip(feeds, knowns, strict=True):
         resource = ApiResource(feed.group, feed.version, feed.resource, feed.kind, True)
         listing = cluster_for(feed.cluster).list(resource, feed.namespace)
-        seen = {name: (k.uid, k.resource_version) for name, k in known.items()}
         late += [f"{feed.namespace}/{feed.resource}/{n}" for n in unmirrored(listing.items, seen)]
     return late

@@ -179,6 +179,25 @@ class WatchState:
             for raw in raws
         ]
 
+    def revisions_many(self, at: Sequence[WatchAddress]) -> list[dict[str, tuple[str, str]]]:
+        """name -> (uid, resourceVersion) of what each watch knows, in one round trip: what
+        D3 compares before every stamp. Each watch's records are decoded as one JSON array
+        (one decode of 10,000 records, not 10,000 decodes: a fifth of the check's time)."""
+        pipe = self._r.pipeline(transaction=False)
+        for address in at:
+            pipe.hgetall(self._known_key(address))
+        raws = pipe.execute() if at else []
+        found: list[dict[str, tuple[str, str]]] = []
+        for raw in raws:
+            records = json.loads("[" + ",".join(str(v) for v in raw.values()) + "]")
+            found.append(
+                {
+                    str(name): (str(record[0]), str(record[3]) if len(record) > 3 else "")
+                    for name, record in zip(raw, records, strict=True)
+                }
+            )
+        return found
+
     def epoch(self, fresh: str) -> str:
         """The marker of this Redis's data (C8): set to ``fresh`` if missing, then returned.
 

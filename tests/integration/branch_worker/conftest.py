@@ -79,6 +79,7 @@ class Rig:
         read_tip: Callable[[], str | None] | None = None,
         signer: Signer = unsigned,
         requests: RequestDesk | None = None,
+        plain_writer: bool = False,
     ) -> BranchLoop:
         lease = Leases(self.client, self.keys, 60_000).acquire(self.bk, worker)
         assert lease is not None
@@ -97,6 +98,7 @@ class Rig:
             max_window=self.settings.max_window.total_seconds(),
             signer=signer,
             requests=requests,
+            plain_writer=plain_writer,
             desk=ApplierDesk(
                 self.bk,
                 self.branch,
@@ -119,6 +121,17 @@ class Rig:
         kind: str = "ConfigMap",
         sensitive: bool = False,
     ) -> None:
+        self.events.publish(self.bk, self.event(name, op, data, kind, sensitive))
+
+    def event(
+        self,
+        name: str,
+        op: Operation = "UPDATE",
+        data: dict[str, str] | None = None,
+        kind: str = "ConfigMap",
+        sensitive: bool = False,
+    ) -> ObjectEvent:
+        """The event ``publish`` publishes."""
         resource = kind.lower() + "s"
         body = (
             None
@@ -130,19 +143,16 @@ class Rig:
                 **({} if sensitive else {"data": data or {"k": "v"}}),
             }
         )
-        self.events.publish(
-            self.bk,
-            ObjectEvent(
-                target=GitTargetRef(self.target.uid, "team", "gt"),
-                operation=op,
-                object_id=ObjectId("", "v1", resource, kind, "team", name),
-                uid=f"uid-{name}",
-                resource_version="1",
-                body=body,
-                managers=(ManagerEntry("kubectl-edit", "Update", "2026-11-29T10:00:00Z"),),
-                observed_at=self.clock.now,
-                sensitive=sensitive,
-            ),
+        return ObjectEvent(
+            target=GitTargetRef(self.target.uid, "team", "gt"),
+            operation=op,
+            object_id=ObjectId("", "v1", resource, kind, "team", name),
+            uid=f"uid-{name}",
+            resource_version="1",
+            body=body,
+            managers=(ManagerEntry("kubectl-edit", "Update", "2026-11-29T10:00:00Z"),),
+            observed_at=self.clock.now,
+            sensitive=sensitive,
         )
 
     def drain(self, loop: BranchLoop, worker: str = "w1") -> None:

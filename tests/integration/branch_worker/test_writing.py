@@ -6,11 +6,15 @@ edits of files people wrote (P1, M5), bootstrap files with the first object (P4)
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
 from sandbox.githost.outside import git, push
+from services.branch_worker import writer
 from services.branch_worker.branch import BranchLoop
+from services.branch_worker.folder import Folder
+from shared.git.workspace import Workspace
 from tests.integration.branch_worker.conftest import Rig
 
 pytestmark = pytest.mark.integration
@@ -173,3 +177,35 @@ def test_a_comment_added_to_a_file_the_product_wrote_survives_the_next_update(ri
     rig.drain(loop)
     loop.flush()
     assert rig.show(CM) + "\n" == commented.replace("b: '2'", "b: '3'")
+
+
+def test_a_file_edited_in_place_is_edited_again_without_a_whole_render(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P1, cost: the writer knows the bytes it edited in place, so the next edit of that file
+    does not render its documents whole to learn it is a person's; a file a person changed
+    since is checked again, and still edited in place."""
+    renders: list[int] = []
+    whole = writer._rendered
+
+    def counted(docs: list[dict[str, Any]]) -> bytes:
+        renders.append(1)
+        return whole(docs)
+
+    monkeypatch.setattr(writer, "_rendered", counted)
+    ws = Workspace(rig.tmp / "tree", str(rig.bare), "main")
+    ws.write("apps/settings.yaml", HAND_WRITTEN.encode())
+    folder = Folder(ws, "apps")
+
+    def edit(mode: str) -> str:
+        event = rig.event("app", "UPDATE", {"mode": mode, "level": "info"})
+        assert writer.apply_event(ws, rig.target, event, folder).kind == "write"
+        return (ws.read("apps/settings.yaml") or b"").decode()
+
+    assert edit("slow") == HAND_WRITTEN.replace('"fast"', '"slow"')
+    assert edit("fast") == HAND_WRITTEN
+    assert len(renders) == 1  # the first edit only
+    by_hand = HAND_WRITTEN.replace("level: info", "level: info # me")
+    ws.write("apps/settings.yaml", by_hand.encode())
+    assert edit("slow") == by_hand.replace('"fast"', '"slow"')
+    assert len(renders) == 2  # the person's bytes were checked again
