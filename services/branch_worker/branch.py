@@ -508,7 +508,7 @@ class BranchLoop:
         deadline: its push refused, the branch failing, or its signing key out."""
         if self.requests is None or self.requests.next_failure() is None:
             return
-        held = {r.uid for w in self._held.values() for r in w.requests}
+        held = {r.uid for ws in self._held.values() for w in ws for r in w.requests}
         problem = self.push_refused or (
             "the branch's commit or push failed; see its GitTargets' conditions"
         )
