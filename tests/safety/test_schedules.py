@@ -69,13 +69,6 @@ def test_every_schedule_keeps_the_invariants(choices: list[int]) -> None:
     _play(choices)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Violation,
-    reason="open findings of the window search (docs/safety.md): a revert judged after the "
-    "window closed or by an owner that never saw the edit is mirrored, and some mirrored "
-    "reverts write Flux's value twice",
-)
 @pytest.mark.timeout(SEARCH_TIMEOUT_S)
 @seed(SEED)
 @settings(max_examples=EXAMPLES, database=None, phases=[Phase.generate])
