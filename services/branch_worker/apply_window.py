@@ -10,12 +10,15 @@
   correct apply); the trailing events of an older apply that arrive once a newer request is
   out are mirrored, which only proof could prevent;
 - when the API side last edited each object: the time the watcher observed the last event
-  that was not the applier's alone. It is kept in this owner's memory, so a new owner of the
-  branch starts with none: it mirrors (only proof withholds, W2), never withholds wrongly.
+  that was not the applier's alone. It is kept in Redis (``Collisions.remember_edit``,
+  written before the event can be acknowledged), so an owner that restarted or took the
+  branch over judges with what its predecessor saw (the window search found reverts mirrored
+  by such an owner when the times lived in memory).
 
 A withheld event is not mirrored (the caller acknowledges it as no write); every collision is
 logged, counted in ``apply_window_collisions_total{outcome}`` and kept for ``inspect`` (W3).
-Store reads happen only for an event the applier's own manager wrote: an API edit costs none.
+Store reads happen only for an event the applier's own manager wrote; an API edit costs one
+write.
 """
 
 from __future__ import annotations
@@ -50,6 +53,11 @@ REMEMBER_S = 900.0
 EditKey = tuple[str, str, str, str, str]
 
 
+def _member(key: EditKey) -> str:
+    """The object's member in the branch's edit times (its key parts, '/'-joined)."""
+    return "/".join(key)
+
+
 class ApplyWindowGuard:
     """Judges one branch's object events against their appliers' apply windows."""
 
@@ -69,7 +77,6 @@ class ApplyWindowGuard:
         self._collisions = collisions
         self._clock = clock
         self._enabled = enabled  # False only through the e2e test seam
-        self._edited: dict[EditKey, float] = {}
 
     def admits(self, target: TargetConfig, event: ObjectEvent) -> bool:
         """True to mirror ``event``; False when the apply window withholds it (W1)."""
@@ -96,7 +103,7 @@ class ApplyWindowGuard:
             newest=event.managers,
             applier_kind=ref.kind,
             window=self._window(ref, target),
-            api_edited_at=self._edited.get(key),
+            api_edited_at=self._collisions.edited_at(self._bk, _member(key)),
             now=self._clock(),
         )
 
@@ -112,10 +119,7 @@ class ApplyWindowGuard:
         return None if last is None else ApplyWindow(last.sent_at, last.finished_at)
 
     def _remember(self, key: EditKey, at: float) -> None:
-        self._edited[key] = max(at, self._edited.get(key, at))
-        horizon = self._clock() - REMEMBER_S - AFTER_FINISH_S
-        if len(self._edited) % 256 == 0:  # now and then, drop what no window can need
-            self._edited = {k: t for k, t in self._edited.items() if t >= horizon}
+        self._collisions.remember_edit(self._bk, _member(key), at, REMEMBER_S + AFTER_FINISH_S)
 
     def _report(
         self, ref: ApplierRef, target: TargetConfig, event: ObjectEvent, decision: Decision

@@ -43,6 +43,15 @@ def _field(obj: Obj, *path: str) -> str:
     return "" if value is None else str(value)
 
 
+def _ready(obj: Obj) -> str:
+    """The status of the ``Ready`` condition ("" when there is none)."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    for condition in conditions:
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            return str(condition.get("status") or "")
+    return ""
+
+
 def _read(client: KubeClient, ref: ApplierRef) -> FluxFound:
     """The Kustomization and, when it reads a GitRepository, that GitRepository."""
     kustomization = get_or_none(client, KUSTOMIZATIONS, ref.namespace, ref.name)
@@ -74,6 +83,7 @@ class FluxSent:
             self.commit,
             _field(kustomization, "status", "lastHandledReconcileAt"),
             _field(kustomization, "status", "lastAttemptedRevision"),
+            ready=_ready(kustomization),
         )
 
 

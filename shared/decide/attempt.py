@@ -77,17 +77,23 @@ def flux_plan(reasons: Iterable[Reason], artifact_revision: str, commit: str) ->
 
 
 def flux_handled(
-    plan: Plan, stamp: str, commit: str, handled_at: str, attempted_revision: str
+    plan: Plan, stamp: str, commit: str, handled_at: str, attempted_revision: str, *, ready: str
 ) -> bool:
     """D6: the Kustomization finished our request.
 
-    A Kustomization stamp is handled when ``lastHandledReconcileAt`` carries it; a source stamp
-    when the Kustomization attempted the new revision.
+    A Kustomization stamp is handled when ``lastHandledReconcileAt`` carries it (written at the
+    end of the reconcile, facts F1). A source stamp is handled when the Kustomization attempted
+    a revision of the commit *and* the reconcile that attempted it ended: ``ready`` (its
+    ``Ready`` condition's status) is no longer ``Unknown``. ``lastAttemptedRevision`` is written
+    before the build and apply (facts F3: "set once the artifact is downloaded and the path
+    exists, *before* build and apply", with ``Ready`` Unknown/``Progressing`` while it runs), so
+    the attempted revision alone would report the request finished while Flux is still applying
+    it, and the apply window (W1) would close under the apply.
     """
     if plan == "stamp-kustomization":
         return handled_at == stamp
     if plan == "stamp-source":
-        return revision_commit(attempted_revision) == commit
+        return revision_commit(attempted_revision) == commit and ready in ("True", "False")
     return True
 
 

@@ -20,9 +20,11 @@ import services.branch_worker.branch as branch_module
 import services.branch_worker.jobs as worker_jobs
 import services.dispatcher.attempt as attempt_module
 import services.dispatcher.mirrored as mirrored_module
+import tests.safety.world as world_module
 from services.branch_worker.worker import HINTS_EVERY_S
 from services.dispatcher import jobs as dispatcher_jobs
 from shared.decide.apply_window import Verdict
+from shared.decide.attempt import Plan, revision_commit
 from shared.model.ledger import LastRequest
 from shared.store.branch_state import BranchState
 from shared.store.streams import EventStream
@@ -67,13 +69,6 @@ def test_every_schedule_keeps_the_invariants(choices: list[int]) -> None:
     _play(choices)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Violation,
-    reason="open findings of the window search (docs/safety.md): a revert judged after the "
-    "window closed or by an owner that never saw the edit is mirrored, and some mirrored "
-    "reverts write Flux's value twice",
-)
 @pytest.mark.timeout(SEARCH_TIMEOUT_S)
 @seed(SEED)
 @settings(max_examples=EXAMPLES, database=None, phases=[Phase.generate])
@@ -262,7 +257,11 @@ def test_reporting_before_the_ledger_write_closes_the_window(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The kept schedule reaches the bug it guards (observed): with the old order (report,
-    then ledger) the revert is mirrored."""
+    then ledger) the revert is mirrored. It was found under the old D6 (a source stamp
+    finished once attempted), which makes d0 report while Flux still applies; since D6 waits
+    for the reconcile to end the schedule no longer reaches the gap, so the old D6 is played
+    too (``tests/unit/dispatcher/test_finish.py`` pins the order on its own)."""
+    monkeypatch.setattr(world_module, "flux_handled", _old_handled)
 
     def old_finish(ctx: Any, request: Any, outcome: Any) -> None:
         if not ctx.attempts.report_once(request.branch_key, outcome):
@@ -273,6 +272,45 @@ def test_reporting_before_the_ledger_write_closes_the_window(
     monkeypatch.setattr(dispatcher_jobs, "finish", old_finish)
     with pytest.raises(Violation, match="inside the apply window was mirrored"):
         run_named(LEDGER_GAP, World())
+
+
+#: Found by the window search (default seed), shrunk by hand-run deletion: Flux fetches the
+#: source and starts the reconcile (``lastAttemptedRevision`` is written before the apply,
+#: facts F3), API edits land, and the apply's objects come a minute later. D6 took the
+#: attempted revision as the finish, so the window closed 10 s after the apply *started* and
+#: the revert of the edit of a was mirrored ("no apply window open").
+SLOW_APPLY = [*WINDOW[:-5], "step w1", "edit b", "step w1", "flux source fetches", "step w1"]
+SLOW_APPLY += ["step w1", "step w1", "console edit a", "edit a", "step d0", "step d0", "tick 60s"]
+
+
+def _old_handled(
+    plan: Plan, stamp: str, commit: str, handled_at: str, attempted: str, *, ready: str
+) -> bool:
+    """D6 before the fix: a source stamp finished once the revision was attempted."""
+    if plan == "stamp-source":
+        return revision_commit(attempted) == commit
+    return plan != "stamp-kustomization" or handled_at == stamp
+
+
+def test_a_source_stamp_is_finished_when_the_apply_ended_not_when_it_started() -> None:
+    """D6, W1: the attempt is Delivered only once the reconcile that attempted the commit
+    ended (Ready no longer Unknown), so the window is open for the whole apply and the reverts
+    of both edits are withheld and repaired."""
+    world = World()
+    run_named(SLOW_APPLY, world)
+    assert world.counts["collision withheld"] >= 1
+    assert all(world.decisions[r.rv].verdict is Verdict.WITHHELD for r in world.reverts)
+
+
+def test_finishing_a_source_stamp_at_the_attempted_revision_closes_the_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kept schedule reaches the bug it guards (observed): with the old D6 (the attempted
+    revision alone) the revert is mirrored."""
+
+    monkeypatch.setattr(world_module, "flux_handled", _old_handled)
+    with pytest.raises(Violation, match="inside the apply window was mirrored"):
+        run_named(SLOW_APPLY, World())
 
 
 #: The first owner takes the branch and dies before it publishes a tip; an outside push lands

@@ -145,7 +145,10 @@ class SimSent:
     def handled(self) -> bool:
         yield_point("flux-read")
         flux = self.world.flux
-        return flux_handled(self.plan, self.token, self.commit, flux.handled_at, flux.attempted)
+        ready = "Unknown" if flux.applying else "True"  # Ready while a reconcile runs (F3)
+        return flux_handled(
+            self.plan, self.token, self.commit, flux.handled_at, flux.attempted, ready=ready
+        )
 
 
 @dataclass(slots=True)

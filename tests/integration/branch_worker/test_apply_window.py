@@ -24,6 +24,7 @@ from shared.model.ids import ObjectId
 from shared.model.ledger import LastRequest
 from shared.settings import Settings
 from shared.store.collisions import Collisions
+from shared.store.leases import Leases
 from shared.store.ledger import Ledger
 from tests.integration.branch_worker.conftest import Rig
 
@@ -67,11 +68,13 @@ def event(rig: Rig, value: str, *managers: str, op: Operation = "UPDATE") -> Non
     )
 
 
-def guarded(rig: Rig, applier: ApplierRef = KS, enabled: bool = True) -> BranchLoop:
+def guarded(
+    rig: Rig, applier: ApplierRef = KS, enabled: bool = True, worker: str = "w1"
+) -> BranchLoop:
     """A loop whose GitTarget names ``applier``, with the apply window's guard."""
     rig.target = dataclasses.replace(rig.target, applier=applier, quiet_period_s=1.0)
     rig.configs.publish_target(rig.target)
-    loop = rig.loop()
+    loop = rig.loop(worker)
     loop.guard = ApplyWindowGuard(
         rig.bk,
         appliers=rig.appliers,
@@ -229,3 +232,25 @@ def test_inspect_shows_the_collisions(rig: Rig, key_prefix: str) -> None:
         "(Kustomization/flux-system/apps" in done.stdout
     )
     assert "reverted an API edit" in done.stdout
+
+
+def test_an_owner_that_took_over_judges_with_the_edit_its_predecessor_saw(rig: Rig) -> None:
+    """W1 (issue 12, the window search): the owner that read the API edit acknowledged it and
+    is gone; the next owner (a new loop and guard, as after a crash or a lease takeover) reads
+    only Flux's revert. The edit's time is in Redis, so the revert is still withheld; when it
+    lived in the owner's memory the new owner mirrored it ("no API edit since the request was
+    sent") and Git got Flux's value back."""
+    loop = guarded(rig)
+    publish_and_push(rig, loop, "first", EDIT)
+    sent = send_catch_up(rig, loop)
+    rig.clock.now = sent + 1.0
+    publish_and_push(rig, loop, "api", EDIT)  # read, pushed and acknowledged by this owner
+    assert value_in_git(rig) == "api"
+    Leases(rig.client, rig.keys, 60_000).release(loop.lease)  # the owner is gone
+    successor = guarded(rig, worker="w2")  # a fresh owner: nothing of the old one's memory
+    event(rig, "first", FLUX)  # the apply reverts the edit; only the successor reads it
+    rig.drain(successor)
+    rig.clock.now += 6.0
+    successor.flush()
+    assert value_in_git(rig) == "api"
+    assert Collisions(rig.client, rig.keys).latest(rig.bk)[0].outcome == "withheld"

@@ -84,7 +84,7 @@ def _plural(kind: str) -> str:
     }[kind]
 
 
-def kustomization(attempted: str = "", handled: str = "") -> dict[str, Any]:
+def kustomization(attempted: str = "", handled: str = "", ready: str = "True") -> dict[str, Any]:
     return {
         "kind": "Kustomization",
         "metadata": {"namespace": "flux-system", "name": "apps"},
@@ -93,7 +93,11 @@ def kustomization(attempted: str = "", handled: str = "") -> dict[str, Any]:
             "path": "./clusters",
             "sourceRef": {"kind": "GitRepository", "name": "config"},
         },
-        "status": {"lastAttemptedRevision": attempted, "lastHandledReconcileAt": handled},
+        "status": {
+            "lastAttemptedRevision": attempted,
+            "lastHandledReconcileAt": handled,
+            "conditions": [{"type": "Ready", "status": ready}],
+        },
     }
 
 
@@ -166,7 +170,8 @@ def test_a_missing_kustomization_refuses_the_attempt_as_applier_not_found() -> N
 
 def test_a_source_that_lacks_the_commit_is_stamped_alone_then_handled_once_attempted() -> None:
     """D4: the GitRepository is stamped (never both objects); D6: handled once the
-    Kustomization attempted a revision of the commit."""
+    Kustomization attempted a revision of the commit and that reconcile ended (Ready is True
+    or False, no longer Unknown: facts F3 write ``lastAttemptedRevision`` before the apply)."""
     cluster = FakeCluster(kustomization(), gitrepository({"branch": "main"}))
     pending = for_kind("Kustomization").read(cluster.client(), request())
     assert isinstance(pending, FluxPending)
@@ -175,10 +180,11 @@ def test_a_source_that_lacks_the_commit_is_stamped_alone_then_handled_once_attem
     annotation = {"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "tok-1"}}}
     assert cluster.writes == [("patch", "gitrepositories/flux-system/config", annotation)]
     assert not sent.handled()
-    cluster.objects[("kustomizations", "flux-system", "apps")] = kustomization(
-        attempted=f"main@sha1:{COMMIT}"
-    )
-    assert sent.handled()
+    for ready, handled in (("Unknown", False), ("True", True), ("False", True)):
+        cluster.objects[("kustomizations", "flux-system", "apps")] = kustomization(
+            attempted=f"main@sha1:{COMMIT}", ready=ready
+        )
+        assert sent.handled() is handled, ready
 
 
 def test_a_refusal_at_the_artifacts_commit_stamps_the_kustomization() -> None:
