@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from shared.decide.obligations import (
@@ -18,8 +18,10 @@ from shared.decide.obligations import (
     owe_catch_up,
     owe_foreign_commit,
     owe_refusal,
+    owe_repair,
     sent,
 )
+from shared.decide.apply_window import AFTER_FINISH_S
 from shared.decide.quiet import BranchView, is_quiet
 from shared.model.appliers import Applier
 from shared.settings import Settings
@@ -31,6 +33,7 @@ QUIET = BranchView(
     tip="c1", windows_open=0, pending_total=0, push_in_flight=False, last_write_at=0.0
 )
 KS = Applier("Kustomization", quiet_periods={"u1": 30.0})
+APP = Applier("Application")
 
 
 def test_quiet_means_nothing_open_pending_or_in_flight() -> None:
@@ -190,6 +193,74 @@ def test_nothing_to_ask_drops_only_the_reasons_no_one_holds() -> None:
     assert out.refusals == frozenset() and out.foreign_commit == "c1"
 
 
+# --- W1 for an Application: a withheld collision owes a Repair --------------------------------
+
+
+def test_a_withheld_collision_owes_an_application_one_sync_once_its_window_closed() -> None:
+    """W1, A1: the revert was withheld at 100 after the attempt had finished; the Repair asks
+    the tip once the window of that apply (at most 10 s after now) has closed."""
+    app = owe_repair(APP, "u1", now=100.0)
+    assert app.owes() == {"Repair": frozenset({"u1"})}
+    assert decide(app, QUIET, 100.0 + AFTER_FINISH_S - 1) == Wait("apply window", 110.0)
+    assert decide(app, replace(QUIET, windows_open=1), 200.0) == Wait("the branch is busy")
+    assert decide(app, QUIET, 110.0) == Ask("c1", {"Repair": frozenset({"u1"})})
+
+
+def test_a_kustomization_is_owed_no_repair_its_catch_up_applies_the_edit_back() -> None:
+    assert owe_repair(KS, "u1", now=1.0) == KS
+    assert owe_repair(Applier("Webhook"), "u1", now=1.0).owes() == {}
+
+
+def test_a_collision_during_the_attempt_out_waits_for_its_end_and_survives_it() -> None:
+    """The revert belongs to the attempt out (a ForeignCommit): its Delivered does not clear
+    the Repair, which then waits out that apply's 10 s after the outcome."""
+    app = owe_foreign_commit(APP, "c1", ["u1"])
+    ask = decide(app, QUIET, 100.0)
+    assert isinstance(ask, Ask) and set(ask.reasons) == {"ForeignCommit"}
+    out = owe_repair(sent(app, ask, "t1", 100.0, DEADLINE_S), "u1", now=103.0)
+    assert decide(out, replace(QUIET, tip="c2"), 115.0) == Wait(
+        "an attempt is out", out.attempt.deadline
+    )  # type: ignore[union-attr]
+    done = on_outcome(out, "t1", "Delivered", 120.0)
+    assert done.owes() == {"Repair": frozenset({"u1"})} and done.repair_at == 130.0
+    assert decide(done, replace(QUIET, tip="c2"), 129.0) == Wait("apply window", 130.0)
+    repair = decide(done, replace(QUIET, tip="c2"), 130.0)
+    assert repair == Ask("c2", {"Repair": frozenset({"u1"})})
+    finished = on_outcome(sent(done, repair, "t2", 130.0, DEADLINE_S), "t2", "Delivered", 140.0)
+    assert finished.owes() == {} and not finished.worth_keeping()
+
+
+def test_a_collision_during_a_repair_survives_that_repairs_delivery() -> None:
+    """The Repair's own sync reverted a newer edit: its Delivered leaves the GitTarget owed."""
+    app = owe_repair(APP, "u1", now=0.0)
+    ask = decide(app, QUIET, 50.0)
+    assert isinstance(ask, Ask)
+    out = owe_repair(sent(app, ask, "t1", 50.0, DEADLINE_S), "u1", now=52.0)
+    assert out.repaired_again == {"u1"}
+    again = on_outcome(out, "t1", "Delivered", 60.0)
+    assert again.owes() == {"Repair": frozenset({"u1"})} and again.repaired_again == frozenset()
+    # without the second collision, the same Delivered clears it
+    assert on_outcome(sent(app, ask, "t1", 50.0, DEADLINE_S), "t1", "Delivered", 60.0).owes() == {}
+
+
+def test_a_repair_rides_along_with_another_reason_at_once() -> None:
+    app = owe_foreign_commit(owe_repair(APP, "u1", now=100.0), "c1", ["u2"])
+    assert decide(app, QUIET, 101.0) == Ask(
+        "c1", {"ForeignCommit": frozenset({"u2"}), "Repair": frozenset({"u1"})}
+    )
+
+
+def test_a_failed_repair_stays_owed_and_backs_off_and_a_gone_target_drops_it() -> None:
+    app = owe_repair(APP, "u1", now=0.0)
+    ask = decide(app, QUIET, 20.0)
+    assert isinstance(ask, Ask)
+    failed = on_outcome(sent(app, ask, "t1", 20.0, DEADLINE_S), "t1", "Failed", 30.0)
+    assert failed.owes() == {"Repair": frozenset({"u1"})}
+    assert decide(failed, QUIET, 31.0) == Wait("backing off", failed.next_try_at)
+    assert Applier.from_json(failed.to_json()) == failed
+    assert keep_live(failed, ["u2"]).owes() == {}
+
+
 # --- properties over random sequences -------------------------------------------------------
 
 _steps = st.lists(
@@ -202,6 +273,7 @@ _steps = st.lists(
             st.just("outcome"), st.sampled_from(["Delivered", "Stale", "NothingToAsk", "Failed"])
         ),
         st.tuples(st.just("tick"), st.floats(0, 400)),
+        st.tuples(st.just("collide"), st.none()),
     ),
     max_size=40,
 )
@@ -209,10 +281,24 @@ _steps = st.lists(
 
 @settings(max_examples=300, deadline=None)
 @given(_steps, st.sampled_from(["Kustomization", "Application"]))
+# W1: a collision during a Repair's own sync survives its Delivered; a collision during another
+# attempt waits 10 s past that attempt's outcome (random search finds these only now and then)
+@example(
+    [("collide", None), ("tick", 20.0), ("collide", None), ("outcome", "Delivered")], "Application"
+)
+@example(
+    [("foreign", "c1"), ("collide", None), ("tick", 15.0), ("outcome", "Delivered")], "Application"
+)
 def test_random_sequences_keep_the_invariants(steps: list[tuple[str, object]], kind: str) -> None:
+    """A1-A5, Q4 and W1's Repair: never a request on a busy branch or two out at once; only a
+    Kustomization is asked a CatchUp, only an Application a Repair; an outcome never clears a
+    Refusal or a Repair that arose while its attempt was out; a Repair alone never goes out
+    before the colliding apply's window has closed."""
     applier = Applier(kind, quiet_periods={"u1": 30.0})  # type: ignore[arg-type]
     branch, now, tokens = QUIET, 0.0, 0
     refused_since_sent = False  # a consented refusal made while an attempt was out
+    collided_since_sent = False  # a withheld collision while an attempt was out (W1)
+    window_ends = 0.0  # when the latest colliding apply's window has surely closed
     for step, arg in steps:
         before_attempt = applier.attempt
         if step == "foreign":
@@ -224,6 +310,10 @@ def test_random_sequences_keep_the_invariants(steps: list[tuple[str, object]], k
         elif step == "refuse":
             applier = owe_refusal(applier, "u1", consents=bool(arg))
             refused_since_sent = refused_since_sent or bool(arg and applier.attempt)
+        elif step == "collide":
+            applier = owe_repair(applier, "u1", now)
+            collided_since_sent = collided_since_sent or applier.attempt is not None
+            window_ends = max(window_ends, now + AFTER_FINISH_S)
         elif step == "write":
             branch = replace(branch, pending_total=1 if arg else 0, last_write_at=now)
         elif step == "outcome" and applier.attempt:
@@ -231,21 +321,35 @@ def test_random_sequences_keep_the_invariants(steps: list[tuple[str, object]], k
             applier = on_outcome(applier, applier.attempt.token, arg, now)  # type: ignore[arg-type]
             if refused_since_sent:
                 assert "u1" in applier.refusals, "an outcome never clears a later refusal"
-            refused_since_sent = False
+            if collided_since_sent and kind == "Application":
+                assert "u1" in applier.repairs, "an outcome never clears a later collision"
+            if applier.repairs:
+                window_ends = max(window_ends, now + AFTER_FINISH_S)
+            refused_since_sent = collided_since_sent = False
             if arg == "Stale":
                 assert applier.failures == failures, "a Stale outcome never backs off"
         elif step == "tick":
             now += float(arg)  # type: ignore[arg-type]
+            handed_back = applier.attempt is not None
             applier = hand_back_if_overdue(applier, now)
+            if handed_back and applier.attempt is None:
+                if collided_since_sent and kind == "Application":
+                    assert "u1" in applier.repairs, "a hand-back never clears a collision"
+                if applier.repairs:
+                    window_ends = max(window_ends, now + AFTER_FINISH_S)
+                collided_since_sent = refused_since_sent = False
         decision = decide(applier, branch, now)
         if isinstance(decision, Ask):
             assert is_quiet(branch), "never a request while something is pending"
             assert applier.attempt is None, "never two attempts out for one applier"
             assert set(decision.reasons) <= set(applier.owes())
             assert kind == "Kustomization" or "CatchUp" not in decision.reasons
+            assert kind == "Application" or "Repair" not in decision.reasons
+            if set(decision.reasons) == {"Repair"}:
+                assert now >= window_ends, "a Repair alone waits out the colliding window"
             tokens += 1
             applier = sent(applier, decision, f"t{tokens}", now, DEADLINE_S)
-            refused_since_sent = False
+            refused_since_sent = collided_since_sent = False
         elif before_attempt is not None and applier.attempt is not None:
             assert (
                 applier.attempt == before_attempt or applier.attempt.token != before_attempt.token
