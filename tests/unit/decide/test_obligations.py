@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from shared.decide.apply_window import AFTER_FINISH_S
 from shared.decide.obligations import (
     Ask,
     Wait,
@@ -21,7 +22,6 @@ from shared.decide.obligations import (
     owe_repair,
     sent,
 )
-from shared.decide.apply_window import AFTER_FINISH_S
 from shared.decide.quiet import BranchView, is_quiet
 from shared.model.appliers import Applier
 from shared.settings import Settings
@@ -294,66 +294,92 @@ def test_random_sequences_keep_the_invariants(steps: list[tuple[str, object]], k
     Kustomization is asked a CatchUp, only an Application a Repair; an outcome never clears a
     Refusal or a Repair that arose while its attempt was out; a Repair alone never goes out
     before the colliding apply's window has closed."""
-    applier = Applier(kind, quiet_periods={"u1": 30.0})  # type: ignore[arg-type]
-    branch, now, tokens = QUIET, 0.0, 0
-    refused_since_sent = False  # a consented refusal made while an attempt was out
-    collided_since_sent = False  # a withheld collision while an attempt was out (W1)
-    window_ends = 0.0  # when the latest colliding apply's window has surely closed
+    run = _Run(Applier(kind, quiet_periods={"u1": 30.0}))  # type: ignore[arg-type]
     for step, arg in steps:
-        before_attempt = applier.attempt
-        if step == "foreign":
-            applier = owe_foreign_commit(applier, str(arg), ["u1"])
-            branch = replace(branch, tip=str(arg))
-        elif step == "push":
-            applier = owe_catch_up(applier, str(arg), ["u1"])
-            branch = replace(branch, tip=str(arg), last_write_at=now)
-        elif step == "refuse":
-            applier = owe_refusal(applier, "u1", consents=bool(arg))
-            refused_since_sent = refused_since_sent or bool(arg and applier.attempt)
-        elif step == "collide":
-            applier = owe_repair(applier, "u1", now)
-            collided_since_sent = collided_since_sent or applier.attempt is not None
-            window_ends = max(window_ends, now + AFTER_FINISH_S)
-        elif step == "write":
-            branch = replace(branch, pending_total=1 if arg else 0, last_write_at=now)
-        elif step == "outcome" and applier.attempt:
-            failures = applier.failures
-            applier = on_outcome(applier, applier.attempt.token, arg, now)  # type: ignore[arg-type]
-            if refused_since_sent:
-                assert "u1" in applier.refusals, "an outcome never clears a later refusal"
-            if collided_since_sent and kind == "Application":
-                assert "u1" in applier.repairs, "an outcome never clears a later collision"
-            if applier.repairs:
-                window_ends = max(window_ends, now + AFTER_FINISH_S)
-            refused_since_sent = collided_since_sent = False
-            if arg == "Stale":
-                assert applier.failures == failures, "a Stale outcome never backs off"
-        elif step == "tick":
-            now += float(arg)  # type: ignore[arg-type]
-            handed_back = applier.attempt is not None
-            applier = hand_back_if_overdue(applier, now)
-            if handed_back and applier.attempt is None:
-                if collided_since_sent and kind == "Application":
-                    assert "u1" in applier.repairs, "a hand-back never clears a collision"
-                if applier.repairs:
-                    window_ends = max(window_ends, now + AFTER_FINISH_S)
-                collided_since_sent = refused_since_sent = False
-        decision = decide(applier, branch, now)
-        if isinstance(decision, Ask):
-            assert is_quiet(branch), "never a request while something is pending"
-            assert applier.attempt is None, "never two attempts out for one applier"
-            assert set(decision.reasons) <= set(applier.owes())
-            assert kind == "Kustomization" or "CatchUp" not in decision.reasons
-            assert kind == "Application" or "Repair" not in decision.reasons
-            if set(decision.reasons) == {"Repair"}:
-                assert now >= window_ends, "a Repair alone waits out the colliding window"
-            tokens += 1
-            applier = sent(applier, decision, f"t{tokens}", now, DEADLINE_S)
-            refused_since_sent = collided_since_sent = False
-        elif before_attempt is not None and applier.attempt is not None:
-            assert (
-                applier.attempt == before_attempt or applier.attempt.token != before_attempt.token
-            )
+        before_attempt = run.applier.attempt
+        getattr(run, step)(arg)
+        run.decide()
+        attempt = run.applier.attempt
+        if before_attempt is not None and attempt is not None:
+            assert attempt == before_attempt or attempt.token != before_attempt.token
+
+
+@dataclass
+class _Run:
+    """One random sequence: the applier, its branch and what the invariants remember."""
+
+    applier: Applier
+    branch: BranchView = QUIET
+    now: float = 0.0
+    tokens: int = 0
+    refused_since_sent: bool = False  # a consented refusal made while an attempt was out
+    collided_since_sent: bool = False  # a withheld collision while an attempt was out (W1)
+    window_ends: float = 0.0  # when the latest colliding apply's window has surely closed
+
+    def foreign(self, commit: object) -> None:
+        self.applier = owe_foreign_commit(self.applier, str(commit), ["u1"])
+        self.branch = replace(self.branch, tip=str(commit))
+
+    def push(self, commit: object) -> None:
+        self.applier = owe_catch_up(self.applier, str(commit), ["u1"])
+        self.branch = replace(self.branch, tip=str(commit), last_write_at=self.now)
+
+    def refuse(self, consents: object) -> None:
+        self.applier = owe_refusal(self.applier, "u1", consents=bool(consents))
+        self.refused_since_sent |= bool(consents and self.applier.attempt)
+
+    def collide(self, _: object) -> None:
+        self.applier = owe_repair(self.applier, "u1", self.now)
+        self.collided_since_sent |= self.applier.attempt is not None
+        self.window_ends = max(self.window_ends, self.now + AFTER_FINISH_S)
+
+    def write(self, pending: object) -> None:
+        self.branch = replace(
+            self.branch, pending_total=1 if pending else 0, last_write_at=self.now
+        )
+
+    def outcome(self, outcome: object) -> None:
+        if self.applier.attempt is None:
+            return
+        failures = self.applier.failures
+        token = self.applier.attempt.token
+        self.applier = on_outcome(self.applier, token, outcome, self.now)  # type: ignore[arg-type]
+        if outcome == "Stale":
+            assert self.applier.failures == failures, "a Stale outcome never backs off"
+        self._ended()
+
+    def tick(self, seconds: object) -> None:
+        self.now += float(seconds)  # type: ignore[arg-type]
+        out = self.applier.attempt is not None
+        self.applier = hand_back_if_overdue(self.applier, self.now)
+        if out and self.applier.attempt is None:
+            self._ended()
+
+    def _ended(self) -> None:
+        """An attempt ended (an outcome, or handed back): what arose while it was out stays."""
+        if self.refused_since_sent:
+            assert "u1" in self.applier.refusals, "an outcome never clears a later refusal"
+        if self.collided_since_sent and self.applier.kind == "Application":
+            assert "u1" in self.applier.repairs, "an outcome never clears a later collision"
+        if self.applier.repairs:
+            self.window_ends = max(self.window_ends, self.now + AFTER_FINISH_S)
+        self.refused_since_sent = self.collided_since_sent = False
+
+    def decide(self) -> None:
+        decision = decide(self.applier, self.branch, self.now)
+        if not isinstance(decision, Ask):
+            return
+        kind = self.applier.kind
+        assert is_quiet(self.branch), "never a request while something is pending"
+        assert self.applier.attempt is None, "never two attempts out for one applier"
+        assert set(decision.reasons) <= set(self.applier.owes())
+        assert kind == "Kustomization" or "CatchUp" not in decision.reasons
+        assert kind == "Application" or "Repair" not in decision.reasons
+        if set(decision.reasons) == {"Repair"}:
+            assert self.now >= self.window_ends, "a Repair alone waits out the colliding window"
+        self.tokens += 1
+        self.applier = sent(self.applier, decision, f"t{self.tokens}", self.now, DEADLINE_S)
+        self.refused_since_sent = self.collided_since_sent = False
 
 
 def test_a_request_decided_at_a_later_tip_clears_what_it_covered() -> None:
