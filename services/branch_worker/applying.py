@@ -27,7 +27,7 @@ from shared.decide.obligations import (
     owe_repair,
 )
 from shared.decide.quiet import BranchView, is_quiet
-from shared.model.appliers import REASONS, Applier
+from shared.model.appliers import REASONS, Applier, gets_repairs
 from shared.model.config import ApplierRef, BranchConfig, TargetConfig, appliers_of
 from shared.model.ids import ApplierKey, BranchKey
 from shared.model.requests import ApplyRequest
@@ -108,7 +108,7 @@ class ApplierDesk:
         folder; Git keeps the edit, and an Application owes a Repair to apply it back (a
         Kustomization is repaired by the CatchUp the edit's push owes: ``owe_repair``)."""
         ref = target.applier
-        if ref is not None:
+        if ref is not None and gets_repairs(ref.kind):
             self._amend(ref, partial(owe_repair, uid=target.uid, now=self._clock()))
 
     def on_recovery(self, target: TargetConfig) -> None:
