@@ -13,7 +13,8 @@
   that was not the applier's alone. It is kept in this owner's memory, so a new owner of the
   branch starts with none: it mirrors (only proof withholds, W2), never withholds wrongly.
 
-A withheld event is not mirrored (the caller acknowledges it as no write); every collision is
+A withheld event is not mirrored (the caller acknowledges it as no write, and owes an Argo CD
+Application a Repair: ``ApplierDesk.on_withheld``); every collision is
 logged, counted in ``apply_window_collisions_total{outcome}`` and kept for ``inspect`` (W3).
 Store reads happen only for an event the applier's own manager wrote: an API edit costs none.
 """
