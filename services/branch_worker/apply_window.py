@@ -15,7 +15,8 @@
   branch over judges with what its predecessor saw (the window search found reverts mirrored
   by such an owner when the times lived in memory).
 
-A withheld event is not mirrored (the caller acknowledges it as no write); every collision is
+A withheld event is not mirrored (the caller acknowledges it as no write, and owes an Argo CD
+Application a Repair: ``ApplierDesk.on_withheld``); every collision is
 logged, counted in ``apply_window_collisions_total{outcome}`` and kept for ``inspect`` (W3).
 Store reads happen only for an event the applier's own manager wrote; an API edit costs one
 write.

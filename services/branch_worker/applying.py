@@ -1,7 +1,8 @@
 """The applier side of a branch (A1-A5): owe, decide on a quiet branch, send, read outcomes.
 
 The branch's owner keeps each applier's obligations in Redis. Our pushes owe a CatchUp (Flux
-only), a foreign commit owes a ForeignCommit, a consented refusal owes a Refusal. On every wake
+only), a foreign commit owes a ForeignCommit, a consented refusal owes a Refusal, a revert the
+apply window withheld owes a Repair (Argo CD only, W1). On every wake
 the owner reads outcomes, hands back overdue attempts, drops obligations of GitTarget
 incarnations that are gone, and sends what is owed when the branch is quiet (Q4). The attempt
 is recorded before the job is enqueued, so no request is ever sent twice.
@@ -23,9 +24,10 @@ from shared.decide.obligations import (
     owe_catch_up,
     owe_foreign_commit,
     owe_refusal,
+    owe_repair,
 )
 from shared.decide.quiet import BranchView, is_quiet
-from shared.model.appliers import REASONS, Applier
+from shared.model.appliers import REASONS, Applier, gets_repairs
 from shared.model.config import ApplierRef, BranchConfig, TargetConfig, appliers_of
 from shared.model.ids import ApplierKey, BranchKey
 from shared.model.requests import ApplyRequest
@@ -100,6 +102,14 @@ class ApplierDesk:
         if ref is not None:
             owe = partial(owe_refusal, uid=target.uid, consents=target.consents)
             self._amend(ref, owe)
+
+    def on_withheld(self, target: TargetConfig) -> None:
+        """W1: the apply window withheld the applier's revert of an API edit in the GitTarget's
+        folder; Git keeps the edit, and an Application owes a Repair to apply it back (a
+        Kustomization is repaired by the CatchUp the edit's push owes: ``owe_repair``)."""
+        ref = target.applier
+        if ref is not None and gets_repairs(ref.kind):
+            self._amend(ref, partial(owe_repair, uid=target.uid, now=self._clock()))
 
     def on_recovery(self, target: TargetConfig) -> None:
         """A5: a GitTarget that recovered cancels its own Refusal."""

@@ -275,7 +275,11 @@ class BranchLoop:
         assert event is not None
         judged = entry.entry_id in self._awaiting  # admitted before its fact was waited for
         if not judged and self.guard is not None and not self.guard.admits(target, event):
-            return False  # W1: withheld; Git keeps the API edit, the CatchUp applies it back
+            # W1: withheld; Git keeps the API edit. A Kustomization's CatchUp (owed by the
+            # edit's push) applies it back; an Application is owed a Repair for it.
+            if self.desk:
+                self.desk.on_withheld(target)
+            return False
         author = self._author(target, entry, event)
         current = self._open.get(target.uid)
         if current is not None and current.author != author:  # a window holds one author

@@ -5,7 +5,8 @@ in those seconds, to a field the applier applies, is reverted by the apply; mirr
 revert would write the applier's value over the edit in Git, so the edit would survive only in
 history (the seed's "An apply runs a few seconds after its stamp"). The API value wins (M5), so
 such a revert is *withheld*: not mirrored. Git keeps the edit, and the CatchUp its push owes
-applies it back.
+applies it back (an Argo CD Application, owed no CatchUp, is owed a Repair:
+``obligations.owe_repair``).
 
 Only proof withholds (W2). An event is withheld when all of these hold:
 

@@ -1,9 +1,22 @@
 """What an applier is owed, when it may be asked, and what an outcome does (A1-A5).
 
 The applier owns its obligations and retries: a ForeignCommit (the latest commit we did not
-write), Refusals (the GitTarget uids whose refused edits should be reverted), and for Flux a
-CatchUp after our own pushes (never for an Argo CD Application). One attempt is out at a time;
+write), Refusals (the GitTarget uids whose refused edits should be reverted), for Flux a
+CatchUp after our own pushes (never for an Argo CD Application), and for an Application a Repair
+after the apply window withheld its revert of an API edit (W1). One attempt is out at a time;
 everything owed goes out as one request, on a quiet branch, at the tip as it is then.
+
+Why a Repair and not a CatchUp for an Application (A1, W1): W1 has Git keep the API edit and a
+sync apply it back; for Flux that sync is the CatchUp the edit's push owes anyway. An
+Application is never owed a CatchUp (A1: with automated sync off nothing it holds goes stale,
+and ``quietPeriod`` is refused with an ``applicationRef``), so reusing CatchUp would break A1 for
+every push to repair the rare collision. A Repair is owed only by a withheld collision, to the
+GitTarget whose folder it hit, and asks one sync of the tip: the same request as a
+ForeignCommit's (D5/D6), at our own commit. It needs no consent (S1 is about reverting an edit
+we refused; a Repair applies what we wrote). It waits until the colliding apply's window has
+closed (``AFTER_FINISH_S`` after that attempt ended), so every trailing revert of that apply is
+judged against its own window, not against the Repair's, and it rides along at once with any
+other reason, which syncs the same tip.
 """
 
 from __future__ import annotations
@@ -11,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from shared.decide.apply_window import AFTER_FINISH_S
 from shared.decide.quiet import BranchView, is_quiet
-from shared.model.appliers import Applier, Attempt, Outcome, Reason, catches_up
+from shared.model.appliers import Applier, Attempt, Outcome, Reason, catches_up, gets_repairs
 from shared.model.defaults import QUIET_PERIOD_S
 from shared.model.requests import AttemptOutcome
 
@@ -49,6 +63,29 @@ def owe_refusal(applier: Applier, uid: str, consents: bool) -> Applier:
     return replace(applier, refusals=applier.refusals | {uid}, refused_again=again)
 
 
+def owe_repair(applier: Applier, uid: str, now: float) -> Applier:
+    """W1, A1: the apply window withheld this applier's revert of an API edit in GitTarget
+    ``uid``'s folder, at ``now``: an Application owes that GitTarget one sync of the tip (a
+    Kustomization is repaired by the CatchUp the edit's push owes; ``gets_repairs``).
+
+    It goes out no earlier than ``AFTER_FINISH_S`` from now (the colliding apply's window, which
+    ends at most that long after now; while that attempt is out, its outcome pushes this
+    further, ``on_outcome``). A collision while an attempt carrying this GitTarget's Repair is
+    out is remembered apart: that sync was the revert, so its Delivered must leave it owed."""
+    if not gets_repairs(applier.kind):
+        return applier
+    attempt = applier.attempt
+    again = applier.repaired_again
+    if attempt is not None and uid in attempt.reasons.get("Repair", frozenset()):
+        again = again | {uid}
+    return replace(
+        applier,
+        repairs=applier.repairs | {uid},
+        repaired_again=again,
+        repair_at=max(applier.repair_at, now + AFTER_FINISH_S),
+    )
+
+
 def cancel_refusal(applier: Applier, uid: str) -> Applier:
     """A5: a GitTarget that recovered or withdrew consent cancels its own Refusal."""
     return replace(
@@ -73,6 +110,8 @@ def keep_live(applier: Applier, live: Iterable[str]) -> Applier:
         refusals=applier.refusals & alive,
         refused_again=applier.refused_again & alive,
         catch_up_uids=applier.catch_up_uids & alive,
+        repairs=applier.repairs & alive,
+        repaired_again=applier.repaired_again & alive,
         quiet_periods={u: p for u, p in applier.quiet_periods.items() if u in alive},
     )
 
@@ -118,8 +157,10 @@ def decide(applier: Applier, branch: BranchView, now: float) -> Ask | Wait:
         ready_at = branch.last_write_at + catch_up_period(applier)
         if now < ready_at:
             return Wait("quiet period", ready_at)
+    if set(owed) == {"Repair"} and now < applier.repair_at:
+        return Wait("apply window", applier.repair_at)  # W1: the colliding apply's window
     # With another reason the request goes out now at the tip, and the tip holds our pushes:
-    # the CatchUp rides along instead of waiting (its artifact becomes current either way).
+    # the CatchUp or Repair rides along instead of waiting (that sync applies the tip either way).
     return Ask(branch.tip, owed)
 
 
@@ -145,7 +186,9 @@ def on_outcome(
     attempt = applier.attempt
     if attempt is None or attempt.token != token:
         return applier
-    cleared = replace(applier, attempt=None, refused_again=frozenset())
+    cleared = replace(applier, attempt=None, refused_again=frozenset(), repaired_again=frozenset())
+    if applier.repairs:  # W1: a Repair owed waits out this apply's window (owe_repair)
+        cleared = replace(cleared, repair_at=max(applier.repair_at, now + AFTER_FINISH_S))
     if outcome == "Stale":
         return cleared  # decided again at the next quiet moment, no backoff
     if outcome == "Failed":
@@ -153,14 +196,19 @@ def on_outcome(
         delay = min(BACKOFF_BASE_S * 2 ** (failures - 1), BACKOFF_CAP_S)
         return replace(cleared, failures=failures, next_try_at=now + delay)
     covered = dropped if outcome == "NothingToAsk" else attempt.reasons
-    again = applier.refused_again
+    again = (applier.refused_again, applier.repaired_again)
     return _clear(replace(cleared, failures=0, next_try_at=0.0), attempt, covered, again)
 
 
 def _clear(
-    applier: Applier, attempt: Attempt, reasons: Iterable[Reason], again: frozenset[str]
+    applier: Applier,
+    attempt: Attempt,
+    reasons: Iterable[Reason],
+    again: tuple[frozenset[str], frozenset[str]],
 ) -> Applier:
-    """Clear what the attempt covered; ``again``: GitTargets refused again while it was out."""
+    """Clear what the attempt covered; ``again``: the GitTargets refused again, and those with
+    another collision, while it was out (their Refusal or Repair stays owed)."""
+    refused_again, repaired_again = again
     for reason in reasons:
         if reason == "ForeignCommit" and applier.foreign_commit == attempt.commit:
             applier = replace(applier, foreign_commit=None, foreign_uids=frozenset())
@@ -168,8 +216,12 @@ def _clear(
             applier = replace(applier, catch_up=None, catch_up_uids=frozenset())
         elif reason == "Refusal":
             held = attempt.reasons.get("Refusal", frozenset())
-            kept = held & again
+            kept = held & refused_again
             applier = replace(applier, refusals=applier.refusals - (held - kept))
+        elif reason == "Repair":
+            held = attempt.reasons.get("Repair", frozenset())
+            kept = held & repaired_again
+            applier = replace(applier, repairs=applier.repairs - (held - kept))
     return applier
 
 

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Reason = Literal["ForeignCommit", "Refusal", "CatchUp"]
+Reason = Literal["ForeignCommit", "Refusal", "CatchUp", "Repair"]
 Outcome = Literal["Delivered", "Stale", "NothingToAsk", "Failed"]
 ApplierKind = Literal["Kustomization", "Application", "Webhook"]
-REASONS: tuple[Reason, ...] = ("ForeignCommit", "Refusal", "CatchUp")
+REASONS: tuple[Reason, ...] = ("ForeignCommit", "Refusal", "CatchUp", "Repair")
 OUTCOMES: tuple[Outcome, ...] = ("Delivered", "Stale", "NothingToAsk", "Failed")
 #: The kinds that are ever owed a CatchUp (A1): a Kustomization, whose GitRepository's artifact
 #: must follow our own pushes. An Argo CD Application with automated sync off applies nothing
@@ -24,9 +24,22 @@ OUTCOMES: tuple[Outcome, ...] = ("Delivered", "Stale", "NothingToAsk", "Failed")
 CATCH_UP_KINDS: frozenset[str] = frozenset({"Kustomization"})
 
 
+#: The kinds that are owed a Repair after the apply window withheld their revert of an API edit
+#: (W1: Git keeps the edit, and a sync of the tip applies it back). A Kustomization needs none:
+#: the edit's own push owes it a CatchUp, which applies it back. An Application is owed no
+#: CatchUp (A1), so without a Repair it would keep Argo CD's value until some later sync. A
+#: webhook applier has no apply window, so it never has a withheld collision.
+REPAIR_KINDS: frozenset[str] = frozenset({"Application"})
+
+
 def catches_up(kind: str) -> bool:
     """A1: whether an applier of ``kind`` is ever owed a CatchUp (the one rule for it)."""
     return kind in CATCH_UP_KINDS
+
+
+def gets_repairs(kind: str) -> bool:
+    """W1: whether an applier of ``kind`` is owed a Repair for a withheld collision."""
+    return kind in REPAIR_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +89,17 @@ class Applier:
     next_try_at: float = 0.0
     #: uid -> the GitTarget's quietPeriod in seconds, as the branch last published it (A3).
     quiet_periods: Mapping[str, float] = field(default_factory=dict)
+    #: GitTargets whose folder had a withheld collision (W1): the Application owes one sync of
+    #: the tip, no earlier than ``repair_at`` (when the colliding apply's window has closed).
+    repairs: frozenset[str] = frozenset()
+    #: GitTargets with a collision while an attempt covering their Repair was out: that sync
+    #: was the revert, so its Delivered must not clear them (as ``refused_again``).
+    repaired_again: frozenset[str] = frozenset()
+    repair_at: float = 0.0
 
     def owes(self) -> dict[Reason, frozenset[str]]:
-        """Everything owed now, by reason (a CatchUp only to a kind that owes one, A1)."""
+        """Everything owed now, by reason (a CatchUp only to a kind that owes one, A1; a Repair
+        likewise, W1)."""
         owed: dict[Reason, frozenset[str]] = {}
         if self.foreign_commit and self.foreign_uids:
             owed["ForeignCommit"] = self.foreign_uids
@@ -86,6 +107,8 @@ class Applier:
             owed["Refusal"] = self.refusals
         if self.catch_up and self.catch_up_uids and catches_up(self.kind):
             owed["CatchUp"] = self.catch_up_uids
+        if self.repairs and gets_repairs(self.kind):
+            owed["Repair"] = self.repairs
         return owed
 
     def worth_keeping(self) -> bool:
@@ -105,6 +128,9 @@ class Applier:
             "failures": self.failures,
             "next_try_at": self.next_try_at,
             "quiet_periods": dict(sorted(self.quiet_periods.items())),
+            "repairs": sorted(self.repairs),
+            "repaired_again": sorted(self.repaired_again),
+            "repair_at": self.repair_at,
             "attempt": None if self.attempt is None else self.attempt.to_data(),
         }
         return json.dumps(data, sort_keys=True)
@@ -126,4 +152,7 @@ class Applier:
             failures=data["failures"],
             next_try_at=data["next_try_at"],
             quiet_periods=dict(data["quiet_periods"]),
+            repairs=frozenset(data.get("repairs", ())),
+            repaired_again=frozenset(data.get("repaired_again", ())),
+            repair_at=float(data.get("repair_at", 0.0)),
         )

@@ -254,3 +254,54 @@ def test_an_owner_that_took_over_judges_with_the_edit_its_predecessor_saw(rig: R
     successor.flush()
     assert value_in_git(rig) == "api"
     assert Collisions(rig.client, rig.keys).latest(rig.bk)[0].outcome == "withheld"
+
+
+def test_an_applications_withheld_revert_owes_it_a_repair_of_the_tip(rig: Rig) -> None:
+    """W1, A1: Argo CD's revert, 2 s after its sync finished, is withheld; an Application is
+    owed no CatchUp for the edit's push, so the collision owes it a Repair: one sync of the tip
+    (which holds the edit), sent once the branch is quiet and that sync's window has closed."""
+    loop = guarded(rig, ARGO)
+    publish_and_push(rig, loop, "first", EDIT)
+    sent = rig.clock.now
+    Ledger(rig.client, rig.keys).record(
+        [rig.target.uid],
+        LastRequest("t-3", rig.head(), ("ForeignCommit",), sent, sent + 3.0, "Delivered"),
+    )
+    rig.clock.now = sent + 1.0
+    event(rig, "api", EDIT)  # the API edit, inside the sync
+    rig.drain(loop)
+    rig.clock.now = sent + 5.0
+    event(rig, "first", "argocd-controller")  # the sync reverts it; its window is open
+    rig.drain(loop)
+    withheld_at = rig.clock.now
+    owed = rig.appliers.load(ARGO.key, ARGO.kind)
+    assert owed.owes() == {"Repair": frozenset({rig.target.uid})}
+    assert owed.catch_up is None
+    rig.clock.now += 6.0  # past the commit window: the edit is pushed
+    loop.flush()
+    assert value_in_git(rig) == "api"
+    loop.apply_requests()
+    assert rig.appliers.load(ARGO.key, ARGO.kind).attempt is None, "the window is still open"
+    rig.clock.now = withheld_at + 10.0
+    loop.apply_requests()
+    attempt = rig.appliers.load(ARGO.key, ARGO.kind).attempt
+    assert attempt is not None, "the Repair went out"
+    assert (attempt.commit, dict(attempt.reasons)) == (
+        rig.head(),
+        {"Repair": frozenset({rig.target.uid})},
+    )
+
+
+def test_a_kustomizations_withheld_revert_owes_no_repair(rig: Rig) -> None:
+    """A Kustomization's withheld revert is repaired by the CatchUp of the edit's push: no
+    Repair is owed (the test above is the Application's)."""
+    loop = guarded(rig)
+    publish_and_push(rig, loop, "first", EDIT)
+    sent = send_catch_up(rig, loop)
+    rig.clock.now = sent + 1.0
+    event(rig, "api", EDIT)
+    rig.clock.now += 1.0
+    event(rig, "first", FLUX)
+    rig.drain(loop)
+    assert collisions("withheld") >= 1
+    assert rig.appliers.load(KS.key, KS.kind).repairs == frozenset()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from shared.decide.apply_window import AFTER_FINISH_S
 from shared.decide.obligations import (
     Ask,
     Wait,
@@ -18,6 +19,7 @@ from shared.decide.obligations import (
     owe_catch_up,
     owe_foreign_commit,
     owe_refusal,
+    owe_repair,
     sent,
 )
 from shared.decide.quiet import BranchView, is_quiet
@@ -31,6 +33,7 @@ QUIET = BranchView(
     tip="c1", windows_open=0, pending_total=0, push_in_flight=False, last_write_at=0.0
 )
 KS = Applier("Kustomization", quiet_periods={"u1": 30.0})
+APP = Applier("Application")
 
 
 def test_quiet_means_nothing_open_pending_or_in_flight() -> None:
@@ -190,6 +193,74 @@ def test_nothing_to_ask_drops_only_the_reasons_no_one_holds() -> None:
     assert out.refusals == frozenset() and out.foreign_commit == "c1"
 
 
+# --- W1 for an Application: a withheld collision owes a Repair --------------------------------
+
+
+def test_a_withheld_collision_owes_an_application_one_sync_once_its_window_closed() -> None:
+    """W1, A1: the revert was withheld at 100 after the attempt had finished; the Repair asks
+    the tip once the window of that apply (at most 10 s after now) has closed."""
+    app = owe_repair(APP, "u1", now=100.0)
+    assert app.owes() == {"Repair": frozenset({"u1"})}
+    assert decide(app, QUIET, 100.0 + AFTER_FINISH_S - 1) == Wait("apply window", 110.0)
+    assert decide(app, replace(QUIET, windows_open=1), 200.0) == Wait("the branch is busy")
+    assert decide(app, QUIET, 110.0) == Ask("c1", {"Repair": frozenset({"u1"})})
+
+
+def test_a_kustomization_is_owed_no_repair_its_catch_up_applies_the_edit_back() -> None:
+    assert owe_repair(KS, "u1", now=1.0) == KS
+    assert owe_repair(Applier("Webhook"), "u1", now=1.0).owes() == {}
+
+
+def test_a_collision_during_the_attempt_out_waits_for_its_end_and_survives_it() -> None:
+    """The revert belongs to the attempt out (a ForeignCommit): its Delivered does not clear
+    the Repair, which then waits out that apply's 10 s after the outcome."""
+    app = owe_foreign_commit(APP, "c1", ["u1"])
+    ask = decide(app, QUIET, 100.0)
+    assert isinstance(ask, Ask) and set(ask.reasons) == {"ForeignCommit"}
+    out = owe_repair(sent(app, ask, "t1", 100.0, DEADLINE_S), "u1", now=103.0)
+    assert decide(out, replace(QUIET, tip="c2"), 115.0) == Wait(
+        "an attempt is out", out.attempt.deadline
+    )  # type: ignore[union-attr]
+    done = on_outcome(out, "t1", "Delivered", 120.0)
+    assert done.owes() == {"Repair": frozenset({"u1"})} and done.repair_at == 130.0
+    assert decide(done, replace(QUIET, tip="c2"), 129.0) == Wait("apply window", 130.0)
+    repair = decide(done, replace(QUIET, tip="c2"), 130.0)
+    assert repair == Ask("c2", {"Repair": frozenset({"u1"})})
+    finished = on_outcome(sent(done, repair, "t2", 130.0, DEADLINE_S), "t2", "Delivered", 140.0)
+    assert finished.owes() == {} and not finished.worth_keeping()
+
+
+def test_a_collision_during_a_repair_survives_that_repairs_delivery() -> None:
+    """The Repair's own sync reverted a newer edit: its Delivered leaves the GitTarget owed."""
+    app = owe_repair(APP, "u1", now=0.0)
+    ask = decide(app, QUIET, 50.0)
+    assert isinstance(ask, Ask)
+    out = owe_repair(sent(app, ask, "t1", 50.0, DEADLINE_S), "u1", now=52.0)
+    assert out.repaired_again == {"u1"}
+    again = on_outcome(out, "t1", "Delivered", 60.0)
+    assert again.owes() == {"Repair": frozenset({"u1"})} and again.repaired_again == frozenset()
+    # without the second collision, the same Delivered clears it
+    assert on_outcome(sent(app, ask, "t1", 50.0, DEADLINE_S), "t1", "Delivered", 60.0).owes() == {}
+
+
+def test_a_repair_rides_along_with_another_reason_at_once() -> None:
+    app = owe_foreign_commit(owe_repair(APP, "u1", now=100.0), "c1", ["u2"])
+    assert decide(app, QUIET, 101.0) == Ask(
+        "c1", {"ForeignCommit": frozenset({"u2"}), "Repair": frozenset({"u1"})}
+    )
+
+
+def test_a_failed_repair_stays_owed_and_backs_off_and_a_gone_target_drops_it() -> None:
+    app = owe_repair(APP, "u1", now=0.0)
+    ask = decide(app, QUIET, 20.0)
+    assert isinstance(ask, Ask)
+    failed = on_outcome(sent(app, ask, "t1", 20.0, DEADLINE_S), "t1", "Failed", 30.0)
+    assert failed.owes() == {"Repair": frozenset({"u1"})}
+    assert decide(failed, QUIET, 31.0) == Wait("backing off", failed.next_try_at)
+    assert Applier.from_json(failed.to_json()) == failed
+    assert keep_live(failed, ["u2"]).owes() == {}
+
+
 # --- properties over random sequences -------------------------------------------------------
 
 _steps = st.lists(
@@ -202,6 +273,7 @@ _steps = st.lists(
             st.just("outcome"), st.sampled_from(["Delivered", "Stale", "NothingToAsk", "Failed"])
         ),
         st.tuples(st.just("tick"), st.floats(0, 400)),
+        st.tuples(st.just("collide"), st.none()),
     ),
     max_size=40,
 )
@@ -209,47 +281,105 @@ _steps = st.lists(
 
 @settings(max_examples=300, deadline=None)
 @given(_steps, st.sampled_from(["Kustomization", "Application"]))
+# W1: a collision during a Repair's own sync survives its Delivered; a collision during another
+# attempt waits 10 s past that attempt's outcome (random search finds these only now and then)
+@example(
+    [("collide", None), ("tick", 20.0), ("collide", None), ("outcome", "Delivered")], "Application"
+)
+@example(
+    [("foreign", "c1"), ("collide", None), ("tick", 15.0), ("outcome", "Delivered")], "Application"
+)
 def test_random_sequences_keep_the_invariants(steps: list[tuple[str, object]], kind: str) -> None:
-    applier = Applier(kind, quiet_periods={"u1": 30.0})  # type: ignore[arg-type]
-    branch, now, tokens = QUIET, 0.0, 0
-    refused_since_sent = False  # a consented refusal made while an attempt was out
+    """A1-A5, Q4 and W1's Repair: never a request on a busy branch or two out at once; only a
+    Kustomization is asked a CatchUp, only an Application a Repair; an outcome never clears a
+    Refusal or a Repair that arose while its attempt was out; a Repair alone never goes out
+    before the colliding apply's window has closed."""
+    run = _Run(Applier(kind, quiet_periods={"u1": 30.0}))  # type: ignore[arg-type]
     for step, arg in steps:
-        before_attempt = applier.attempt
-        if step == "foreign":
-            applier = owe_foreign_commit(applier, str(arg), ["u1"])
-            branch = replace(branch, tip=str(arg))
-        elif step == "push":
-            applier = owe_catch_up(applier, str(arg), ["u1"])
-            branch = replace(branch, tip=str(arg), last_write_at=now)
-        elif step == "refuse":
-            applier = owe_refusal(applier, "u1", consents=bool(arg))
-            refused_since_sent = refused_since_sent or bool(arg and applier.attempt)
-        elif step == "write":
-            branch = replace(branch, pending_total=1 if arg else 0, last_write_at=now)
-        elif step == "outcome" and applier.attempt:
-            failures = applier.failures
-            applier = on_outcome(applier, applier.attempt.token, arg, now)  # type: ignore[arg-type]
-            if refused_since_sent:
-                assert "u1" in applier.refusals, "an outcome never clears a later refusal"
-            refused_since_sent = False
-            if arg == "Stale":
-                assert applier.failures == failures, "a Stale outcome never backs off"
-        elif step == "tick":
-            now += float(arg)  # type: ignore[arg-type]
-            applier = hand_back_if_overdue(applier, now)
-        decision = decide(applier, branch, now)
-        if isinstance(decision, Ask):
-            assert is_quiet(branch), "never a request while something is pending"
-            assert applier.attempt is None, "never two attempts out for one applier"
-            assert set(decision.reasons) <= set(applier.owes())
-            assert kind == "Kustomization" or "CatchUp" not in decision.reasons
-            tokens += 1
-            applier = sent(applier, decision, f"t{tokens}", now, DEADLINE_S)
-            refused_since_sent = False
-        elif before_attempt is not None and applier.attempt is not None:
-            assert (
-                applier.attempt == before_attempt or applier.attempt.token != before_attempt.token
-            )
+        before_attempt = run.applier.attempt
+        getattr(run, step)(arg)
+        run.decide()
+        attempt = run.applier.attempt
+        if before_attempt is not None and attempt is not None:
+            assert attempt == before_attempt or attempt.token != before_attempt.token
+
+
+@dataclass
+class _Run:
+    """One random sequence: the applier, its branch and what the invariants remember."""
+
+    applier: Applier
+    branch: BranchView = QUIET
+    now: float = 0.0
+    tokens: int = 0
+    refused_since_sent: bool = False  # a consented refusal made while an attempt was out
+    collided_since_sent: bool = False  # a withheld collision while an attempt was out (W1)
+    window_ends: float = 0.0  # when the latest colliding apply's window has surely closed
+
+    def foreign(self, commit: object) -> None:
+        self.applier = owe_foreign_commit(self.applier, str(commit), ["u1"])
+        self.branch = replace(self.branch, tip=str(commit))
+
+    def push(self, commit: object) -> None:
+        self.applier = owe_catch_up(self.applier, str(commit), ["u1"])
+        self.branch = replace(self.branch, tip=str(commit), last_write_at=self.now)
+
+    def refuse(self, consents: object) -> None:
+        self.applier = owe_refusal(self.applier, "u1", consents=bool(consents))
+        self.refused_since_sent |= bool(consents and self.applier.attempt)
+
+    def collide(self, _: object) -> None:
+        self.applier = owe_repair(self.applier, "u1", self.now)
+        self.collided_since_sent |= self.applier.attempt is not None
+        self.window_ends = max(self.window_ends, self.now + AFTER_FINISH_S)
+
+    def write(self, pending: object) -> None:
+        self.branch = replace(
+            self.branch, pending_total=1 if pending else 0, last_write_at=self.now
+        )
+
+    def outcome(self, outcome: object) -> None:
+        if self.applier.attempt is None:
+            return
+        failures = self.applier.failures
+        token = self.applier.attempt.token
+        self.applier = on_outcome(self.applier, token, outcome, self.now)  # type: ignore[arg-type]
+        if outcome == "Stale":
+            assert self.applier.failures == failures, "a Stale outcome never backs off"
+        self._ended()
+
+    def tick(self, seconds: object) -> None:
+        self.now += float(seconds)  # type: ignore[arg-type]
+        out = self.applier.attempt is not None
+        self.applier = hand_back_if_overdue(self.applier, self.now)
+        if out and self.applier.attempt is None:
+            self._ended()
+
+    def _ended(self) -> None:
+        """An attempt ended (an outcome, or handed back): what arose while it was out stays."""
+        if self.refused_since_sent:
+            assert "u1" in self.applier.refusals, "an outcome never clears a later refusal"
+        if self.collided_since_sent and self.applier.kind == "Application":
+            assert "u1" in self.applier.repairs, "an outcome never clears a later collision"
+        if self.applier.repairs:
+            self.window_ends = max(self.window_ends, self.now + AFTER_FINISH_S)
+        self.refused_since_sent = self.collided_since_sent = False
+
+    def decide(self) -> None:
+        decision = decide(self.applier, self.branch, self.now)
+        if not isinstance(decision, Ask):
+            return
+        kind = self.applier.kind
+        assert is_quiet(self.branch), "never a request while something is pending"
+        assert self.applier.attempt is None, "never two attempts out for one applier"
+        assert set(decision.reasons) <= set(self.applier.owes())
+        assert kind == "Kustomization" or "CatchUp" not in decision.reasons
+        assert kind == "Application" or "Repair" not in decision.reasons
+        if set(decision.reasons) == {"Repair"}:
+            assert self.now >= self.window_ends, "a Repair alone waits out the colliding window"
+        self.tokens += 1
+        self.applier = sent(self.applier, decision, f"t{self.tokens}", self.now, DEADLINE_S)
+        self.refused_since_sent = self.collided_since_sent = False
 
 
 def test_a_request_decided_at_a_later_tip_clears_what_it_covered() -> None:
