@@ -253,8 +253,8 @@ class BranchLoop:
         if item.target.uid not in targets:
             targets[item.target.uid] = self._configs.target(item.target.uid)
         target = targets[item.target.uid]
-        if target is None:
-            return self._park(entry)  # gone (dropped), or withdrawn while its key is out
+        if target is None or target.key_held:
+            return self._park(entry, target)  # gone (dropped), or not served for its key
         if not self.config.writes_for(target):
             return self._not_ours(target)
         if entry.listing is None:
@@ -322,16 +322,18 @@ class BranchLoop:
         until = self.attributor.waiting_until()
         return until if until is not None and until > self._clock() else None
 
-    def _park(self, entry: StreamEntry) -> bool:
-        """An event of a GitTarget without settings: dropped (False) if it is gone; kept
-        unacknowledged (True) if it was withdrawn while its signing key is out, which its
-        standing ``signing`` refusal tells (P6, M8: withdrawal keeps refusals, deletion does
-        not), until its settings are back."""
+    def _park(self, entry: StreamEntry, target: TargetConfig | None) -> bool:
+        """An event of a GitTarget that is not served: dropped (False) if it is gone; kept
+        unacknowledged (True) if it is held for its signing key, until it is served again
+        (P6, M8). The watcher publishes such a GitTarget marked ``key_held``, still registered
+        with the branch, so a new owner takes the branch and keeps its events; one withdrawn
+        without the mark (by an older watcher) is told by its standing ``signing`` refusal
+        (withdrawal keeps refusals, deletion does not)."""
         item = entry.listing or entry.event
         assert item is not None
         uid = item.target.uid
         if uid not in self._withdrawn:
-            self._withdrawn[uid] = self._withdrawn_for_key(uid)
+            self._withdrawn[uid] = self._withdrawn_for_key(uid, target)
         if not self._withdrawn[uid]:
             return False
         self._parked.append(entry)
@@ -339,7 +341,10 @@ class BranchLoop:
             self._parked_retry_at = self._clock() + SIGNING_RETRY_S
         return True
 
-    def _withdrawn_for_key(self, uid: GitTargetUid) -> bool:
+    def _withdrawn_for_key(self, uid: GitTargetUid, target: TargetConfig | None) -> bool:
+        """Whether a GitTarget whose settings are ``target`` is held for its signing key."""
+        if target is not None:
+            return target.key_held
         return "signing" in self._configs.refusals(uid)
 
     def _not_ours(self, target: TargetConfig) -> bool:
@@ -666,15 +671,19 @@ class BranchLoop:
     def _take_held(self, uid: GitTargetUid) -> OpenWindow | None:
         """A held GitTarget's writes with its open window's (its changes are in the same
         folder), out of the hold; None for a GitTarget gone meanwhile: its writes go with it,
-        as any event of a gone GitTarget (acknowledged unwritten). One withdrawn by the
-        watcher for its key (settings gone, ``signing`` refusal standing) stays held."""
+        as any event of a gone GitTarget (acknowledged unwritten). One the watcher does not
+        serve for its key (``key_held``, or settings gone with its ``signing`` refusal
+        standing) stays held, with its requests."""
         window = self._held.pop(uid)
         self._retry_at.pop(uid, None)
         newer = self._open.pop(uid, None)
         entries = window.entries + (newer.entries if newer else [])
+        requests = window.requests + (newer.requests if newer else [])
         current = self._configs.target(uid)
-        if current is None and self._withdrawn_for_key(uid):  # held until it is served again
-            self._held[uid] = OpenWindow(window.target, window.window, entries, window.author)
+        if self._withdrawn_for_key(uid, current):  # held until it is served again
+            self._held[uid] = OpenWindow(
+                window.target, window.window, entries, window.author, requests=requests
+            )
             self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
             return None
         if current is None:
@@ -683,7 +692,6 @@ class BranchLoop:
             self._events.ack(self.lease.branch, entries)
             return None
         target = current if current.path == window.target.path else window.target
-        requests = window.requests + (newer.requests if newer else [])
         return OpenWindow(
             target,
             newer.window if newer else window.window,
