@@ -15,7 +15,9 @@ from __future__ import annotations
 import logging
 import posixpath
 from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from services.branch_worker import metrics
 from services.branch_worker.apply_window import ApplyWindowGuard
@@ -515,7 +517,9 @@ class BranchLoop:
             self._push()
         self._publish_counts()
 
-    def _commit(self, window: OpenWindow) -> None:
+    def _commit(self, window: OpenWindow, signer: Signer | None = None) -> None:
+        """Commit a closed window (``signer``: the key already read for it, else this
+        owner's signer reads it)."""
         blocker = self._held_with(window.target)
         if blocker is not None:  # P6: nothing of a held folder is committed, signed or not
             self._hold(window, blocker, None)
@@ -528,7 +532,7 @@ class BranchLoop:
         if message_for(window.requests):  # P6: the request's message replaces the whole one
             message = message_for(window.requests)
         try:
-            sha = self._commit_files(window.target, message, window.author)
+            sha = self._commit_files(window.target, message, window.author, signer)
         except SigningUnavailable as err:
             self._hold(window, window.target, err)
             return
@@ -541,7 +545,11 @@ class BranchLoop:
             metrics.COMMITS.inc()
 
     def _commit_files(
-        self, target: TargetConfig, message: str, author: Author | None = None
+        self,
+        target: TargetConfig,
+        message: str,
+        author: Author | None = None,
+        signer: Signer | None = None,
     ) -> str | None:
         """Commit the GitTarget's folder, signed when it asks for it (P6); SigningUnavailable
         when its key cannot be had, with nothing committed.
@@ -553,7 +561,7 @@ class BranchLoop:
         not refused, only not yet written). The next commit of the folder that holds its writes
         lifts it."""
         try:
-            with self._signer(target) as key:
+            with (signer or self._signer)(target) as key:
                 sha = self.ws.commit(
                     message,
                     _committer(self.config),
@@ -656,17 +664,19 @@ class BranchLoop:
             group |= more
             grew = bool(more)
         windows = [w for w in (self._take_held(uid) for uid in sorted(group)) if w is not None]
-        ready: list[OpenWindow] = []
-        for window in windows:
-            try:
-                with self._signer(window.target):
-                    pass
-            except SigningUnavailable as err:
-                self._hold(window, window.target, err)
-                continue
-            ready.append(window)
-        for window in sorted(ready, key=lambda w: _depth(w.target.path), reverse=True):
-            self._commit(window)
+        ready: list[tuple[OpenWindow, Signer]] = []
+        with ExitStack() as keys:  # each key read once: the probe's file signs the commit
+            for window in windows:
+                try:
+                    path = keys.enter_context(self._signer(window.target))
+                except SigningUnavailable as err:
+                    self._hold(window, window.target, err)
+                    continue
+                ready.append((window, _already(path)))
+            for window, signer in sorted(
+                ready, key=lambda r: _depth(r[0].target.path), reverse=True
+            ):
+                self._commit(window, signer)
 
     def _take_held(self, uid: GitTargetUid) -> OpenWindow | None:
         """A held GitTarget's writes with its open window's (its changes are in the same
@@ -788,6 +798,15 @@ class BranchLoop:
         pending += sum(len(c.entries) for c in self._closed)
         pending += sum(len(w.entries) for w in self._held.values()) + len(self._parked)
         self._states.publish_counts(self.lease, len(self._open), pending, last_write_at)
+
+
+def _already(path: Path | None) -> Signer:
+    """A Signer that hands out a key file already read (or None: unsigned) for one commit."""
+
+    def signer(target: TargetConfig) -> AbstractContextManager[Path | None]:
+        return nullcontext(path)
+
+    return signer
 
 
 def _committer(config: BranchConfig) -> Committer:

@@ -35,18 +35,21 @@ CM = "apps/team/configmaps/app.yaml"
 
 
 class FakeSigner:
-    """A Signer whose key (or failure) the test sets; it counts the key files it handed out."""
+    """A Signer whose key (or failure) the test sets; it counts the key files it handed out
+    and the Secret reads it stands for (one a call for a GitTarget that signs)."""
 
     def __init__(self, key: SigningKey | None = None) -> None:
         self.key = key
         self.failure: SigningUnavailable | None = None
         self.files: list[Path] = []
+        self.reads = 0
 
     @contextmanager
     def __call__(self, target: TargetConfig) -> Iterator[Path | None]:
         if not target.signing_secret:
             yield None
             return
+        self.reads += 1
         if self.failure is not None:
             raise self.failure
         assert self.key is not None
@@ -109,7 +112,8 @@ def test_a_key_that_cannot_be_used_holds_the_targets_writes_until_it_works(rig: 
     """P6, T4, M8: the key breaks after the watcher's check; the window's edit is neither
     committed unsigned nor dropped: nothing is pushed, its event stays pending in the stream,
     the GitTarget shows SigningKeyInvalid. A later edit joins the hold. Once the key works
-    again (asked every SIGNING_RETRY_S), every held edit is committed, signed, and pushed."""
+    again (asked every SIGNING_RETRY_S), every held edit is committed, signed, and pushed,
+    with the key the retry read (the Secret is read once, not again for the commit)."""
     signed_target(rig)
     key = generate_key("team/gt")
     signer = FakeSigner(key)
@@ -137,7 +141,10 @@ def test_a_key_that_cannot_be_used_holds_the_targets_writes_until_it_works(rig: 
     loop.flush()  # not due yet: the key is not asked for before SIGNING_RETRY_S
     assert rig.head() == before
     rig.clock.now += SIGNING_RETRY_S
+    reads = signer.reads
     loop.flush()
+    assert signer.reads == reads + 1  # the retry's probe read signs the commit: one read
+    assert not any(path.exists() for path in signer.files)
     assert "a: '1'" in rig.show(CM)
     assert "b: '1'" in rig.show("apps/team/configmaps/other.yaml")
     assert verified(rig, "main", key)
