@@ -177,9 +177,9 @@ def _signed(config: TargetConfig) -> TargetConfig:
     return dataclasses.replace(config, signing_secret="signing")
 
 
-def _ls(githost: GitHost, name: str) -> dict[str, str]:
+def _ls(githost: GitHost, name: str, repo: str = "team/config") -> dict[str, str]:
     """Files on the repository's main branch, by path, with their blob ids."""
-    out = git("ls-tree", "-r", "main", cwd=githost.repo_path("team/config"))
+    out = git("ls-tree", "-r", "main", cwd=githost.repo_path(repo))
     return {line.split("\t")[1]: line.split()[2] for line in out.splitlines() if name in line}
 
 
@@ -279,7 +279,7 @@ def test_a_key_broken_after_the_watchers_check_loses_no_edit(
 
 
 def test_a_new_owner_keeps_the_held_edit_of_a_target_withdrawn_for_its_key(
-    rig: Rig, repo_url: str, githost: GitHost, tmp_path: Path
+    rig: Rig, githost: GitHost, tmp_path: Path
 ) -> None:
     """P6, M8, Q1: the owner holding a GitTarget's edit dies while the watcher does not serve
     the GitTarget for its key, and no other GitTarget writes to the branch. The GitTarget
@@ -287,6 +287,8 @@ def test_a_new_owner_keeps_the_held_edit_of_a_target_withdrawn_for_its_key(
     instead of retiring it after the grace, keeps the edit pending, and once the Secret is
     fixed pushes it in a commit ``git verify-commit`` accepts. (Before: the branch had no
     GitTarget left, nobody took it, and it was retired with the edit after 30 s.)"""
+    githost.create_repo("team/keyloss", files={"README.md": b"hello\n"})  # its own: the host
+    repo_url = githost.repo_url("team/keyloss")  # is the module's
     key = generate_key("team-a")
     uid = GitTargetUid(mirror_setup(rig, repo_url, **SIGNING))
     rig.cluster.create(_secret("team-a", "signing", {PRIVATE_KEY: key.private}))
@@ -299,7 +301,7 @@ def test_a_new_owner_keeps_the_held_edit_of_a_target_withdrawn_for_its_key(
     heir: BranchWorker | None = None
     bk = Branch(repo_url, "main").key
     stream = rig.keys.branch_events(bk)
-    repo = githost.repo_path("team/config")
+    repo = githost.repo_path("team/keyloss")
 
     def pending() -> int:
         return int(rig.redis.xpending(stream, "owners")["pending"])
@@ -309,7 +311,7 @@ def test_a_new_owner_keeps_the_held_edit_of_a_target_withdrawn_for_its_key(
         rig.cluster.patch("v1", "Secret", "signing", "team-a", {"data": data})
 
     try:
-        _work(dead, rig, lambda: bool(_ls(githost, "app.yaml")) and pending() == 0)
+        _work(dead, rig, lambda: bool(_ls(githost, "app.yaml", "team/keyloss")) and pending() == 0)
         first = git("rev-parse", "main", cwd=repo).strip()
         rig.cluster.patch("v1", "ConfigMap", "app", "team-a", {"data": {"a": "2"}})
         rig.burst()  # the edit is published while the key is still good
@@ -346,7 +348,9 @@ def test_a_new_owner_keeps_the_held_edit_of_a_target_withdrawn_for_its_key(
 
         _work(heir, rig, settled)
         assert git("rev-parse", "main~1", cwd=repo).strip() == first
-        assert "a: '2'" in git("show", f"main:{next(iter(_ls(githost, 'app.yaml')))}", cwd=repo)
+        assert "a: '2'" in git(
+            "show", f"main:{next(iter(_ls(githost, 'app.yaml', 'team/keyloss')))}", cwd=repo
+        )
         allowed = tmp_path / "allowed_signers"
         allowed.write_text(key.allowed_signer(DEFAULT_COMMITTER.email))
         verify = ["git", "-c", f"gpg.ssh.allowedSignersFile={allowed}", "verify-commit", "main"]
