@@ -15,7 +15,9 @@ from __future__ import annotations
 import logging
 import posixpath
 from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from services.branch_worker import metrics
 from services.branch_worker.apply_window import ApplyWindowGuard
@@ -258,8 +260,8 @@ class BranchLoop:
         if item.target.uid not in targets:
             targets[item.target.uid] = self._configs.target(item.target.uid)
         target = targets[item.target.uid]
-        if target is None:
-            return self._park(entry)  # gone (dropped), or withdrawn while its key is out
+        if target is None or target.key_held:
+            return self._park(entry, target)  # gone (dropped), or not served for its key
         if not self.config.writes_for(target):
             return self._not_ours(target)
         if entry.listing is None:
@@ -331,16 +333,18 @@ class BranchLoop:
         until = self.attributor.waiting_until()
         return until if until is not None and until > self._clock() else None
 
-    def _park(self, entry: StreamEntry) -> bool:
-        """An event of a GitTarget without settings: dropped (False) if it is gone; kept
-        unacknowledged (True) if it was withdrawn while its signing key is out, which its
-        standing ``signing`` refusal tells (P6, M8: withdrawal keeps refusals, deletion does
-        not), until its settings are back."""
+    def _park(self, entry: StreamEntry, target: TargetConfig | None) -> bool:
+        """An event of a GitTarget that is not served: dropped (False) if it is gone; kept
+        unacknowledged (True) if it is held for its signing key, until it is served again
+        (P6, M8). The watcher publishes such a GitTarget marked ``key_held``, still registered
+        with the branch, so a new owner takes the branch and keeps its events; one withdrawn
+        without the mark (by an older watcher) is told by its standing ``signing`` refusal
+        (withdrawal keeps refusals, deletion does not)."""
         item = entry.listing or entry.event
         assert item is not None
         uid = item.target.uid
         if uid not in self._withdrawn:
-            self._withdrawn[uid] = self._withdrawn_for_key(uid)
+            self._withdrawn[uid] = self._withdrawn_for_key(uid, target)
         if not self._withdrawn[uid]:
             return False
         self._parked.append(entry)
@@ -348,7 +352,10 @@ class BranchLoop:
             self._parked_retry_at = self._clock() + SIGNING_RETRY_S
         return True
 
-    def _withdrawn_for_key(self, uid: GitTargetUid) -> bool:
+    def _withdrawn_for_key(self, uid: GitTargetUid, target: TargetConfig | None) -> bool:
+        """Whether a GitTarget whose settings are ``target`` is held for its signing key."""
+        if target is not None:
+            return target.key_held
         return "signing" in self._configs.refusals(uid)
 
     def _not_ours(self, target: TargetConfig) -> bool:
@@ -541,7 +548,9 @@ class BranchLoop:
             self._push()
         self._publish_counts()
 
-    def _commit(self, window: OpenWindow) -> None:
+    def _commit(self, window: OpenWindow, signer: Signer | None = None) -> None:
+        """Commit a closed window (``signer``: the key already read for it, else this
+        owner's signer reads it)."""
         blocker = self._held_with(window.target)
         if blocker is not None:  # P6: nothing of a held folder is committed, signed or not
             self._hold(window, blocker, None)
@@ -554,7 +563,7 @@ class BranchLoop:
         if message_for(window.requests):  # P6: the request's message replaces the whole one
             message = message_for(window.requests)
         try:
-            sha = self._commit_files(window.target, message, window.author)
+            sha = self._commit_files(window.target, message, window.author, signer)
         except SigningUnavailable as err:
             self._hold(window, window.target, err)
             return
@@ -567,7 +576,11 @@ class BranchLoop:
             metrics.COMMITS.inc()
 
     def _commit_files(
-        self, target: TargetConfig, message: str, author: Author | None = None
+        self,
+        target: TargetConfig,
+        message: str,
+        author: Author | None = None,
+        signer: Signer | None = None,
     ) -> str | None:
         """Commit the GitTarget's folder, signed when it asks for it (P6); SigningUnavailable
         when its key cannot be had, with nothing committed.
@@ -579,7 +592,7 @@ class BranchLoop:
         not refused, only not yet written). The next commit of the folder that holds its writes
         lifts it."""
         try:
-            with self._signer(target) as key:
+            with (signer or self._signer)(target) as key:
                 sha = self.ws.commit(
                     message,
                     _committer(self.config),
@@ -670,25 +683,28 @@ class BranchLoop:
             group |= more
             grew = bool(more)
         taken = [w for w in (self._take_held(uid) for uid in sorted(group)) if w]
-        ready: list[list[OpenWindow]] = []
-        for windows in taken:
-            try:
-                with self._signer(windows[0].target):
-                    pass
-            except SigningUnavailable as err:
-                self._hold(windows[0], windows[0].target, err)
-                for later in windows[1:]:
-                    self._hold(later, windows[0].target, None)
-                continue
-            ready.append(windows)
-        ready.sort(key=lambda ws: _depth(ws[0].target.path), reverse=True)
-        for index, windows in enumerate(ready):
-            if len(windows) == 1:
-                self._commit(windows[0])
-            else:
-                self._commit_in_order(windows, [w for ws in ready[index + 1 :] for w in ws])
+        ready: list[tuple[list[OpenWindow], Signer]] = []
+        with ExitStack() as keys:  # each key read once: the probe's file signs the commit
+            for windows in taken:
+                try:
+                    path = keys.enter_context(self._signer(windows[0].target))
+                except SigningUnavailable as err:
+                    self._hold(windows[0], windows[0].target, err)
+                    for later in windows[1:]:
+                        self._hold(later, windows[0].target, None)
+                    continue
+                ready.append((windows, _already(path)))
+            ready.sort(key=lambda r: _depth(r[0][0].target.path), reverse=True)
+            for index, (windows, signer) in enumerate(ready):
+                if len(windows) == 1:
+                    self._commit(windows[0], signer)
+                else:
+                    rest = [w for ws, _ in ready[index + 1 :] for w in ws]
+                    self._commit_in_order(windows, rest, signer)
 
-    def _commit_in_order(self, windows: list[OpenWindow], later: list[OpenWindow]) -> None:
+    def _commit_in_order(
+        self, windows: list[OpenWindow], later: list[OpenWindow], signer: Signer
+    ) -> None:
         """P5 with P6: held windows of several authors, one commit each, oldest first. The
         work tree holds all their changes at once, so the folder is put back to HEAD and the
         windows' events are applied again, one window at a time, each committed before the
@@ -699,13 +715,13 @@ class BranchLoop:
         target = windows[0].target
         if self._held_with(target) is not None:
             for window in windows:
-                self._commit(window)  # held again, each window kept with its author
+                self._commit(window, signer)  # held again, each window kept with its author
             return
         self.ws.discard(target.path or ".")
         self._folders.clear()  # their scans may hold what the discard removed
         for window in windows:
             self._apply_again(window)
-            self._commit(window)
+            self._commit(window, signer)
         for window in later + list(self._open.values()):
             if window.target.uid != target.uid and _overlap(window.target.path, target.path):
                 self._apply_again(window)
@@ -714,15 +730,16 @@ class BranchLoop:
         """A held GitTarget's windows with its open window last (its changes are in the same
         folder; merged into the last held one when it is the same author's), out of the hold;
         none for a GitTarget gone meanwhile: its writes go with it, as any event of a gone
-        GitTarget (acknowledged unwritten). One withdrawn by the watcher for its key
-        (settings gone, ``signing`` refusal standing) stays held."""
+        GitTarget (acknowledged unwritten). One the watcher does not serve for its key
+        (``key_held``, or settings gone with its ``signing`` refusal standing) stays held, with
+        its requests."""
         windows = self._held.pop(uid)
         self._retry_at.pop(uid, None)
         newer = self._open.pop(uid, None)
         if newer is not None:
             _join_held(windows, newer, newer.window)
         current = self._configs.target(uid)
-        if current is None and self._withdrawn_for_key(uid):  # held until it is served again
+        if self._withdrawn_for_key(uid, current):  # held until it is served again
             self._held[uid] = windows
             self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
             return []
@@ -853,6 +870,15 @@ def _join_held(held: list[OpenWindow], window: OpenWindow, span: Window | None =
             requests=list(window.requests),
         )
     )
+
+
+def _already(path: Path | None) -> Signer:
+    """A Signer that hands out a key file already read (or None: unsigned) for one commit."""
+
+    def signer(target: TargetConfig) -> AbstractContextManager[Path | None]:
+        return nullcontext(path)
+
+    return signer
 
 
 def _committer(config: BranchConfig) -> Committer:

@@ -106,7 +106,7 @@ class CommitRequestSync:
             )
         uid = GitTargetUid(view.meta.uid)
         config = self._configs.target(uid)
-        if config is None:
+        if config is None or config.key_held:  # not served (P6: held for its signing key)
             return Problem(
                 TARGET_NOT_READY,
                 f"GitTarget {meta.namespace}/{request.target} is not ready (see its conditions)",

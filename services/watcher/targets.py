@@ -9,7 +9,11 @@ A valid GitTarget is *served*: its ``TargetConfig`` and its branch's ``BranchCon
 published together, in one transaction, before any of its watches start, so a branch worker
 never finds a branch without the GitTargets that write to it (it retires a branch that has
 none). A GitTarget that stops being valid is withdrawn (``ConfigStore.withdraw_target``): its
-watches stop, its settings go, and the branch worker drops its events unwritten.
+watches stop, its settings go, and the branch worker drops its events unwritten. One whose
+only problem is its signing key (P6) is not served either (``Validated=False``, its watches
+stop), but stays registered with its branch, published with ``key_held``: the branch is never
+retired under its held writes, and whoever owns the branch, a new owner too, keeps them pending
+until the key works and the GitTarget is served again.
 When several GitProviders point at one branch (the same repository URL and branch), one of
 them holds it and sets its writer (``shared.decide.claims``, T1): the branch is published with
 that GitProvider's settings, and only GitTargets whose GitProvider has the same writer are
@@ -20,7 +24,7 @@ nobody pushes with another's Secret or commits as another's committer.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from services.watcher.appliers import ApplierChecker, ApplierWorld, CheckJob, plan_check
 from services.watcher.clusters import ClusterState
@@ -60,18 +64,28 @@ class World:
     signing_problems: Mapping[str, Verdict] = field(default_factory=dict)
 
 
-def verdict_of(target: GitTargetView, world: World) -> Verdict:
-    """The GitTarget's validation verdict."""
+def _validated(target: GitTargetView, world: World) -> Verdict:
+    """The GitTarget's verdict on everything but its signing key."""
     ns = target.meta.namespace
     around = Surroundings(
         provider=world.providers.get((ns, target.provider)),
         cluster=world.clusters.get(target.cluster_provider),
         namespace_labels=world.namespace_labels.get(ns, {}),
     )
-    verdict = validate(target, around)
+    return validate(target, around)
+
+
+def verdict_of(target: GitTargetView, world: World) -> Verdict:
+    """The GitTarget's validation verdict."""
+    verdict = _validated(target, world)
     if verdict.valid:
         return world.signing_problems.get(target.meta.uid, verdict)
     return verdict
+
+
+def held_for_key(target: GitTargetView, world: World) -> bool:
+    """P6: the GitTarget's only problem is its signing key (it keeps its place on its branch)."""
+    return target.meta.uid in world.signing_problems and _validated(target, world).valid
 
 
 def branch_config(provider: GitProviderView, branch: str) -> BranchConfig:
@@ -164,10 +178,14 @@ class TargetReconciler:
         self._withdrawn.clear()
 
     def reconcile(self, targets: list[GitTargetView], world: World) -> list[ServedTarget]:
-        """Write every GitTarget's status; publish and return the served ones."""
+        """Write every GitTarget's status; publish and return the served ones (those held for
+        their signing key are published too, marked, but not returned: they have no watches)."""
         served: list[tuple[GitTargetView, GitProviderView]] = []
+        keyed: list[tuple[GitTargetView, GitProviderView]] = []
         verdicts = {t.meta.uid: verdict_of(t, world) for t in targets}
-        verdicts.update(self._hold_branches(targets, verdicts, world))
+        on_key = {t.meta.uid for t in targets if held_for_key(t, world)}
+        refused, kept = self._hold_branches(targets, verdicts, on_key, world)
+        verdicts.update(refused)
         appliers = self._check_appliers(targets, verdicts, world)
         refusals = self._config.first_refusals([t.uid for t in targets])
         for target in targets:
@@ -175,42 +193,62 @@ class TargetReconciler:
             refusal = refusals.get(target.uid)
             self._report(target, verdict, world, appliers[target.meta.uid], refusal)
             provider = world.providers.get((target.meta.namespace, target.provider))
-            if verdict.valid and provider is not None:
+            if provider is None:
+                continue
+            if verdict.valid:
                 served.append((target, provider))
-        self._publish(served, world.clusters)
-        self._withdraw({t.meta.uid for t in targets} - {t.meta.uid for t, _ in served})
+            elif target.meta.uid in kept:
+                keyed.append((target, provider))
+        self._publish(served, keyed, world.clusters)
+        published = {t.meta.uid for t, _ in served} | {t.meta.uid for t, _ in keyed}
+        self._withdraw({t.meta.uid for t in targets} - published)
         return [
             ServedTarget(target, Branch(provider.url, target.branch).key)
             for target, provider in served
         ]
 
     def _hold_branches(
-        self, targets: list[GitTargetView], verdicts: Mapping[str, Verdict], world: World
-    ) -> dict[str, Verdict]:
-        """T1: the refusals of valid GitTargets whose branch another GitProvider holds."""
+        self,
+        targets: list[GitTargetView],
+        verdicts: Mapping[str, Verdict],
+        on_key: set[str],
+        world: World,
+    ) -> tuple[dict[str, Verdict], set[str]]:
+        """T1: the refusals of valid GitTargets whose branch another GitProvider holds, and
+        which of the GitTargets held for their signing key (``on_key``, P6) keep their place
+        on their branch: those of its writer. They never take a branch from a valid
+        GitTarget's GitProvider; a branch only they name is held by one of theirs."""
         found: dict[str, tuple[BranchKey, str, str]] = {}
         candidates: list[Candidate] = []
+        spare: list[Candidate] = []
         for target in targets:
             key = (target.meta.namespace, target.provider)
             provider = world.providers.get(key)
-            if provider is None or not verdicts[target.meta.uid].valid:
+            uid = target.meta.uid
+            if provider is None or not (verdicts[uid].valid or uid in on_key):
                 continue
             config = branch_config(provider, target.branch)
-            found[target.meta.uid] = (config.ref.key, config.writer, provider.url)
+            found[uid] = (config.ref.key, config.writer, provider.url)
             access = not any(p.permanent for p in world.provider_problems.get(key, ()))
-            candidates.append(Candidate(config.ref.key, key, config.writer, access))
+            candidate = Candidate(config.ref.key, key, config.writer, access)
+            (spare if uid in on_key else candidates).append(candidate)
         current: dict[BranchKey, ProviderKey] = {}
-        for bk in _contested(candidates):  # only those need to know who holds them now
+        for bk in _contested(candidates + spare):  # only those need to know who holds them now
             published = self._config.branch(bk)
             if published is not None:
                 current[bk] = (published.provider_namespace, published.provider_name)
         held = writers(candidates, current)
+        held.update(writers([c for c in spare if c.branch not in held], current))
         by_uid = {t.meta.uid: t for t in targets}
-        return {
+        refused = {
             uid: Verdict(BRANCH_HELD, held_message(by_uid[uid].branch, url))
             for uid, (bk, writer, url) in found.items()
-            if held[bk] != writer
+            if held[bk] != writer and uid not in on_key
         }
+        kept = {
+            uid for uid, (bk, writer, _) in found.items() if uid in on_key and held[bk] == writer
+        }
+        return refused, kept
 
     def _check_appliers(
         self, targets: list[GitTargetView], verdicts: Mapping[str, Verdict], world: World
@@ -262,19 +300,25 @@ class TargetReconciler:
     def _publish(
         self,
         served: list[tuple[GitTargetView, GitProviderView]],
+        keyed: list[tuple[GitTargetView, GitProviderView]],
         clusters: Mapping[str, ClusterProviderView],
     ) -> None:
-        """Publish each branch with those of its GitTargets whose settings changed; a branch
-        no longer served is forgotten here, so it is published again if it comes back (its
-        owner retires its keys meanwhile)."""
+        """Publish each branch with those of its GitTargets whose settings changed (``keyed``:
+        held for their signing key, published with ``key_held``, P6); a branch no longer served
+        is forgotten here, so it is published again if it comes back (its owner retires its
+        keys meanwhile)."""
         configs = [
             target_config(target, provider, clusters.get(target.cluster_provider))
             for target, provider in served
         ]
+        configs += [
+            replace(target_config(t, provider, clusters.get(t.cluster_provider)), key_held=True)
+            for t, provider in keyed
+        ]
         by_branch: dict[str, list[TargetConfig]] = {}
         for config in configs:  # the key hashes the URL: computed once per GitTarget
             by_branch.setdefault(config.ref.key, []).append(config)
-        branches = branch_configs(served)
+        branches = branch_configs([*served, *keyed])
         for bk, branch in branches.items():
             changed = [
                 c for c in by_branch.get(bk, []) if self._changed(f"target:{c.uid}", c.to_json())

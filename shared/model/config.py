@@ -134,6 +134,11 @@ class TargetConfig:
     #: The audit route of its ClusterProvider's ``spec.attribution``; "": attribution is off
     #: and its commits are authored by the committer.
     audit_route: str = ""
+    #: P6: the GitTarget is valid but for its signing key, so it is not served (no watches,
+    #: nothing of it written) yet stays registered with its branch: the branch is never retired
+    #: under its held writes, and whoever owns the branch keeps them pending until the key works
+    #: and the watcher publishes it without this mark.
+    key_held: bool = False
 
     @property
     def ref(self) -> Branch:

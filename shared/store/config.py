@@ -4,7 +4,9 @@ A branch and the GitTargets that write to it are published together in one trans
 (``publish_served``), so a branch worker that retires a branch with no GitTarget left
 (``WorkerRegistry.retire``, atomic too) never sees a branch's settings without its GitTargets.
 A GitTarget that stops being valid is withdrawn (``withdraw_target``): its settings go, its
-refusals stay for its status, and the branch worker no longer writes for it.
+refusals stay for its status, and the branch worker no longer writes for it. One whose only
+problem is its signing key is published marked ``key_held`` instead (P6): it stays registered
+with its branch, so the branch is never retired under its held writes.
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ class ConfigStore:
         return bk
 
     def has_targets(self, bk: BranchKey) -> bool:
-        """Whether any GitTarget incarnation is registered as writing to the branch."""
+        """Whether any GitTarget incarnation is registered as writing to the branch (one held
+        for its signing key too, P6)."""
         return bool(self._r.scard(self._keys.branch_targets(bk)))
 
     def withdraw_target(self, uid: GitTargetUid) -> bool:
@@ -93,14 +96,17 @@ class ConfigStore:
         return TargetConfig.from_json(str(text)) if text else None
 
     def targets_of(self, bk: BranchKey) -> list[TargetConfig]:
-        """Every live GitTarget incarnation writing to the branch, by uid order (two round
-        trips, however many GitTargets share the branch)."""
+        """Every served GitTarget incarnation writing to the branch, by uid order (two round
+        trips, however many GitTargets share the branch). One registered but held for its
+        signing key (``TargetConfig.key_held``, P6) is left out: it writes nothing, owes its
+        applier nothing and has no watches, yet it keeps the branch (``has_targets``)."""
         uids = sorted(str(u) for u in self._r.smembers(self._keys.branch_targets(bk)))
         pipe = self._r.pipeline(transaction=False)
         for uid in uids:
             pipe.hget(self._keys.target(GitTargetUid(uid)), "config")
         texts = pipe.execute() if uids else []
-        return [TargetConfig.from_json(str(text)) for text in texts if text]
+        configs = [TargetConfig.from_json(str(text)) for text in texts if text]
+        return [config for config in configs if not config.key_held]
 
     def without_targets(self, bks: Sequence[BranchKey]) -> set[BranchKey]:
         """The branches among ``bks`` that no GitTarget writes to, in one round trip."""

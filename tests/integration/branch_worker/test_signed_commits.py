@@ -35,18 +35,21 @@ CM = "apps/team/configmaps/app.yaml"
 
 
 class FakeSigner:
-    """A Signer whose key (or failure) the test sets; it counts the key files it handed out."""
+    """A Signer whose key (or failure) the test sets; it counts the key files it handed out
+    and the Secret reads it stands for (one a call for a GitTarget that signs)."""
 
     def __init__(self, key: SigningKey | None = None) -> None:
         self.key = key
         self.failure: SigningUnavailable | None = None
         self.files: list[Path] = []
+        self.reads = 0
 
     @contextmanager
     def __call__(self, target: TargetConfig) -> Iterator[Path | None]:
         if not target.signing_secret:
             yield None
             return
+        self.reads += 1
         if self.failure is not None:
             raise self.failure
         assert self.key is not None
@@ -109,7 +112,8 @@ def test_a_key_that_cannot_be_used_holds_the_targets_writes_until_it_works(rig: 
     """P6, T4, M8: the key breaks after the watcher's check; the window's edit is neither
     committed unsigned nor dropped: nothing is pushed, its event stays pending in the stream,
     the GitTarget shows SigningKeyInvalid. A later edit joins the hold. Once the key works
-    again (asked every SIGNING_RETRY_S), every held edit is committed, signed, and pushed."""
+    again (asked every SIGNING_RETRY_S), every held edit is committed, signed, and pushed,
+    with the key the retry read (the Secret is read once, not again for the commit)."""
     signed_target(rig)
     key = generate_key("team/gt")
     signer = FakeSigner(key)
@@ -137,7 +141,10 @@ def test_a_key_that_cannot_be_used_holds_the_targets_writes_until_it_works(rig: 
     loop.flush()  # not due yet: the key is not asked for before SIGNING_RETRY_S
     assert rig.head() == before
     rig.clock.now += SIGNING_RETRY_S
+    reads = signer.reads
     loop.flush()
+    assert signer.reads == reads + 1  # the retry's probe read signs the commit: one read
+    assert not any(path.exists() for path in signer.files)
     assert "a: '1'" in rig.show(CM)
     assert "b: '1'" in rig.show("apps/team/configmaps/other.yaml")
     assert verified(rig, "main", key)
@@ -289,11 +296,23 @@ def test_another_target_of_the_branch_is_committed_unsigned_meanwhile(rig: Rig) 
     assert loop.held() == [rig.target.uid]
 
 
-def test_held_writes_survive_the_watcher_withdrawing_the_target(rig: Rig) -> None:
-    """P6, M8: the watcher stops serving a GitTarget whose key it finds unusable (its
-    settings go, its refusals stay). Its held writes are not taken for those of a deleted
-    GitTarget: they stay held and pending, and once it is served again with a working key
-    they are pushed signed. A deleted GitTarget's held writes go with it."""
+def _not_served(rig: Rig, how: str) -> None:
+    """The watcher stops serving the GitTarget for its key: it publishes it ``key_held``
+    (still registered with its branch), or, as a watcher before that mark did, withdraws it
+    (its settings go, its refusals stay)."""
+    if how == "key_held":
+        rig.configs.publish_target(dataclasses.replace(rig.target, key_held=True))
+        assert rig.configs.has_targets(rig.bk) and rig.configs.targets_of(rig.bk) == []
+    else:
+        assert rig.configs.withdraw_target(rig.target.uid)
+
+
+@pytest.mark.parametrize("how", ["key_held", "withdrawn"])
+def test_held_writes_survive_the_watcher_withdrawing_the_target(rig: Rig, how: str) -> None:
+    """P6, M8: the watcher stops serving a GitTarget whose key it finds unusable. Its held
+    writes are not taken for those of a deleted GitTarget: they stay held and pending (also
+    when the key works again before the watcher serves it), and once it is served again with
+    a working key they are pushed signed. A deleted GitTarget's held writes go with it."""
     signed_target(rig)
     key = generate_key("team/gt")
     signer = FakeSigner(key)
@@ -303,7 +322,7 @@ def test_held_writes_survive_the_watcher_withdrawing_the_target(rig: Rig) -> Non
     rig.publish("app", "CREATE", {"a": "1"})
     rig.drain(loop)
     loop.flush(force=True)
-    assert rig.configs.withdraw_target(rig.target.uid)
+    _not_served(rig, how)
     rig.clock.now += SIGNING_RETRY_S
     loop.flush()
     assert rig.head() == before
@@ -311,6 +330,10 @@ def test_held_writes_survive_the_watcher_withdrawing_the_target(rig: Rig) -> Non
     assert rig.events.pending_count(rig.bk) == 1
 
     signer.failure = None
+    rig.clock.now += SIGNING_RETRY_S
+    loop.flush()  # the key works, but the GitTarget is not served yet: still held
+    assert rig.head() == before
+    assert loop.held() == [rig.target.uid]
     rig.configs.publish_target(rig.target)  # served again: the Secret is fixed
     rig.clock.now += SIGNING_RETRY_S
     loop.flush()
@@ -330,10 +353,12 @@ def test_held_writes_survive_the_watcher_withdrawing_the_target(rig: Rig) -> Non
     assert "a: '1'" in rig.show(CM)
 
 
-def test_a_new_owner_parks_the_events_of_a_target_withdrawn_for_its_key(rig: Rig) -> None:
-    """M8 with P6: a new owner that claims events of a GitTarget withdrawn for its key (no
-    settings, its ``signing`` refusal standing) keeps them pending, applied once the
-    GitTarget is served again, and pushes them signed."""
+@pytest.mark.parametrize("how", ["key_held", "withdrawn"])
+def test_a_new_owner_parks_the_events_of_a_target_withdrawn_for_its_key(rig: Rig, how: str) -> None:
+    """M8 with P6: a new owner that claims events of a GitTarget not served for its key
+    (published ``key_held``; or, from an older watcher, no settings and its ``signing``
+    refusal standing) keeps them pending, applied once the GitTarget is served again, and
+    pushes them signed."""
     signed_target(rig)
     key = generate_key("team/gt")
     signer = FakeSigner(key)
@@ -342,7 +367,7 @@ def test_a_new_owner_parks_the_events_of_a_target_withdrawn_for_its_key(rig: Rig
     rig.publish("app", "CREATE", {"a": "1"})
     rig.drain(dead, "dead")
     dead.flush(force=True)
-    rig.configs.withdraw_target(rig.target.uid)
+    _not_served(rig, how)
     rig.client.delete(rig.keys.branch_lease(rig.bk))  # the dead worker's lease expires
     before = rig.head()
     heir = rig.loop("heir", signer=FakeSigner(key))  # start() claims and applies them

@@ -128,7 +128,8 @@ def test_a_bad_key_fails_only_that_git_target(
 ) -> None:
     """T4: the signed GitTarget is Validated=False with the reason and not served; another
     GitTarget of the same namespace and branch (another folder) is served; nothing of the
-    Secret's content appears in the condition."""
+    Secret's content appears in the condition. The signed one stays registered with its
+    branch, marked ``key_held`` (P6)."""
     uid = mirror_setup(rig, repo_url, **SIGNING)
     if data is not None:
         rig.cluster.create(_secret("team-a", "signing", data))
@@ -142,7 +143,9 @@ def test_a_bad_key_fails_only_that_git_target(
     )
     assert conditions["Stalled"]["status"] == "True"
     assert "not a key" not in str(conditions)
-    assert rig.config.target(GitTargetUid(uid)) is None
+    held = rig.config.target(GitTargetUid(uid))  # not served, but kept on its branch (P6)
+    assert held is not None and held.key_held
+    assert uid not in [t.uid for t in rig.config.targets_of(held.ref.key)]
     assert "signingPublicKey" not in (_target(rig).get("status") or {})
     assert rig.config.target(GitTargetUid(other["metadata"]["uid"])) is not None
 
@@ -174,9 +177,9 @@ def _signed(config: TargetConfig) -> TargetConfig:
     return dataclasses.replace(config, signing_secret="signing")
 
 
-def _ls(githost: GitHost, name: str) -> dict[str, str]:
+def _ls(githost: GitHost, name: str, repo: str = "team/config") -> dict[str, str]:
     """Files on the repository's main branch, by path, with their blob ids."""
-    out = git("ls-tree", "-r", "main", cwd=githost.repo_path("team/config"))
+    out = git("ls-tree", "-r", "main", cwd=githost.repo_path(repo))
     return {line.split("\t")[1]: line.split()[2] for line in out.splitlines() if name in line}
 
 
@@ -247,8 +250,9 @@ def test_a_key_broken_after_the_watchers_check_loses_no_edit(
         refusal = rig.config.refusal(uid)
         assert refusal is not None and refusal["reason"] == SIGNING_KEY_INVALID
 
-        rig.burst()  # the watcher now finds the key bad: the GitTarget is withdrawn
-        assert rig.config.target(uid) is None
+        rig.burst()  # the watcher now finds the key bad: the GitTarget is not served
+        withdrawn = rig.config.target(uid)
+        assert withdrawn is not None and withdrawn.key_held
         conditions = rig.cluster.conditions("GitTarget", "target", "team-a")
         assert conditions["Validated"]["reason"] == SIGNING_KEY_INVALID
         rig.clock.now += 2 * SIGNING_RETRY_S
@@ -272,3 +276,88 @@ def test_a_key_broken_after_the_watchers_check_loses_no_edit(
         assert "signing" not in rig.config.refusals(uid)
     finally:
         worker.shutdown()
+
+
+def test_a_new_owner_keeps_the_held_edit_of_a_target_withdrawn_for_its_key(
+    rig: Rig, githost: GitHost, tmp_path: Path
+) -> None:
+    """P6, M8, Q1: the owner holding a GitTarget's edit dies while the watcher does not serve
+    the GitTarget for its key, and no other GitTarget writes to the branch. The GitTarget
+    stays registered with its branch (published ``key_held``), so a new owner takes the branch
+    instead of retiring it after the grace, keeps the edit pending, and once the Secret is
+    fixed pushes it in a commit ``git verify-commit`` accepts. (Before: the branch had no
+    GitTarget left, nobody took it, and it was retired with the edit after 30 s.)"""
+    githost.create_repo("team/keyloss", files={"README.md": b"hello\n"})  # its own: the host
+    repo_url = githost.repo_url("team/keyloss")  # is the module's
+    key = generate_key("team-a")
+    uid = GitTargetUid(mirror_setup(rig, repo_url, **SIGNING))
+    rig.cluster.create(_secret("team-a", "signing", {PRIVATE_KEY: key.private}))
+    rig.cluster.configmap("team-a", "app", {"a": "1"})
+    rig.burst()
+    reader = _reader(rig)
+    settings = Settings(key_prefix=rig.prefix, work_dir=str(tmp_path / "work"))
+    stores = Stores.build(rig.redis, settings)
+    dead = BranchWorker(settings, stores, "w1", rig.clock, signer=SecretSigner(lambda: reader))
+    heir: BranchWorker | None = None
+    bk = Branch(repo_url, "main").key
+    stream = rig.keys.branch_events(bk)
+    repo = githost.repo_path("team/keyloss")
+
+    def pending() -> int:
+        return int(rig.redis.xpending(stream, "owners")["pending"])
+
+    def bad_key(value: bytes) -> None:
+        data = {PRIVATE_KEY: base64.b64encode(value).decode()}
+        rig.cluster.patch("v1", "Secret", "signing", "team-a", {"data": data})
+
+    try:
+        _work(dead, rig, lambda: bool(_ls(githost, "app.yaml", "team/keyloss")) and pending() == 0)
+        first = git("rev-parse", "main", cwd=repo).strip()
+        rig.cluster.patch("v1", "ConfigMap", "app", "team-a", {"data": {"a": "2"}})
+        rig.burst()  # the edit is published while the key is still good
+        bad_key(b"not a key")
+        _work(dead, rig, lambda: bk in dead.loops and dead.loops[bk].held() == [uid])
+        rig.burst()  # the watcher finds the key bad: not served, but kept on its branch
+        conditions = rig.cluster.conditions("GitTarget", "target", "team-a")
+        assert conditions["Validated"]["reason"] == SIGNING_KEY_INVALID
+        config = rig.config.target(uid)
+        assert config is not None and config.key_held
+        held = pending()  # the edit (and the restarted watcher's listing)
+        assert held >= 1
+
+        rig.redis.delete(rig.keys.branch_lease(bk))  # the owner died: its lease expires
+        other = Settings(key_prefix=rig.prefix, work_dir=str(tmp_path / "heir"))
+        signer = SecretSigner(lambda: reader)
+        heir = BranchWorker(other, Stores.build(rig.redis, other), "w2", rig.clock, signer=signer)
+        for _ in range(16):  # well past the 30 s grace of a branch without GitTargets
+            heir.wake()
+            heir.settle()
+            rig.clock.now += SIGNING_RETRY_S / 2
+        rig.burst()
+        assert bk in heir.loops  # taken over, not retired
+        assert pending() == held
+        assert git("rev-parse", "main", cwd=repo).strip() == first
+
+        bad_key(key.private)
+        rig.burst()  # served again
+
+        def settled() -> bool:
+            assert heir is not None
+            loop = heir.loops.get(bk)
+            return pending() == 0 and loop is not None and not loop.busy()
+
+        _work(heir, rig, settled)
+        assert git("rev-parse", "main~1", cwd=repo).strip() == first
+        assert "a: '2'" in git(
+            "show", f"main:{next(iter(_ls(githost, 'app.yaml', 'team/keyloss')))}", cwd=repo
+        )
+        allowed = tmp_path / "allowed_signers"
+        allowed.write_text(key.allowed_signer(DEFAULT_COMMITTER.email))
+        verify = ["git", "-c", f"gpg.ssh.allowedSignersFile={allowed}", "verify-commit", "main"]
+        assert subprocess.run(verify, cwd=repo, capture_output=True, check=False).returncode == 0
+        assert not rig.config.target(uid).key_held  # type: ignore[union-attr]
+    finally:
+        dead.loops.clear()  # gone: nothing flushed or released on its behalf
+        dead.shutdown()
+        if heir is not None:
+            heir.shutdown()

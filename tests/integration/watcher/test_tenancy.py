@@ -51,14 +51,21 @@ def _secret(ns: str) -> dict[str, object]:
     }
 
 
-def _tenant(rig: Rig, ns: str, url: str, secret: bool, **provider: object) -> str:
+def _tenant(
+    rig: Rig,
+    ns: str,
+    url: str,
+    secret: bool,
+    target_spec: dict[str, object] | None = None,
+    **provider: object,
+) -> str:
     c = rig.cluster
     c.namespace(ns)
     if secret:
         c.create(_secret(ns))
         provider["secretRef"] = {"name": "git-creds"}
     c.create(git_provider(ns, url, **provider))
-    target = c.create(git_target(ns))
+    target = c.create(git_target(ns, **(target_spec or {})))
     c.create(watch_rule(ns, CONFIGMAPS))
     return str(target["metadata"]["uid"])
 
@@ -109,6 +116,33 @@ def test_a_newcomer_with_access_never_takes_a_held_branch(rig: Rig, repo_url: st
     branch = rig.config.branch(bk)
     assert branch is not None and branch.provider_namespace == "aattacker"
     assert rig.config.target(GitTargetUid(attacker)) is not None
+
+
+def test_a_target_held_for_its_key_never_takes_a_branch(rig: Rig, repo_url: str) -> None:
+    """T1 with P6: a GitTarget whose only problem is its signing key keeps its place on its
+    branch (published ``key_held``), but never holds a branch for its GitProvider while a
+    valid GitTarget of another writer names it; it does once it is the branch's only one."""
+    rig.cluster.create(cluster_provider(accessFrom={"selector": {}}))
+    victim = _tenant(rig, "victim", repo_url, secret=False)
+    signing = {"commit": {"signing": {"secretRef": {"name": "missing"}}}}
+    keyed = _tenant(rig, "aattacker", repo_url, secret=True, target_spec=signing)
+    rig.burst()
+
+    bk = Branch(repo_url, "main").key
+    branch = rig.config.branch(bk)
+    assert branch is not None and branch.provider_namespace == "victim"
+    assert rig.config.target(GitTargetUid(keyed)) is None, "not on a branch of another writer"
+    assert rig.config.target(GitTargetUid(victim)) is not None
+    validated = rig.cluster.conditions("GitTarget", "target", "aattacker")["Validated"]
+    assert (validated["status"], validated["reason"]) == ("False", "SigningSecretNotFound")
+
+    rig.cluster.delete("gitopsreverser.io/v1alpha1", "GitProvider", "repo", "victim")
+    rig.burst()
+    branch = rig.config.branch(bk)
+    assert branch is not None and branch.provider_namespace == "aattacker"
+    config = rig.config.target(GitTargetUid(keyed))
+    assert config is not None and config.key_held
+    assert rig.config.has_targets(bk) and rig.config.targets_of(bk) == []
 
 
 def test_gitproviders_with_one_writer_share_the_branch(rig: Rig, repo_url: str) -> None:
