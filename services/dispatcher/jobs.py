@@ -132,11 +132,18 @@ def ports(ctx: Context) -> attempts.Ports:
 
 
 def finish(ctx: Context, request: ApplyRequest, outcome: AttemptOutcome) -> None:
-    """Report the one outcome, record it in the ledger (S3) and count it (O1)."""
-    if not ctx.attempts.report_once(BranchKey(request.branch_key), outcome):
-        return  # an outcome for this token exists already: never a second one
+    """Report the one outcome with its ledger entry (S3), in one Redis script, and count it
+    (O1). The ledger is written with the report, not after it: a crash between the two would
+    lose the entry for good (the token's guard refuses a second report), and until it was
+    written the branch's apply window would judge by the older request (W1)."""
     uids = {uid for held in request.reasons.values() for uid in held}
-    ctx.ledger.record(uids, LastRequest.of(request, outcome))
+    if not ctx.attempts.report_once(
+        BranchKey(request.branch_key),
+        outcome,
+        served=uids,
+        last_request=LastRequest.of(request, outcome),
+    ):
+        return  # an outcome for this token exists already: never a second one
     for reason in request.reasons:
         metrics.METRICS.apply_requests.labels(
             request.applier.kind.lower(), reason, outcome.outcome
