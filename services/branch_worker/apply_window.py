@@ -10,12 +10,16 @@
   correct apply); the trailing events of an older apply that arrive once a newer request is
   out are mirrored, which only proof could prevent;
 - when the API side last edited each object: the time the watcher observed the last event
-  that was not the applier's alone. It is kept in this owner's memory, so a new owner of the
-  branch starts with none: it mirrors (only proof withholds, W2), never withholds wrongly.
+  that was not the applier's alone. It is kept in this owner's memory and in Redis
+  (``shared.store.api_edits``, written before the event can be acknowledged), so a branch
+  taken again (its worker killed, or its lease lost while Redis was away) still withholds the
+  revert of an edit its previous owner saw; without the store a new owner forgot the edit and
+  mirrored the revert, losing the edit in Git and in the cluster.
 
 A withheld event is not mirrored (the caller acknowledges it as no write); every collision is
 logged, counted in ``apply_window_collisions_total{outcome}`` and kept for ``inspect`` (W3).
-Store reads happen only for an event the applier's own manager wrote: an API edit costs none.
+An API edit to an object of a GitTarget with an applier costs one Redis write; store reads
+happen only for an event the applier's own manager wrote.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from shared.decide.apply_window import (
 from shared.model.config import ApplierRef, TargetConfig
 from shared.model.events import ObjectEvent
 from shared.model.ids import BranchKey
+from shared.store.api_edits import ApiEdits
 from shared.store.appliers import ApplierStore
 from shared.store.collisions import Collision, Collisions
 from shared.store.ledger import Ledger
@@ -61,12 +66,14 @@ class ApplyWindowGuard:
         ledger: Ledger,
         collisions: Collisions,
         clock: Callable[[], float],
+        edits: ApiEdits | None = None,
         enabled: bool = True,
     ) -> None:
         self._bk = bk
         self._appliers = appliers
         self._ledger = ledger
         self._collisions = collisions
+        self._edits = edits  # None: memory only (a new owner forgets)
         self._clock = clock
         self._enabled = enabled  # False only through the e2e test seam
         self._edited: dict[EditKey, float] = {}
@@ -96,7 +103,7 @@ class ApplyWindowGuard:
             newest=event.managers,
             applier_kind=ref.kind,
             window=self._window(ref, target),
-            api_edited_at=self._edited.get(key),
+            api_edited_at=self._edited_at(key),
             now=self._clock(),
         )
 
@@ -111,8 +118,17 @@ class ApplyWindowGuard:
             return None
         return None if last is None else ApplyWindow(last.sent_at, last.finished_at)
 
+    def _edited_at(self, key: EditKey) -> float | None:
+        """The last API edit of the object this owner or a previous one saw."""
+        seen = [self._edited.get(key)]
+        if self._edits is not None:
+            seen.append(self._edits.last(self._bk, key))
+        return max((at for at in seen if at is not None), default=None)
+
     def _remember(self, key: EditKey, at: float) -> None:
         self._edited[key] = max(at, self._edited.get(key, at))
+        if self._edits is not None:
+            self._edits.remember(self._bk, key, at, REMEMBER_S + AFTER_FINISH_S)
         horizon = self._clock() - REMEMBER_S - AFTER_FINISH_S
         if len(self._edited) % 256 == 0:  # now and then, drop what no window can need
             self._edited = {k: t for k, t in self._edited.items() if t >= horizon}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.settings import Settings
+from shared.store.api_edits import ApiEdits
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
 from shared.store.branch_health import BranchHealth
@@ -35,6 +36,7 @@ class Stores:
     health: BranchHealth
     ledger: Ledger
     collisions: Collisions
+    api_edits: ApiEdits
 
     @classmethod
     def build(cls, client: Client, settings: Settings) -> Stores:
@@ -52,4 +54,5 @@ class Stores:
             BranchHealth(client, keys),
             Ledger(client, keys),
             Collisions(client, keys),
+            ApiEdits(client, keys),
         )
