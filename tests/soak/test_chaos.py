@@ -6,11 +6,17 @@ redis-server with AOF and ``appendfsync always`` (what the product needs of Redi
 nothing: docs/architecture.md "Redis persistence"). Five tenants, each a GitProvider with a
 GitHub receiver the Git host calls on every push: three GitTargets with no applier, whose
 ConfigMaps are edited, and two whose applier is a Flux Kustomization, which get outside pushes
-(as all five do) that Flux is asked to apply (``APPLY_EDITS`` below).
+(as all five do) that Flux is asked to apply (``APPLY_EDITS`` below). The Flux doubles run
+at their pinned default pacing (``sandbox.flux.pacing.flux_default``: an apply starts 2 s after
+it is woken, the seed's "a few seconds"), so API edits land inside applies as they would.
 During the soak the actors of ``tests/soak/actors.py`` edit, push and kill;
 then every process and Redis run again, the soak waits (bounded) until every event is
 acknowledged, nothing is owed and Git matches, and checks what ``tests/soak/checks.py`` says.
-``CHAOS_SEED`` replays a run's random choices; the seed is printed first.
+Every lost edit is printed with its timeline and its class (``tests/soak/losses.py``): a W2
+tie (the spec mirrors a same-second tie with another manager) is reported, not failed; any
+other loss fails the soak. The apply-window collisions the branch workers logged (withheld,
+ambiguous) are printed too. ``CHAOS_SEED`` replays a run's random choices (the threads'
+interleaving is the machine's, so a replay is not the same run); the seed is printed first.
 """
 
 from __future__ import annotations
@@ -57,10 +63,11 @@ SEED = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(10**6
 VICTIMS = tuple(os.environ.get("CHAOS_VICTIMS", ",".join(VICTIM_NAMES)).split(","))
 #: Whether the editor also edits the ConfigMaps of the Flux tenants (``CHAOS_APPLY_EDITS=1``).
 #: By default it edits only the tenants without an applier, and the Flux tenants get outside
-#: pushes only (each a ForeignCommit Flux is asked to apply, one token each): Flux applying the
-#: folder being edited overwrites an API edit made between the dispatcher's last check (D3)
-#: and Flux's apply, or while the watcher is down, a race of the design that the soak
-#: measures only when asked (it fails then; see the lead's report for the figures).
+#: pushes only (each a ForeignCommit Flux is asked to apply, one token each). With it, Flux
+#: applies the folder being edited: an API edit made between the dispatcher's last check (D3)
+#: and Flux's apply is reverted by the apply, and the apply window (W1) must withhold that
+#: revert so the CatchUp applies the edit back; the soak then counts what was withheld and
+#: fails on any loss but a W2 tie (docs/architecture.md "The apply window").
 APPLY_EDITS = os.environ.get("CHAOS_APPLY_EDITS", "") == "1"
 #: Tenants edited without an applier, and tenants whose GitTarget names a Kustomization.
 TENANTS, FLUX_TENANTS = 3, 2
