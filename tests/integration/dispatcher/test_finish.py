@@ -16,6 +16,7 @@ from collections.abc import Iterable
 import pytest
 import redis
 
+from services.dispatcher import jobs
 from services.dispatcher.jobs import Context, finish
 from shared.model.config import ApplierRef
 from shared.model.ids import Branch, BranchKey, GitTargetUid
@@ -98,3 +99,42 @@ def test_a_second_finish_of_the_token_changes_neither_the_outcomes_nor_the_ledge
     assert [o.outcome for _, o in reported if o is not None] == ["Delivered"]
     entry, version = ctx.ledger.last_request(GitTargetUid(UIDS[0]))
     assert entry is not None and (entry.outcome, version) == ("Delivered", 1)
+
+
+class AwayAttempts(Attempts):
+    """Attempts whose Redis is away for the first ``away`` reports (refused connections)."""
+
+    away = 3
+
+    def report_once(
+        self,
+        bk: BranchKey,
+        outcome: AttemptOutcome,
+        *,
+        served: Iterable[str] = (),
+        last_request: LastRequest | None = None,
+    ) -> bool:
+        if self.away:
+            self.away -= 1
+            raise redis.ConnectionError("Connection refused")
+        return super().report_once(bk, outcome, served=served, last_request=last_request)
+
+
+def test_an_outcome_reached_while_redis_is_away_is_reported_once_it_is_back(
+    redis_client: redis.Redis, key_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """C9/W1: the soak's seed 197924 (Delivered while Redis was killed): on the old code the
+    job failed, the outcome and the ledger entry were lost, and the branch's apply window
+    closed at the attempt's deadline with no trace of the apply that ran."""
+    pauses: list[float] = []
+    monkeypatch.setattr(jobs, "_pause", pauses.append)
+    ctx = _context(redis_client, key_prefix)
+    away = dataclasses.replace(ctx, attempts=AwayAttempts(redis_client, ctx.attempts._keys, "q"))
+    request = _request()
+    outcome = AttemptOutcome(request.token, "Delivered", "applied", finished_at=time.time())
+    finish(away, request, outcome)
+    assert len(pauses) == 3
+    reported = ctx.attempts.outcomes(BranchKey(request.branch_key))
+    assert [o.token for _, o in reported if o is not None] == [request.token]
+    entry, _ = ctx.ledger.last_request(GitTargetUid(UIDS[0]))
+    assert entry is not None and entry.token == request.token
