@@ -10,16 +10,17 @@
   correct apply); the trailing events of an older apply that arrive once a newer request is
   out are mirrored, which only proof could prevent;
 - when the API side last edited each object: the time the watcher observed the last event
-  that was not the applier's alone. It is kept in Redis (``Collisions.remember_edit``,
-  written before the event can be acknowledged), so an owner that restarted or took the
-  branch over judges with what its predecessor saw (the window search found reverts mirrored
-  by such an owner when the times lived in memory).
+  that was not the applier's alone. It is kept in this owner's memory and in Redis
+  (``shared.store.api_edits``, written before the event can be acknowledged), so a branch
+  taken again (its worker killed, or its lease lost while Redis was away) still withholds the
+  revert of an edit its previous owner saw; without the store a new owner forgot the edit and
+  mirrored the revert, losing the edit in Git and in the cluster.
 
 A withheld event is not mirrored (the caller acknowledges it as no write, and owes an Argo CD
 Application a Repair: ``ApplierDesk.on_withheld``); every collision is
 logged, counted in ``apply_window_collisions_total{outcome}`` and kept for ``inspect`` (W3).
-Store reads happen only for an event the applier's own manager wrote; an API edit costs one
-write.
+An API edit to an object of a GitTarget with an applier costs one Redis write; store reads
+happen only for an event the applier's own manager wrote.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from shared.decide.apply_window import (
 from shared.model.config import ApplierRef, TargetConfig
 from shared.model.events import ObjectEvent
 from shared.model.ids import BranchKey
+from shared.store.api_edits import ApiEdits
 from shared.store.appliers import ApplierStore
 from shared.store.collisions import Collision, Collisions
 from shared.store.ledger import Ledger
@@ -54,11 +56,6 @@ REMEMBER_S = 900.0
 EditKey = tuple[str, str, str, str, str]
 
 
-def _member(key: EditKey) -> str:
-    """The object's member in the branch's edit times (its key parts, '/'-joined)."""
-    return "/".join(key)
-
-
 class ApplyWindowGuard:
     """Judges one branch's object events against their appliers' apply windows."""
 
@@ -70,14 +67,17 @@ class ApplyWindowGuard:
         ledger: Ledger,
         collisions: Collisions,
         clock: Callable[[], float],
+        edits: ApiEdits | None = None,
         enabled: bool = True,
     ) -> None:
         self._bk = bk
         self._appliers = appliers
         self._ledger = ledger
         self._collisions = collisions
+        self._edits = edits  # None: memory only (a new owner forgets)
         self._clock = clock
         self._enabled = enabled  # False only through the e2e test seam
+        self._edited: dict[EditKey, float] = {}
 
     def admits(self, target: TargetConfig, event: ObjectEvent) -> bool:
         """True to mirror ``event``; False when the apply window withholds it (W1)."""
@@ -104,7 +104,7 @@ class ApplyWindowGuard:
             newest=event.managers,
             applier_kind=ref.kind,
             window=self._window(ref, target),
-            api_edited_at=self._collisions.edited_at(self._bk, _member(key)),
+            api_edited_at=self._edited_at(key),
             now=self._clock(),
         )
 
@@ -119,8 +119,20 @@ class ApplyWindowGuard:
             return None
         return None if last is None else ApplyWindow(last.sent_at, last.finished_at)
 
+    def _edited_at(self, key: EditKey) -> float | None:
+        """The last API edit of the object this owner or a previous one saw."""
+        seen = [self._edited.get(key)]
+        if self._edits is not None:
+            seen.append(self._edits.last(self._bk, key))
+        return max((at for at in seen if at is not None), default=None)
+
     def _remember(self, key: EditKey, at: float) -> None:
-        self._collisions.remember_edit(self._bk, _member(key), at, REMEMBER_S + AFTER_FINISH_S)
+        self._edited[key] = max(at, self._edited.get(key, at))
+        if self._edits is not None:
+            self._edits.remember(self._bk, key, at, REMEMBER_S + AFTER_FINISH_S)
+        horizon = self._clock() - REMEMBER_S - AFTER_FINISH_S
+        if len(self._edited) % 256 == 0:  # now and then, drop what no window can need
+            self._edited = {k: t for k, t in self._edited.items() if t >= horizon}
 
     def _report(
         self, ref: ApplierRef, target: TargetConfig, event: ObjectEvent, decision: Decision

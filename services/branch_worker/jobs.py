@@ -240,6 +240,7 @@ class BranchJobs:
                 appliers=self.stores.appliers,
                 ledger=self.stores.ledger,
                 collisions=self.stores.collisions,
+                edits=self.stores.api_edits,
                 clock=self._clock,
                 enabled=not apply_window_switched_off(),
             ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.settings import Settings
+from shared.store.api_edits import ApiEdits
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
 from shared.store.attribution import FactStreams
@@ -39,6 +40,7 @@ class Stores:
     collisions: Collisions
     commit_requests: CommitRequests
     facts: FactStreams
+    api_edits: ApiEdits
 
     @classmethod
     def build(cls, client: Client, settings: Settings) -> Stores:
@@ -58,4 +60,5 @@ class Stores:
             Collisions(client, keys),
             CommitRequests(client, keys, settings.commit_request_ttl.total_seconds()),
             FactStreams(client, keys),
+            ApiEdits(client, keys),
         )

@@ -8,6 +8,7 @@ The job is what rq runs for each request the branch worker enqueues (by this mod
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from dataclasses import dataclass
 
@@ -32,9 +33,20 @@ from shared.store.attempts import Attempts
 from shared.store.branch_state import BranchStates
 from shared.store.config import ConfigStore
 from shared.store.connection import Client, connect
+from shared.store.errors import REDIS_DOWN
 from shared.store.keys import Keys
 from shared.store.ledger import Ledger
 from shared.store.watches import WatchState
+
+log = logging.getLogger(__name__)
+
+#: How long ``finish`` keeps trying to report while Redis is away (C9). The outcome and its
+#: ledger entry are what the branch's apply window judges the apply by (W1): an attempt whose
+#: report was dropped is handed back at its deadline with no trace of the apply that ran, and
+#: the apply's late events are then mirrored over the API edits they reverted (the soak's
+#: chaos-flux-0/cm-00000, seed 197924: Delivered while Redis was down, the delete re-created).
+REPORT_RETRY_S = 60.0
+REPORT_PAUSE_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,15 +144,29 @@ def ports(ctx: Context) -> attempts.Ports:
 
 
 def finish(ctx: Context, request: ApplyRequest, outcome: AttemptOutcome) -> None:
-    """Record the outcome in the ledger (S3), report it once and count it (O1).
-
-    The ledger first (W1): the branch worker's apply window reads the attempt while it is out
-    and the ledger once the outcome cleared it, so a dispatcher killed between the two writes
-    must leave the attempt out rather than a request the window cannot see (found by the
-    safety suite: the revert of an edit inside the window was then mirrored)."""
+    """Report the one outcome with its ledger entry (S3), in one Redis script, and count it
+    (O1). The ledger is written with the report, not after it: a crash between the two would
+    lose the entry for good (the token's guard refuses a second report), and until it was
+    written the branch's apply window would judge by the older request (W1)."""
     uids = {uid for held in request.reasons.values() for uid in held}
-    ctx.ledger.record(uids, LastRequest.of(request, outcome))
-    if not ctx.attempts.report_once(BranchKey(request.branch_key), outcome):
+    entry = LastRequest.of(request, outcome)
+    bk = BranchKey(request.branch_key)
+    deadline = time.monotonic() + REPORT_RETRY_S
+    while True:
+        try:  # a retry after a lost reply finds the guard set: never a second outcome
+            reported = ctx.attempts.report_once(bk, outcome, served=uids, last_request=entry)
+            break
+        except REDIS_DOWN as err:
+            if time.monotonic() >= deadline:
+                raise
+            log.warning(
+                "attempt %s: outcome not reported yet, Redis unreachable (%s); trying again",
+                request.token,
+                err,
+                extra={"branch": bk, "token": request.token},
+            )
+            _pause(REPORT_PAUSE_S)
+    if not reported:
         return  # an outcome for this token exists already: never a second one
     for reason in request.reasons:
         metrics.METRICS.apply_requests.labels(

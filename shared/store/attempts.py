@@ -15,7 +15,7 @@ import logging
 import re
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import FrameType
 from typing import Any, NoReturn
 
@@ -23,7 +23,8 @@ import redis
 from rq import Queue, SimpleWorker
 from rq.exceptions import StopRequested
 
-from shared.model.ids import BranchKey
+from shared.model.ids import BranchKey, GitTargetUid
+from shared.model.ledger import LastRequest
 from shared.model.requests import ApplyRequest, AttemptOutcome
 from shared.store.errors import REDIS_DOWN
 from shared.store.keys import Keys
@@ -43,11 +44,19 @@ OUTAGE_PAUSE_S = 1.0
 #: How long a token's outcome guard lives: far past any attempt's deadline.
 OUTCOME_GUARD_TTL_S = 86_400
 
-# KEYS[1] the token's outcome guard, KEYS[2] the branch's outcomes stream; ARGV[1] guard TTL,
-# then the outcome's field/value pairs. Adds the outcome only the first time; returns 1 or 0.
+# KEYS[1] the token's outcome guard, KEYS[2] the branch's outcomes stream, KEYS[3..] the ledger
+# entries of the GitTargets served (S3); ARGV[1] guard TTL, ARGV[2] the ledger entry's JSON
+# (empty: no ledger), then the outcome's field/value pairs. The first time only, writes the
+# ledger and adds the outcome in one script (one MULTI/EXEC in the AOF), so no crash can leave
+# an outcome the branch consumes without the ledger entry the apply window reads (W1);
+# returns 1 or 0.
 _REPORT_ONCE = """
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', '10000', '*', unpack(ARGV, 2))
+  for i = 3, #KEYS do
+    redis.call('HSET', KEYS[i], 'lastRequest', ARGV[2])
+    redis.call('HINCRBY', KEYS[i], 'version', 1)
+  end
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', '10000', '*', unpack(ARGV, 3))
   return 1
 end
 return 0
@@ -123,10 +132,26 @@ class Attempts:
             f"{request.applier.name} {'+'.join(request.reasons)} @ {request.commit[:8]}",
         )
 
-    def report_once(self, bk: BranchKey, outcome: AttemptOutcome) -> bool:
-        """Report a token's outcome unless one was reported already; True when this one was."""
-        keys = [self._keys.outcome_guard(outcome.token), self._keys.branch_outcomes(bk)]
-        args: list[str | int] = [OUTCOME_GUARD_TTL_S]
+    def report_once(
+        self,
+        bk: BranchKey,
+        outcome: AttemptOutcome,
+        *,
+        served: Iterable[str] = (),
+        last_request: LastRequest | None = None,
+    ) -> bool:
+        """Report a token's outcome unless one was reported already; True when this one was.
+
+        With ``last_request``, the ledger entry of every GitTarget uid in ``served`` (S3, what
+        ``Ledger.record`` writes) is set in the same script, before the outcome is visible:
+        the branch worker never sees the attempt finished while the ledger still names an
+        older request (the apply window it judges by, W1), and a crash loses neither."""
+        ledgers = [self._keys.ledger(GitTargetUid(uid)) for uid in sorted(set(served))]
+        if last_request is None:
+            ledgers = []
+        keys = [self._keys.outcome_guard(outcome.token), self._keys.branch_outcomes(bk), *ledgers]
+        entry = last_request.to_json() if last_request is not None else ""
+        args: list[str | int] = [OUTCOME_GUARD_TTL_S, entry]
         for name, value in outcome.to_fields().items():
             args += [name, value]
         return bool(self._report_once(keys=keys, args=args))

@@ -3,13 +3,6 @@
 The counter ``apply_window_collisions_total`` says how many; this list says which: the object,
 the GitTarget, the applier, the verdict and why, newest first. It is capped and expires a day
 after the last collision, so it needs no cleanup when the branch is retired.
-
-It also keeps, per branch, when an API-side edit of each object was last seen (W1's "the API
-side edited the object after the request was sent"): an owner that restarts or takes the
-branch over must judge a revert with what its predecessor saw, and the predecessor may have
-acknowledged the edit's event already. A sorted set scored by the edit's time, trimmed at each
-write to what a window can still need and expiring with it, so it is bounded by the objects
-edited in that span.
 """
 
 from __future__ import annotations
@@ -75,21 +68,6 @@ class Collisions:
         pipe.ltrim(key, 0, KEEP - 1)
         pipe.expire(key, TTL_S)
         pipe.execute()
-
-    def remember_edit(self, bk: BranchKey, obj: str, at: float, keep_s: float) -> None:
-        """Note an API-side edit of ``obj`` seen at ``at`` (a later one wins); forget edits
-        older than ``keep_s`` before ``at``."""
-        key = self._keys.branch_api_edits(bk)
-        pipe = self._r.pipeline(transaction=True)
-        pipe.zadd(key, {obj: at}, gt=True)
-        pipe.zremrangebyscore(key, "-inf", f"({at - keep_s!r}")
-        pipe.expire(key, max(1, int(keep_s) + 1))
-        pipe.execute()
-
-    def edited_at(self, bk: BranchKey, obj: str) -> float | None:
-        """When an API-side edit of ``obj`` was last seen (None: none kept)."""
-        score = self._r.zscore(self._keys.branch_api_edits(bk), obj)
-        return None if score is None else float(score)
 
     def latest(self, bk: BranchKey) -> list[Collision]:
         """The branch's kept collisions, newest first (malformed entries skipped)."""

@@ -39,10 +39,10 @@ each does or does not expire:
   ``stalled-branches``: the set of branch keys with one, which the watcher reads each pass.
 - ``branch:{bk}:collisions``: list of the branch's latest apply-window collisions (W3), newest
   first, capped at a few dozen, for ``branch_worker inspect`` (TTL: a day, renewed by each).
-- ``branch:{bk}:api-edits``: sorted set of the objects an API-side edit was seen for, scored
-  by the edit's ``observed_at`` (W1), so a new owner of the branch judges the apply window with
-  what its predecessor saw; entries older than the window can need are trimmed at each write
-  and the key expires with them (TTL: ``REMEMBER_S`` plus the window, renewed by each).
+- ``branch:{bk}:api_edits``: sorted set of the branch's objects (per GitTarget) by the time
+  of their last API edit, which the apply window judges a revert by (W1), so a branch taken
+  again remembers them (``shared.store.api_edits``; entries older than the window could need
+  are dropped on each write; TTL: the same 15 minutes, renewed by each).
 - ``watcher:epoch``: a random value the watcher sets once and reads every pass; finding it
   gone or changed means Redis lost its data, so every config is published again (C8; no TTL).
 - ``queue:{name}``: the rq queue of apply attempts (``Settings.apply_queue``; rq stores it as
@@ -116,13 +116,13 @@ class Keys:
         """Stream of apply-request outcomes for a branch (A4)."""
         return self._k("branch", bk, "outcomes")
 
+    def branch_api_edits(self, bk: BranchKey) -> str:
+        """Sorted set of the branch's objects by their last API edit (W1, the apply window)."""
+        return self._k("branch", bk, "api_edits")
+
     def branch_collisions(self, bk: BranchKey) -> str:
         """List of the branch's latest apply-window collisions, newest first (W3)."""
         return self._k("branch", bk, "collisions")
-
-    def branch_api_edits(self, bk: BranchKey) -> str:
-        """Sorted set: object -> when an API-side edit of it was last seen (W1)."""
-        return self._k("branch", bk, "api-edits")
 
     def branch_state(self, bk: BranchKey) -> str:
         """Hash of the branch's published state (Q3)."""

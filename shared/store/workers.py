@@ -80,6 +80,7 @@ class WorkerRegistry:
             self._keys.branch_meta(bk),
             self._keys.branch_appliers(bk),
             self._keys.branch_stall(bk),
+            self._keys.branch_api_edits(bk),
             *(self._keys.applier(ApplierKey(ak)) for ak in appliers),
         ]
         return bool(self._retire(keys=keys, args=[lease.value, bk]))

@@ -27,6 +27,7 @@ from kubernetes.client import V1ObjectMeta, V1Secret
 from rq.job import Job
 
 from sandbox.flux.activity import ActivityLog
+from sandbox.flux.pacing import Pacing
 from sandbox.stack import Identities
 from shared.decide.bootstrap import BOOTSTRAP_FILES
 from shared.kube.flux import REQUESTED_AT
@@ -67,10 +68,19 @@ def e2e_redis() -> Iterator[redis.Redis]:
 
 class Launcher:
     """Starts systems for one module and stops them (and drops their keys) at its end, on the
-    test Redis or the one at ``redis_url`` (``client`` must reach the same)."""
+    test Redis or the one at ``redis_url`` (``client`` must reach the same); the Flux doubles
+    run with ``flux_pacing`` (default: no pauses, as run_system_as says)."""
 
-    def __init__(self, root: Path, client: redis.Redis, redis_url: str | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        client: redis.Redis,
+        redis_url: str | None = None,
+        *,
+        flux_pacing: Pacing | None = None,
+    ) -> None:
         self._root = root
+        self._flux_pacing = flux_pacing
         self._client = client
         self._redis_url = redis_url or Settings.from_env().redis_url
         self._running: list[tuple[Iterator[System], str]] = []
@@ -90,7 +100,15 @@ class Launcher:
         prefix = f"test:e2e:{uuid.uuid4().hex[:10]}"
         values = {"key_prefix": prefix, "apply_queue": f"{prefix}:apply", **settings}
         directory = self._root / prefix.rsplit(":", 1)[1]
-        runner = run_system_as(identities, directory, self._redis_url, ALL, values, seams=seams)
+        runner = run_system_as(
+            identities,
+            directory,
+            self._redis_url,
+            ALL,
+            values,
+            seams=seams,
+            flux_pacing=self._flux_pacing,
+        )
         system = next(runner)
         self._running.append((runner, prefix))
         system.create(

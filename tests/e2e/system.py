@@ -108,17 +108,20 @@ def run_system_as(
     settings: dict[str, str],
     *,
     seams: Mapping[str, str] | None = None,
+    flux_pacing: Pacing | None = None,
 ) -> Iterator[System]:
     """``run_system``; with ``identities`` the API server double authenticates and authorizes
     every request (the product's kubeconfig carries its own token; the tests act as the
     administrator). The applier doubles run without pauses (a test that needs a slow apply
-    holds ``pacing.gate``); ``seams`` are test seams added to the processes' environment
-    as they are (``shared.settings.APPLY_WINDOW_TEST_SEAM``), never user settings."""
+    holds ``pacing.gate``) unless ``flux_pacing`` is given (the soak runs Flux at its pinned
+    default, ``sandbox.flux.pacing.flux_default``); ``seams`` are test seams added to the
+    processes' environment as they are (``shared.settings.APPLY_WINDOW_TEST_SEAM``), never
+    user settings."""
     sbx = start(
         directory,
         repos=(),
         identities=identities,
-        flux_pacing=Pacing(),
+        flux_pacing=flux_pacing or Pacing(),
         argocd_pacing=Pacing(),
     )
     port = free_port()

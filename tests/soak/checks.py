@@ -6,7 +6,8 @@ Definitions (each figure is printed, each check can fail):
   its tenant's branch (``<path>/<ns>/configmaps/<name>.yaml``, M4) holds exactly the data of
   the editor's last write, and a deleted object has no file (prune OnEvent, the default). The
   cluster is compared too: an object the cluster holds differently from the editor's last
-  write was overwritten by someone else (an applier), which is also a lost edit.
+  write was overwritten by someone else (an applier), which is also a lost edit. Each loss is
+  printed with its class (``losses.py``): a W2 tie is reported, any other loss fails.
 - *No commit pushed twice*: every write carries a value no other write carries; that value
   is added (a ``+`` line of a commit's diff) by at most one commit on the branch, and the last
   value of each object by exactly one. Also, no two commits have the same ``git patch-id``.

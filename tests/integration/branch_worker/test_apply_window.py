@@ -23,6 +23,7 @@ from shared.model.events import GitTargetRef, ManagerEntry, ObjectEvent, Operati
 from shared.model.ids import ObjectId
 from shared.model.ledger import LastRequest
 from shared.settings import Settings
+from shared.store.api_edits import ApiEdits
 from shared.store.collisions import Collisions
 from shared.store.leases import Leases
 from shared.store.ledger import Ledger
@@ -81,6 +82,7 @@ def guarded(
         ledger=Ledger(rig.client, rig.keys),
         collisions=Collisions(rig.client, rig.keys),
         clock=rig.clock,
+        edits=ApiEdits(rig.client, rig.keys),
         enabled=enabled,
     )
     return loop
@@ -129,6 +131,33 @@ def test_the_appliers_revert_of_an_api_edit_is_withheld(rig: Rig) -> None:
     ]
     owed = rig.appliers.load(KS.key, KS.kind)
     assert owed.catch_up == rig.head(), "the edit's push owes the CatchUp that re-applies it"
+
+
+def test_a_branch_taken_again_still_withholds_the_revert_of_an_edit_seen_before(
+    rig: Rig,
+) -> None:
+    """W1 across owners: the API edit is seen by one owner, whose lease is lost (its worker
+    killed, or Redis away); the revert reaches the next owner, which must withhold it too. The
+    soak's lost delete (an API delete an apply re-created, seen as the branch was taken again):
+    an owner that kept the edit only in memory mirrored the revert, losing the edit."""
+    first = guarded(rig)
+    publish_and_push(rig, first, "first", EDIT)
+    sent = send_catch_up(rig, first)
+    rig.clock.now = sent + 1.0
+    event(rig, "api", EDIT)  # the API edit, inside the apply, seen by the first owner
+    rig.drain(first)
+    rig.clock.now += 6.0
+    first.flush()  # the edit is pushed; then the first owner's lease is lost
+    Leases(rig.client, rig.keys, 60_000).release(first.lease)
+    before = collisions("withheld")
+    second = guarded(rig, worker="w2")  # the branch taken again: a new loop and a new guard
+    rig.clock.now += 1.0
+    event(rig, "first", FLUX)  # the apply reverts the edit
+    rig.drain(second)
+    rig.clock.now += 6.0
+    second.flush()
+    assert value_in_git(rig) == "api"
+    assert collisions("withheld") == before + 1
 
 
 def test_with_the_window_off_the_revert_is_mirrored(rig: Rig) -> None:

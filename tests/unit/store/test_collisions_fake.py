@@ -36,19 +36,3 @@ def test_a_malformed_entry_is_skipped() -> None:
     client.lpush(keys.branch_collisions(BK), "{not json")
     Collisions(client, keys).record(BK, collision(1.0))
     assert [c.at for c in Collisions(client, keys).latest(BK)] == [1.0]
-
-
-def test_api_edit_times_are_shared_bounded_and_expiring() -> None:
-    """W1: an edit's time is kept per object (the later one wins), edits older than the window
-    can need are trimmed at the next write, and the key expires with them."""
-    client = fakeredis.FakeRedis(decode_responses=True)
-    keys = Keys("t")
-    store = Collisions(client, keys)
-    store.remember_edit(BK, "a", 100.0, keep_s=50.0)
-    store.remember_edit(BK, "a", 90.0, keep_s=50.0)  # an older time never replaces a newer
-    assert Collisions(client, keys).edited_at(BK, "a") == 100.0
-    store.remember_edit(BK, "b", 160.0, keep_s=50.0)
-    assert store.edited_at(BK, "a") is None  # older than 160 - 50: no window needs it
-    assert store.edited_at(BK, "b") == 160.0
-    assert 0 < client.ttl(keys.branch_api_edits(BK)) <= 51
-    assert store.edited_at(BranchKey("other"), "b") is None

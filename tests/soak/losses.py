@@ -1,0 +1,119 @@
+"""Each lost edit the soak finds, with its class: explained by a rule of the spec, or not.
+
+An edit is lost when the tip of its tenant's branch, or the cluster, does not hold the editor's
+last write of the object (``checks.differences``). The soak prints every loss; it fails on the
+unexplained ones. One class is explained by the spec itself:
+
+- ``W2 tie``: the branch worker judged an event of the object a same-second tie *after* the
+  object's last API edit (its log line ``apply window: ambiguous ConfigMap/<ns>/<name>``, W3).
+  The newest ``managedFields`` entries shared one second between the editor and
+  ``kustomize-controller``: Flux's apply reverted the edit within the second of the edit, and
+  W2 ("only proof withholds: a tie within the same second with another manager could be the
+  edit itself and is mirrored") has the product mirror that revert. The cluster and Git then
+  both hold Flux's value: the edit is lost, as the spec accepts (``managedFields`` times have
+  a resolution of one second; only a finer proof could withhold it).
+
+Everything else is ``unexplained``, including an object the product withheld (W1): Git keeps
+the edit then, and the CatchUp must apply it back, so a loss after a withheld revert is a bug.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+W2_TIE = "W2 tie"
+UNEXPLAINED = "unexplained"
+#: The worker logs a collision after the watch delivered the apply's event, so it comes after
+#: the edit it collides with; the editor stamps its history after the API call returned, which
+#: can be a moment after the apply: a second of slack (the resolution of ``managedFields``).
+SLACK_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Collision:
+    """One apply-window collision the branch worker logged (W3)."""
+
+    at: float
+    outcome: str  # "withheld" | "ambiguous"
+    namespace: str
+    name: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Loss:
+    """One object whose editor's last write is not in Git or not in the cluster."""
+
+    namespace: str
+    name: str
+    where: str  # "git" | "cluster"
+    what: str  # the difference, as checks.differences words it
+    kind: str  # W2_TIE | UNEXPLAINED
+    why: str
+
+    def line(self) -> str:
+        return f"{self.kind}: {self.namespace} {self.where}: {self.what} ({self.why})"
+
+
+def collisions(log_files: Iterable[Path]) -> list[Collision]:
+    """Every ``apply window:`` line of the branch workers' logs (JSON lines, every process
+    incarnation appends to the same file), oldest first."""
+    found: list[Collision] = []
+    for path in log_files:
+        if not path.exists():
+            continue
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if '"apply window: ' not in line:
+                continue
+            try:
+                record = json.loads(line)
+                kind, namespace, name = str(record["object"]).split("/", 2)
+                if kind != "ConfigMap":  # the editor writes ConfigMaps only
+                    continue
+                found.append(
+                    Collision(
+                        datetime.fromisoformat(record["time"]).timestamp(),
+                        str(record["outcome"]),
+                        namespace,
+                        name,
+                        str(record["message"]),
+                    )
+                )
+            except (ValueError, KeyError):  # a line cut by a SIGKILL
+                continue
+    return sorted(found, key=lambda c: c.at)
+
+
+def classify(
+    namespace: str, name: str, last_edit_at: float | None, seen: list[Collision]
+) -> tuple[str, str]:
+    """(class, why) of a loss of ``namespace/name`` whose last API edit was at
+    ``last_edit_at`` (None: the editor never touched it)."""
+    if last_edit_at is None:
+        return UNEXPLAINED, "an object the editor never wrote"
+    ties = [
+        c
+        for c in seen
+        if (c.namespace, c.name) == (namespace, name)
+        and c.outcome == "ambiguous"
+        and c.at >= last_edit_at - SLACK_S
+    ]
+    if ties:
+        return W2_TIE, f"judged a same-second tie {ties[0].at - last_edit_at:+.2f}s after the edit"
+    mine = [c for c in seen if (c.namespace, c.name) == (namespace, name)]
+    if mine:
+        last = mine[-1]
+        return UNEXPLAINED, f"last collision {last.outcome} {last.at - last_edit_at:+.2f}s"
+    return UNEXPLAINED, "no apply-window collision logged for it"
+
+
+def counts(seen: list[Collision]) -> dict[str, int]:
+    """Collisions by outcome (what ``apply_window_collisions_total`` counted, from the logs)."""
+    found = {"withheld": 0, "ambiguous": 0}
+    for collision in seen:
+        found[collision.outcome] = found.get(collision.outcome, 0) + 1
+    return found

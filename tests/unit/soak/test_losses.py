@@ -1,0 +1,52 @@
+"""The soak's classes of a lost edit (tests/soak/losses.py): only a W2 tie after the object's
+last edit is explained; everything else fails the soak."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.soak.losses import UNEXPLAINED, W2_TIE, Collision, classify, collisions, counts
+
+
+def line(at: str, outcome: str, obj: str) -> str:
+    return json.dumps(
+        {
+            "time": at,
+            "level": "WARNING",
+            "message": f"apply window: {outcome} {obj} (why)",
+            "object": obj,
+            "outcome": outcome,
+        }
+    )
+
+
+def test_the_worker_log_is_read_and_cut_lines_and_other_kinds_are_skipped(tmp_path: Path) -> None:
+    log = tmp_path / "branch_worker.log"
+    log.write_text(
+        "\n".join(
+            [
+                line("2026-12-02T10:00:02+00:00", "ambiguous", "ConfigMap/ns/a"),
+                '{"time": "2026-12-02T10:00:03+00:00", "message": "apply window: withh',
+                line("2026-12-02T10:00:01+00:00", "withheld", "ConfigMap/ns/b"),
+                line("2026-12-02T10:00:04+00:00", "withheld", "Secret/ns/c"),
+                '{"message": "something else"}',
+            ]
+        )
+    )
+    seen = collisions([log, tmp_path / "missing.log"])
+    assert [(c.outcome, c.namespace, c.name) for c in seen] == [
+        ("withheld", "ns", "b"),
+        ("ambiguous", "ns", "a"),
+    ]
+    assert counts(seen) == {"withheld": 1, "ambiguous": 1}
+
+
+def test_only_a_tie_after_the_last_edit_explains_a_loss() -> None:
+    tie = Collision(100.5, "ambiguous", "ns", "a", "tie")
+    assert classify("ns", "a", 100.0, [tie])[0] == W2_TIE
+    assert classify("ns", "a", 103.0, [tie])[0] == UNEXPLAINED  # a tie before the last edit
+    assert classify("ns", "b", 100.0, [tie])[0] == UNEXPLAINED  # another object's tie
+    withheld = Collision(100.5, "withheld", "ns", "a", "reverted")
+    assert classify("ns", "a", 100.0, [withheld])[0] == UNEXPLAINED  # W1 must repair it
+    assert classify("ns", "a", None, [tie])[0] == UNEXPLAINED
