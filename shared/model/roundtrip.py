@@ -33,6 +33,7 @@ import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
 from shared.model.manifest import canonical_value, parse, yaml11_safe_representer
 
@@ -277,7 +278,7 @@ def _merged(old: Any, new: Any) -> Any:
         for key, value in new.items():
             if key in old:
                 if not same(old[key], value):
-                    old[key] = _merged(old[key], value)
+                    _replace(old, key, _merged(old[key], value))
                 previous = list(old).index(key)
             elif previous is None:
                 old[key] = canonical_value(value)  # not above a comment about the first key
@@ -288,23 +289,62 @@ def _merged(old: Any, new: Any) -> Any:
     if isinstance(old, CommentedSeq) and isinstance(new, list):
         for position, value in enumerate(new[: len(old)]):
             if not same(old[position], value):
-                old[position] = _item(old, position, _merged(old[position], value))
+                _replace(old, position, _merged(old[position], value))
         del old[len(new) :]
         old.extend(canonical_value(value) for value in new[len(old) :])
         return old
     return old if same(old, new) else canonical_value(new)
 
 
-def _item(seq: CommentedSeq, position: int, value: Any) -> Any:
-    """A new list item; a map replacing a scalar takes the comment that followed the scalar
-    (ruamel would write it between the dash and the map, which no reader parses)."""
-    token = seq.ca.items.get(position)
-    if not (isinstance(value, dict) and value and token and token[0] is not None):
-        return value
-    del seq.ca.items[position]
-    item = CommentedMap(value)
-    item.ca.items[list(item)[-1]] = [None, None, token[0], None]
-    return item
+def _replace(parent: CommentedMap | CommentedSeq, key: Any, value: Any) -> None:
+    """``parent[key] = value``, with the comment lines that followed the old value kept as
+    lines after the new one.
+
+    ruamel keeps those lines with the value above them (with a map's key, a list's position),
+    together with that value's end-of-line comment. After a block scalar (``|``, ``>``) they
+    start without a line break, the scalar having written its own: put after any other value
+    they would join its line (``- 0 # c12``, ``-  # c12``), so they get the line break back.
+    A new non-empty map or list would have them between its key (or dash) and its content,
+    so they move after its last line, as a comment of its last leaf."""
+    old = parent[key]
+    parent[key] = value
+    new = parent[key]  # ruamel restyles a string that replaces a block scalar as a block
+    if new is old:
+        return
+    slot = 2 if isinstance(parent, CommentedMap) else 0
+    entry = parent.ca.items.get(key)
+    token = entry[slot] if entry and len(entry) > slot else None
+    if token is None:
+        return
+    if isinstance(old, _BLOCK) and not isinstance(new, _BLOCK) and token.value[:1] != "\n":
+        token.value = "\n" + " " * token.column + token.value
+    if isinstance(new, Mapping | list) and new:
+        entry[slot] = None
+        if not any(entry):
+            del parent.ca.items[key]
+        parent[key] = leaf_parent = _commented(new)
+        leaf = next(reversed(leaf_parent)) if isinstance(leaf_parent, Mapping) else -1
+        while isinstance(leaf_parent[leaf], Mapping | list) and leaf_parent[leaf]:
+            leaf_parent = leaf_parent[leaf]
+            leaf = next(reversed(leaf_parent)) if isinstance(leaf_parent, Mapping) else -1
+        leaf = leaf if isinstance(leaf_parent, Mapping) else len(leaf_parent) - 1
+        comment: list[Any] = [None, None, None, None]
+        comment[2 if isinstance(leaf_parent, Mapping) else 0] = token
+        leaf_parent.ca.items[leaf] = comment
+
+
+#: The two block scalar styles as ruamel loads them.
+_BLOCK = (LiteralScalarString, FoldedScalarString)
+
+
+def _commented(value: Any) -> Any:
+    """``value`` with its maps and lists, all the way down, as ruamel's commented kinds (which
+    carry comments)."""
+    if isinstance(value, Mapping):
+        return CommentedMap((key, _commented(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return CommentedSeq(_commented(item) for item in value)
+    return value
 
 
 def same(a: Any, b: Any) -> bool:

@@ -185,3 +185,70 @@ def test_text_that_does_not_round_trip_is_left_to_the_caller() -> None:
     """No in-place edit is guessed at: None, and the writer writes the file whole (M5)."""
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
     assert edit_file(b"\xff\xfe not text", [body], 0, body) is None
+
+
+BLOCK_ITEMS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+    name: app
+    namespace: team
+data:
+    steps:
+      - |
+        make
+      # after the first step
+      - test
+"""
+
+
+def test_a_comment_after_a_block_scalar_item_stays_on_its_own_line_when_the_item_changes() -> None:
+    """Issue 14 (P1): ruamel keeps the comment lines below a block scalar with it, without the
+    line break the scalar wrote; the API's plain value, null or map in its place took them onto
+    its own line (``- 0 # after the first step``). They stay a line of their own."""
+    for item, written in ((0, ["+      - 0"]), (None, ["+      - "]),
+                          ({"run": "make"}, ["+      - run: make"])):  # fmt: skip
+        body = _docs(BLOCK_ITEMS)[0]
+        body["data"]["steps"][0] = item
+        out = _edit(BLOCK_ITEMS, 0, body)
+        assert _changed_lines(BLOCK_ITEMS, out) == ["-      - |", "-        make", *written]
+        assert "      # after the first step\n      - test\n" in out
+        assert _docs(out) == [body]
+        assert next(iter(yaml.safe_load_all(out))) == body
+
+
+def test_the_comments_after_a_scalar_follow_the_map_that_replaces_it() -> None:
+    """The comments after a value (on its line and below it) go after the map or list that
+    replaces it, not between its key and its content."""
+    text = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n"
+        "  mode: fast  # fast or slow\n  # about level\n  level: info\n"
+    )
+    body = _docs(text)[0]
+    body["data"]["mode"] = {"speed": "slow", "when": ["now"]}
+    out = _edit(text, 0, body)
+    assert _changed_lines(text, out) == [
+        "-  mode: fast  # fast or slow",
+        "+  mode:",
+        "+    speed: slow",
+        "+    when:",
+        "+      - now   # fast or slow",  # the comment keeps its column
+    ]
+    assert _docs(out) == [body]
+
+
+def test_an_end_of_line_comment_keeps_its_column_when_the_value_changes_length() -> None:
+    """P1: a comment after a value stays on that value's line, at the column the person put it
+    (comments aligned in a column stay aligned); a value too long for that column pushes it to
+    one space after the value. The report that ``"medium"   # fast or slow`` lost two spaces is
+    this: the comment did not move."""
+    body = _api(mode="medium", flag="on", script="echo one\necho two\n", level="info",
+                old={"nested": "1", "more": "x"})  # fmt: skip
+    out = _edit(HAND_WRITTEN, 0, body)
+    assert _changed_lines(HAND_WRITTEN, out) == [
+        '-    mode: "fast"   # fast or slow',
+        '+    mode: "medium" # fast or slow',
+    ]
+    body["data"]["mode"] = "s"
+    out = _edit(HAND_WRITTEN, 0, body)
+    assert '\n    mode: "s"      # fast or slow\n' in out
