@@ -45,6 +45,7 @@ from shared.model.ids import BranchKey
 from shared.model.notices import PushNotice
 from shared.model.requests import ApplyRequest, AttemptOutcome
 from shared.settings import Settings
+from shared.store.api_edits import ApiEdits
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
 from shared.store.attribution import FactStreams
@@ -326,6 +327,7 @@ class World:
             Collisions(c, k),
             CommitRequests(c, k, SETTINGS.commit_request_ttl.total_seconds()),
             FactStreams(c, k),
+            ApiEdits(c, k),
         )
 
     def _worker(self, ident: str) -> Worker:

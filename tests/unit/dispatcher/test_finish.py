@@ -54,22 +54,25 @@ def test_a_finish_cut_short_never_reports_an_outcome_the_ledger_lacks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """W1 reads the attempt while it is out and the ledger once an outcome cleared it. A
-    dispatcher killed between its two writes must not leave an outcome (which clears the
-    attempt) without a ledger entry: the window would close on an apply still running, and
-    its revert of an API edit be mirrored (the safety suite's kept schedule ``LEDGER_GAP``).
-    Fails on the old order (report, then ledger)."""
+    dispatcher killed between two writes must not leave an outcome (which clears the attempt)
+    without a ledger entry: the window would close on an apply still running, and its revert
+    of an API edit be mirrored (the safety suite's kept schedule ``LEDGER_GAP``). The entry is
+    written by the report's own script, never by a write of its own (either order of two
+    writes fails here), so a kill cuts both or neither."""
     ctx = _context()
-    calls: list[str] = []
 
-    def dies(*args: Any) -> None:
-        calls.append("ledger")
+    def separate(*args: Any) -> None:
+        raise AssertionError("the ledger was written apart from the report")
+
+    def dies(*args: Any, **kwargs: Any) -> bool:
         raise Killed
 
-    monkeypatch.setattr(ctx.ledger, "record", dies)
+    monkeypatch.setattr(ctx.ledger, "record", separate)
+    monkeypatch.setattr(ctx.attempts, "report_once", dies)
     with pytest.raises(Killed):
         jobs.finish(ctx, REQUEST, AttemptOutcome("tok-1", "Delivered", finished_at=1002.0))
-    assert calls == ["ledger"]
     assert ctx.attempts.outcomes(BK) == []
+    assert ctx.ledger.last_request(GitTargetUid("gt-1"))[0] is None
 
 
 def test_a_finish_records_the_ledger_and_one_outcome() -> None:
