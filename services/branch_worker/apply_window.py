@@ -66,15 +66,15 @@ class ApplyWindowGuard:
         appliers: ApplierStore,
         ledger: Ledger,
         collisions: Collisions,
+        edits: ApiEdits,
         clock: Callable[[], float],
-        edits: ApiEdits | None = None,
         enabled: bool = True,
     ) -> None:
         self._bk = bk
         self._appliers = appliers
         self._ledger = ledger
         self._collisions = collisions
-        self._edits = edits  # None: memory only (a new owner forgets)
+        self._edits = edits
         self._clock = clock
         self._enabled = enabled  # False only through the e2e test seam
         self._edited: dict[EditKey, float] = {}
@@ -121,15 +121,12 @@ class ApplyWindowGuard:
 
     def _edited_at(self, key: EditKey) -> float | None:
         """The last API edit of the object this owner or a previous one saw."""
-        seen = [self._edited.get(key)]
-        if self._edits is not None:
-            seen.append(self._edits.last(self._bk, key))
+        seen = (self._edited.get(key), self._edits.last(self._bk, key))
         return max((at for at in seen if at is not None), default=None)
 
     def _remember(self, key: EditKey, at: float) -> None:
         self._edited[key] = max(at, self._edited.get(key, at))
-        if self._edits is not None:
-            self._edits.remember(self._bk, key, at, REMEMBER_S + AFTER_FINISH_S)
+        self._edits.remember(self._bk, key, at, REMEMBER_S + AFTER_FINISH_S)
         horizon = self._clock() - REMEMBER_S - AFTER_FINISH_S
         if len(self._edited) % 256 == 0:  # now and then, drop what no window can need
             self._edited = {k: t for k, t in self._edited.items() if t >= horizon}

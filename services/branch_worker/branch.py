@@ -894,8 +894,8 @@ def _username(author: Author | None) -> str:
 def _message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
     """The commit message, and why the GitProvider's template could not be used ("" if it
     could): a bad template falls back to the built-in one, so the write is still made (C1).
-    ``Username`` and ``Author`` come from attribution when an event or window carries one; until
-    then no actor is named (``Username`` "") and the author is the committer (facts 3.6)."""
+    ``Username`` and ``Author`` are the window's resolved user (P5); with none resolved no actor
+    is named (``Username`` "") and ``Author`` is the committer (facts 3.6)."""
     events = [e.event for e in window.entries if e.event]
     name = window.target.name
     if len(events) == 1:

@@ -31,6 +31,8 @@ from services.receiver.metrics import ReceiverMetrics
 from services.receiver.secrets import CachedSecrets, KubeSecrets, SecretSource
 from shared.metrics import CONTENT_TYPE, exposition
 from shared.settings import Settings
+from shared.store.keys import Keys
+from shared.store.receivers import receiver_client
 
 __all__ = ["WsgiHeaders", "create_app"]  # WsgiHeaders lives in services.receiver.hook now
 
@@ -86,9 +88,11 @@ def create_app(
     receiver records are cached (``Settings.secret_cache``, ``Settings.receiver_cache``)."""
     settings = settings or Settings.from_env()
     now = clock or time.time
-    stores = Stores.connect(settings.redis_url, settings.key_prefix) if store is None else store
-    if audit_stores is None:
-        audit_stores = AuditStores.connect(settings.redis_url, settings.key_prefix)
+    if store is None or audit_stores is None:  # one pool (redis-py connects on first use)
+        client, keys = receiver_client(settings.redis_url), Keys(settings.key_prefix)
+        store = Stores.over(client, keys) if store is None else store
+        audit_stores = AuditStores.over(client, keys) if audit_stores is None else audit_stores
+    stores = store
     source = KubeSecrets.from_settings(settings, now) if secrets is None else secrets
     metrics = ReceiverMetrics(REGISTRY if registry is None else registry)
     audit_metrics = AuditMetrics(REGISTRY if registry is None else registry)

@@ -42,9 +42,9 @@ from services.receiver.secrets import SecretSource, SecretUnavailable
 from shared.decide.attribution import Accepted, accept, partition
 from shared.model.attribution import AuthorFact
 from shared.store.attribution import AuditRoutes, FactStreams
+from shared.store.connection import Client
 from shared.store.errors import StoreUnavailable
 from shared.store.keys import Keys
-from shared.store.receivers import receiver_client
 
 LOG = logging.getLogger(__name__)
 #: A route is a DNS subdomain (the CRD's pattern); anything else is not looked up.
@@ -89,10 +89,8 @@ class AuditStores:
     facts: FactStreams
 
     @classmethod
-    def connect(cls, redis_url: str, key_prefix: str) -> AuditStores:
-        """Over a new connection pool (redis-py connects on first use)."""
-        client = receiver_client(redis_url)
-        keys = Keys(key_prefix)
+    def over(cls, client: Client, keys: Keys) -> AuditStores:
+        """Over ``client`` (``receiver_client``: its pool is shared with the hook's stores)."""
         return cls(AuditRoutes(client, keys), FactStreams(client, keys))
 
 

@@ -41,10 +41,11 @@ from services.receiver.routing import route
 from services.receiver.secrets import SecretSource, SecretUnavailable
 from services.receiver.verify import Refused, verify
 from shared.model.receivers import TOKEN_KEY, ReceiverRecord
+from shared.store.connection import Client
 from shared.store.errors import StoreUnavailable
 from shared.store.keys import Keys
 from shared.store.notices import NoticeWriter
-from shared.store.receivers import ReceiverDirectory, receiver_client
+from shared.store.receivers import ReceiverDirectory
 
 LOG = logging.getLogger(__name__)
 #: A path digest is a hex SHA-256; anything else cannot name a receiver (no Redis lookup).
@@ -83,10 +84,8 @@ class Stores:
     notices: NoticeWriter
 
     @classmethod
-    def connect(cls, redis_url: str, key_prefix: str) -> Stores:
-        """Over a new connection pool (redis-py connects on first use)."""
-        client = receiver_client(redis_url)
-        keys = Keys(key_prefix)
+    def over(cls, client: Client, keys: Keys) -> Stores:
+        """Over ``client`` (``receiver_client``: its pool is shared with the audit stores)."""
         return cls(ReceiverDirectory(client, keys), NoticeWriter(client, keys))
 
 

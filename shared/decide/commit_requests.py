@@ -22,7 +22,7 @@ from shared.model.crds import Condition
 from shared.model.times import parse_rfc3339, rfc3339
 
 PUSHED, AUTHOR_ATTRIBUTED = "Pushed", "AuthorAttributed"
-#: AuthorAttributed's reason while attribution is not built: every window is the committer's.
+#: AuthorAttributed's reason: a request's submitter is not captured, so none is attributed.
 AUTHOR_CAPTURE_DISABLED = "AuthorCaptureDisabled"
 #: Published to the branch, not yet received by its owner.
 PROGRESSING = "Progressing"

@@ -24,8 +24,8 @@ from shared.model.ids import GitTargetUid
 #: The ``op`` field of a CommitRequest entry in a branch's events stream.
 COMMIT = "COMMIT"
 
-#: The author of a window or request while attribution is not built (issue 15 part 1): every
-#: window and every request has it, so binding by author is an equality that already holds.
+#: The author of a window no user is attributed to (attribution off), and of every request:
+#: a request's submitter is not captured, so it binds to the open window whoever's it is.
 UNATTRIBUTED = "unattributed"
 
 #: CRD bounds (the schema enforces them; the parser clamps what an older API let through).
