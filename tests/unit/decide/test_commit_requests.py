@@ -30,9 +30,9 @@ from shared.model.commit_requests import (
     CommitRequestItem,
     Outcome,
 )
+from shared.model.crds import Condition
 from shared.model.events import GitTargetRef
 from shared.model.ids import GitTargetUid
-from shared.model.crds import Condition
 
 
 def _by_type(outcome: Outcome | None, problem: Problem | None = None) -> dict[str, tuple[str, str]]:
