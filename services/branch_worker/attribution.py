@@ -15,6 +15,10 @@ event with the pure join (``shared.decide.attribution.join``):
 
 A fact that arrives after its event was written changes nothing: a pushed commit is never
 rewritten.
+
+``Attributor.submitter`` answers the same way for a CommitRequest (P6): its submitter is the
+user of the audit fact of its own create (``gitopsreverser.io/commitrequests``, by uid, see
+``shared.decide.attribution.join_submitter``), waited for with the same grace.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from services.branch_worker import metrics
-from shared.decide.attribution import group_resource, join
+from shared.decide.attribution import Joined, group_resource, join, join_submitter
+from shared.kube.kinds import COMMIT_REQUESTS
 from shared.model.attribution import UNRESOLVED, Author, AuthorFact, author_of
+from shared.model.commit_requests import CommitRequestItem
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
 from shared.store.attribution import FactStreams
@@ -92,17 +98,49 @@ class Attributor:
             facts=known,
             grace_over=now - first >= self.grace_s,
         )
+        return self._found(
+            joined, entry_id, first, now, (event.operation, oid.group, oid.version, oid.resource)
+        )
+
+    def submitter(
+        self, target: TargetConfig, entry_id: str, request: CommitRequestItem
+    ) -> Author | Wait | None:
+        """P5, P6: who submitted ``request``, from the audit fact of its create; ``None`` when
+        the GitTarget has no attribution, ``WAIT`` while the fact may still come, the
+        unresolved sentinel once the grace ran out."""
+        if not target.audit_route:
+            return None
+        res = COMMIT_REQUESTS
+        now = self._clock()
+        first = self._first_look.setdefault(entry_id, now)
+        joined = join_submitter(
+            uid=request.uid,
+            resource_version=request.resource_version,
+            facts=self._facts(target.audit_route, group_resource(res.group, res.resource), now),
+            grace_over=now - first >= self.grace_s,
+        )
+        return self._found(
+            joined, entry_id, first, now, ("CREATE", res.group, res.version, res.resource)
+        )
+
+    def _found(
+        self,
+        joined: Joined | None,
+        entry_id: str,
+        first: float,
+        now: float,
+        labels: tuple[str, str, str, str],
+    ) -> Author | Wait:
         if joined is None:
             return WAIT
+        operation, group, version, resource = labels
         self._first_look.pop(entry_id, None)
         found = author_of(joined.fact) if joined.fact is not None else UNRESOLVED
         kind = "none" if joined.fact is None else _actor_kind(joined.fact.author)
-        metrics.ATTRIBUTION_RESOLUTIONS.labels(
-            joined.tier, kind, oid.group, oid.version, oid.resource
-        ).inc()
-        metrics.ATTRIBUTION_WAIT.labels(
-            joined.tier, event.operation, oid.group, oid.version, oid.resource
-        ).observe(now - first)
+        metrics.ATTRIBUTION_RESOLUTIONS.labels(joined.tier, kind, group, version, resource).inc()
+        metrics.ATTRIBUTION_WAIT.labels(joined.tier, operation, group, version, resource).observe(
+            now - first
+        )
         return found
 
     def waiting_until(self) -> float | None:

@@ -16,7 +16,7 @@ import logging
 import posixpath
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from services.branch_worker import metrics
@@ -39,7 +39,7 @@ from shared.git.errors import GitTemporary, WriteNotHeld
 from shared.git.workspace import Committer, Workspace
 from shared.model import templates
 from shared.model.attribution import Author
-from shared.model.commit_requests import CommitRequestItem
+from shared.model.commit_requests import RESOLVED, UNATTRIBUTED, UNRESOLVED, CommitRequestItem
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.defaults import EVENT_TEMPLATE, GROUP_TEMPLATE
 from shared.model.events import ObjectEvent
@@ -253,7 +253,7 @@ class BranchLoop:
     def _apply(self, entry: StreamEntry, targets: dict[GitTargetUid, TargetConfig | None]) -> bool:
         """True when the entry made a write (and is now pending)."""
         if entry.request is not None:
-            return self._request(entry, entry.request)
+            return self._request(entry, self._submitted(entry, entry.request, targets))
         item = entry.listing or entry.event
         if item is None:
             return False  # malformed
@@ -312,6 +312,30 @@ class BranchLoop:
         assert window is not None
         window.entries.append(entry)
         return True
+
+    def _submitted(
+        self,
+        entry: StreamEntry,
+        request: CommitRequestItem,
+        targets: dict[GitTargetUid, TargetConfig | None],
+    ) -> CommitRequestItem:
+        """P5, P6: the request with its submitter, when its GitTarget has attribution (else as
+        it came); _AwaitFact while the audit fact of its create may come (stream order holds,
+        and the window it would close stays open with it)."""
+        uid = request.target.uid
+        if uid not in targets:
+            targets[uid] = self._configs.target(uid)
+        target = targets[uid]
+        if self.attributor is None or target is None or not target.audit_route:
+            return request
+        found = self.attributor.submitter(target, entry.entry_id, request)
+        if isinstance(found, Wait):
+            raise _AwaitFact
+        if found is None:
+            return request
+        if found.outcome == "resolved" and found.username:
+            return replace(request, author=found.username, attribution=RESOLVED)
+        return replace(request, author=UNATTRIBUTED, attribution=UNRESOLVED)
 
     def _author(
         self, target: TargetConfig, entry: StreamEntry, event: ObjectEvent

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from shared.decide.commit_requests import (
@@ -35,6 +36,7 @@ from shared.model.commit_requests import (
     COMMITTED,
     FINALIZE_FAILED,
     NO_WINDOW,
+    RESOLVED,
     UNATTRIBUTED,
     WAITING,
     CommitRequestItem,
@@ -64,6 +66,8 @@ class RequestDesk:
         self._clock = clock
         #: Bound requests not finished yet: their close deadline, by uid.
         self._deadlines: dict[str, float] = {}
+        #: Those requests, with their submitter (P5), by uid.
+        self._bound: dict[str, CommitRequestItem] = {}
         #: Those already reported FinalizeFailed by this owner.
         self._failed: set[str] = set()
 
@@ -93,7 +97,7 @@ class RequestDesk:
             text = (
                 "no window of this GitTarget was open"
                 if reason == NO_WINDOW
-                else "the open window belongs to another author"
+                else f"the open window holds edits of another author than {request.author}"
             )
             self._finish(lease, request, Outcome(reason, text, at=now))
             return False
@@ -103,7 +107,9 @@ class RequestDesk:
         window.deadline = deadline if window.deadline is None else min(window.deadline, deadline)
         window.requests.append(request)
         self._deadlines[request.uid] = window.deadline
-        self._store.record(lease, request.uid, Outcome(WAITING, at=now, deadline=window.deadline))
+        self._bound[request.uid] = request
+        waiting = Outcome(WAITING, at=now, deadline=window.deadline)
+        self._store.record(lease, request.uid, _stamped(waiting, request))
         return True
 
     def overdue(self, lease: Lease, problem: str, held: Collection[str] = ()) -> None:
@@ -121,7 +127,8 @@ class RequestDesk:
             )
             text = f"the window was to close at {rfc3339(deadline)} and is not pushed: {why}"
             outcome = Outcome(FINALIZE_FAILED, text, at=now, deadline=deadline)
-            self._store.record(lease, uid, outcome)
+            bound = self._bound.get(uid)
+            self._store.record(lease, uid, _stamped(outcome, bound) if bound else outcome)
             self._failed.add(uid)
             log.warning(
                 "commit request %s: %s",
@@ -159,8 +166,9 @@ class RequestDesk:
                 self._finish(lease, request, outcome)
 
     def _finish(self, lease: Lease, request: CommitRequestItem, outcome: Outcome) -> None:
-        self._store.record(lease, request.uid, outcome)
+        self._store.record(lease, request.uid, _stamped(outcome, request))
         self._deadlines.pop(request.uid, None)
+        self._bound.pop(request.uid, None)
         self._failed.discard(request.uid)
         log.info(
             "commit request %s/%s: %s",
@@ -175,6 +183,12 @@ def message_for(requests: Sequence[CommitRequestItem]) -> str:
     """The message a window's requests ask for ("" for the template's): the last one that
     names one (a CommitRequest's message replaces the whole message, facts §3.5)."""
     return next((r.message for r in reversed(requests) if r.message), "")
+
+
+def _stamped(outcome: Outcome, request: CommitRequestItem) -> Outcome:
+    """The outcome with how the request's submitter was found (P5: AuthorAttributed)."""
+    submitter = request.author if request.attribution == RESOLVED else ""
+    return replace(outcome, attribution=request.attribution, submitter=submitter)
 
 
 def _author_key(author: Author | None) -> str:

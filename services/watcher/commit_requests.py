@@ -119,6 +119,7 @@ class CommitRequestSync:
             name=meta.name,
             message=request.message,
             close_delay_s=request.close_delay_s,
+            resource_version=meta.resource_version,  # P5: the create's audit fact names it
         )
         self._events.publish(config.ref.key, item)
         self._store.mark_published(meta.uid, self._clock())

@@ -234,3 +234,22 @@ def join(
     if by_name is not None:
         return Joined("name", by_name)
     return Joined("absent", None)
+
+
+def join_submitter(
+    *, uid: str, resource_version: str, facts: Iterable[AuthorFact], grace_over: bool
+) -> Joined | None:
+    """P5, P6: the fact naming who submitted a CommitRequest: the create of its uid (one object
+    has one create). ``exact`` when it names the resourceVersion the watcher published,
+    ``latest`` when the request had changed before the watcher saw it (its create still names
+    the submitter); only a create counts, so a later edit of the request (a label, say) never
+    takes the credit. Nothing found: None before the grace ran out (the request waits), then
+    ``absent`` (it binds as a request whose submitter is not known)."""
+    creates = sorted(
+        (f for f in facts if f.verb == "create" and uid and f.uid == uid),
+        key=lambda f: f.stage_timestamp,
+    )
+    if creates:
+        exact = next((f for f in creates if f.resource_version == resource_version), None)
+        return Joined("exact", exact) if exact is not None else Joined("latest", creates[0])
+    return Joined("absent", None) if grace_over else None

@@ -13,7 +13,9 @@ from shared.model.commit_requests import (
     FINAL,
     FINALIZE_FAILED,
     NO_WINDOW,
+    RESOLVED,
     UNATTRIBUTED,
+    UNRESOLVED,
     WAITING,
     WINDOW_MISMATCH,
     Outcome,
@@ -22,8 +24,13 @@ from shared.model.crds import Condition
 from shared.model.times import parse_rfc3339, rfc3339
 
 PUSHED, AUTHOR_ATTRIBUTED = "Pushed", "AuthorAttributed"
-#: AuthorAttributed's reason: a request's submitter is not captured, so none is attributed.
+#: AuthorAttributed's reasons (P5): attribution is off for the GitTarget's ClusterProvider; the
+#: submitter is the user of the audit fact of the request's create; no such fact arrived within
+#: the grace (the Go operator's name for a submitter record that is absent).
 AUTHOR_CAPTURE_DISABLED = "AuthorCaptureDisabled"
+ATTRIBUTED_FROM_AUDIT = "AttributedFromAudit"
+COMMITTER_FALLBACK = "CommitterFallback"
+UNKNOWN = "Unknown"
 #: Published to the branch, not yet received by its owner.
 PROGRESSING = "Progressing"
 #: The GitTarget named does not exist in the request's namespace (P6: Stalled).
@@ -35,8 +42,10 @@ TARGET_NOT_READY = "GitTargetNotReady"
 def binding(window_author: str | None, request_author: str) -> str:
     """P6: "" when a request binds to its GitTarget's open window (``window_author`` None:
     none is open), else the benign reason it binds to nothing. A request never closes a window
-    of another author. A request whose submitter is not known (``UNATTRIBUTED``: submitters are
-    not captured yet) binds to the open window whoever's it is: no author can be told apart."""
+    of another author. A request whose submitter is not known (``UNATTRIBUTED``: attribution
+    is off, or no audit fact of its create arrived within the grace) binds to the open window
+    whoever's it is; a known submitter binds only to a window of the same user (an unresolved
+    window's author is not the submitter)."""
     if window_author is None:
         return NO_WINDOW
     if request_author not in (UNATTRIBUTED, window_author):
@@ -66,17 +75,12 @@ def finalize_failed(deadline: float, now: float, bound_s: float = FINALIZE_BOUND
 def conditions(outcome: Outcome | None, problem: Problem | None) -> list[Wanted]:
     """P6: the conditions of a request from what the branch worker recorded (``outcome``) or
     what keeps it from reaching a branch (``problem``; a permanent one stalls it)."""
-    attributed = Wanted(
-        AUTHOR_ATTRIBUTED,
-        FALSE,
-        AUTHOR_CAPTURE_DISABLED,
-        "attribution is not enabled: the commit is authored by the committer",
-    )
+    attributed = submitter_condition(outcome)
     if problem is not None:
         return [
             *_trio(problem.reason, problem.message, problem.permanent),
             _pushed(False, problem.reason, problem.message),
-            attributed,
+            Wanted(AUTHOR_ATTRIBUTED, UNKNOWN, problem.reason, "not received by a branch worker"),
         ]
     if outcome is None:
         text = "waiting for the branch worker to receive the request"
@@ -100,6 +104,28 @@ def conditions(outcome: Outcome | None, problem: Problem | None) -> list[Wanted]
     ]
     pushed = outcome.reason in (COMMITTED, ALREADY_PRESENT)
     return [*ready, _pushed(pushed, outcome.reason, message), attributed]
+
+
+def submitter_condition(outcome: Outcome | None) -> Wanted:
+    """P5, P6: AuthorAttributed from how the branch worker found the request's submitter
+    (Unknown until it received the request)."""
+    if outcome is None:
+        text = "decided when the branch worker receives the request"
+        return Wanted(AUTHOR_ATTRIBUTED, UNKNOWN, PROGRESSING, text)
+    if outcome.attribution == RESOLVED:
+        text = f"submitted by {outcome.submitter} (the audit event of its create)"
+        return Wanted(AUTHOR_ATTRIBUTED, TRUE, ATTRIBUTED_FROM_AUDIT, text)
+    if outcome.attribution == UNRESOLVED:
+        text = (
+            "no audit event of its create arrived within the grace: "
+            "it binds to the open window, whoever's edits it holds"
+        )
+        return Wanted(AUTHOR_ATTRIBUTED, FALSE, COMMITTER_FALLBACK, text)
+    text = (
+        "attribution is not enabled for its GitTarget's ClusterProvider: "
+        "it binds to the open window, whoever's edits it holds"
+    )
+    return Wanted(AUTHOR_ATTRIBUTED, FALSE, AUTHOR_CAPTURE_DISABLED, text)
 
 
 def _trio(reason: str, message: str, permanent: bool) -> list[Wanted]:

@@ -24,9 +24,14 @@ from shared.model.ids import GitTargetUid
 #: The ``op`` field of a CommitRequest entry in a branch's events stream.
 COMMIT = "COMMIT"
 
-#: The author of a window no user is attributed to (attribution off), and of every request:
-#: a request's submitter is not captured, so it binds to the open window whoever's it is.
+#: The author of a window or request whose Kubernetes user is not known (attribution off, or
+#: not resolved): a request with it binds to the open window whoever's it is.
 UNATTRIBUTED = "unattributed"
+
+#: How a request's submitter was found (P5, P6): "" attribution is off for its GitTarget,
+#: ``RESOLVED`` from the audit fact of the request's create, ``UNRESOLVED`` no such fact
+#: arrived within the grace (it then binds as an unattributed request does).
+RESOLVED, UNRESOLVED = "resolved", "unresolved"
 
 #: CRD bounds (the schema enforces them; the parser clamps what an older API let through).
 MAX_CLOSE_DELAY_S = 300
@@ -79,7 +84,14 @@ class CommitRequestItem:
     name: str
     message: str
     close_delay_s: int
+    #: The submitter's Kubernetes user name, set by the branch's owner from the audit fact of
+    #: the request's create (``UNATTRIBUTED`` until then, or when none is found).
     author: str = UNATTRIBUTED
+    #: metadata.resourceVersion as the watcher saw the request when it published it (P5: the
+    #: join to the create's audit fact prefers this version).
+    resource_version: str = ""
+    #: How ``author`` was found (``RESOLVED``, ``UNRESOLVED``, "" off); the owner's, not sent.
+    attribution: str = ""
 
     def to_fields(self) -> dict[str, str]:
         """Flat string fields for a Redis stream entry."""
@@ -91,6 +103,7 @@ class CommitRequestItem:
             "message": self.message,
             "delay": str(self.close_delay_s),
             "author": self.author,
+            "rv": self.resource_version,
         }
 
     @classmethod
@@ -109,6 +122,7 @@ class CommitRequestItem:
                 message=fields.get("message", ""),
                 close_delay_s=int(fields["delay"]),
                 author=fields.get("author") or UNATTRIBUTED,
+                resource_version=fields.get("rv", ""),
             )
         except (KeyError, TypeError, json.JSONDecodeError) as err:
             raise ValueError(f"malformed commit request: {err}") from err
@@ -142,6 +156,10 @@ class Outcome:
     sha: str = ""
     at: float = 0.0
     deadline: float = 0.0
+    #: P5: how the request's submitter was found (``RESOLVED``, ``UNRESOLVED``, "" off) and
+    #: who it is (the Kubernetes user name, "" unless resolved).
+    attribution: str = ""
+    submitter: str = ""
 
     @property
     def final(self) -> bool:
@@ -157,6 +175,8 @@ class Outcome:
             "sha": self.sha,
             "at": repr(self.at),
             "deadline": repr(self.deadline),
+            "attribution": self.attribution,
+            "submitter": self.submitter,
         }
 
     @classmethod
@@ -173,6 +193,8 @@ class Outcome:
                 sha=fields.get("sha", ""),
                 at=float(fields.get("at") or 0),
                 deadline=float(fields.get("deadline") or 0),
+                attribution=fields.get("attribution", ""),
+                submitter=fields.get("submitter", ""),
             )
         except ValueError:
             return None

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.decide.attribution import Accepted, Dropped, accept, join, partition
+from shared.decide.attribution import Accepted, Dropped, accept, join, join_submitter, partition
 from shared.model.attribution import AuthorFact
 
 
@@ -244,3 +244,29 @@ def test_a_no_op_after_a_write_never_takes_its_credit() -> None:
     latest = join("UPDATE", uid="u", resource_version="8", namespace="t", name="x",
                   facts=[alice, bob], grace_over=True)  # fmt: skip
     assert latest is not None and latest.tier == "latest" and latest.fact is alice
+
+
+def test_a_commit_request_s_submitter_is_the_user_of_its_create() -> None:
+    """P5, P6: only the create of the request's uid names its submitter; the version the
+    watcher published picks ``exact``, another still the create (``latest``); a later edit of
+    the request by someone else, or another request's create, never does."""
+    facts = [
+        _fact("create", "bob", uid="other", rv="3", at="1"),
+        _fact("create", "alice", uid="cr", rv="5", at="2"),
+        _fact("update", "mallory", uid="cr", rv="7", at="3"),
+    ]
+    exact = join_submitter(uid="cr", resource_version="5", facts=facts, grace_over=False)
+    assert exact is not None and exact.tier == "exact" and exact.fact is not None
+    assert exact.fact.author == "alice"
+    later = join_submitter(uid="cr", resource_version="7", facts=facts, grace_over=False)
+    assert later is not None and later.tier == "latest" and later.fact is not None
+    assert later.fact.author == "alice"
+
+
+def test_a_commit_request_without_its_create_waits_then_is_absent() -> None:
+    """P5: no create fact of the uid: None (wait) within the grace, ``absent`` after it."""
+    facts = [_fact("update", "mallory", uid="cr", rv="7"), _fact("create", "bob", uid="x")]
+    assert join_submitter(uid="cr", resource_version="7", facts=facts, grace_over=False) is None
+    gone = join_submitter(uid="cr", resource_version="7", facts=facts, grace_over=True)
+    assert gone is not None and (gone.tier, gone.fact) == ("absent", None)
+    assert join_submitter(uid="", resource_version="", facts=facts, grace_over=True) == gone

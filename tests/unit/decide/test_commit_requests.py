@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from shared.decide.commit_requests import (
+    ATTRIBUTED_FROM_AUDIT,
     AUTHOR_ATTRIBUTED,
+    AUTHOR_CAPTURE_DISABLED,
+    COMMITTER_FALLBACK,
     FINALIZE_BOUND_S,
     PUSHED,
     TARGET_NOT_FOUND,
@@ -19,12 +22,17 @@ from shared.model.commit_requests import (
     COMMITTED,
     FINALIZE_FAILED,
     NO_WINDOW,
+    RESOLVED,
     UNATTRIBUTED,
+    UNRESOLVED,
     WAITING,
     WINDOW_MISMATCH,
+    CommitRequestItem,
     Outcome,
 )
 from shared.model.crds import Condition
+from shared.model.events import GitTargetRef
+from shared.model.ids import GitTargetUid
 
 
 def _by_type(outcome: Outcome | None, problem: Problem | None = None) -> dict[str, tuple[str, str]]:
@@ -124,3 +132,33 @@ def test_finalize_failed_is_lifted_by_the_commit() -> None:
     assert by_type["Stalled"] == ("False", COMMITTED)
     assert by_type[PUSHED] == ("True", COMMITTED)
     assert not expired(lifted, 1_050.0 + 59, 60), "the TTL counts from the commit"
+
+
+def test_author_attributed_follows_how_the_submitter_was_found() -> None:
+    """P5, P6: from the audit fact True (AttributedFromAudit); not found within the grace
+    False (CommitterFallback); attribution off False (AuthorCaptureDisabled); not received
+    yet Unknown."""
+    found = Outcome(COMMITTED, sha="a", attribution=RESOLVED, submitter="alice")
+    assert _by_type(found)[AUTHOR_ATTRIBUTED] == ("True", ATTRIBUTED_FROM_AUDIT)
+    missing = Outcome(WINDOW_MISMATCH, attribution=UNRESOLVED)
+    assert _by_type(missing)[AUTHOR_ATTRIBUTED] == ("False", COMMITTER_FALLBACK)
+    assert _by_type(Outcome(NO_WINDOW))[AUTHOR_ATTRIBUTED] == ("False", AUTHOR_CAPTURE_DISABLED)
+    assert _by_type(None)[AUTHOR_ATTRIBUTED][0] == "Unknown"
+    message = next(w.message for w in conditions(found, None) if w.type == AUTHOR_ATTRIBUTED)
+    assert "alice" in message
+
+
+def test_a_known_submitter_never_binds_to_an_unresolved_window() -> None:
+    """P6: a window whose author was not resolved is not the submitter's."""
+    assert binding(UNATTRIBUTED, "alice") == WINDOW_MISMATCH
+    assert binding("alice", "alice") == ""
+
+
+def test_the_outcome_and_item_keep_the_submitter_through_redis_fields() -> None:
+    """P5: the outcome's attribution and the item's resourceVersion survive their fields."""
+    outcome = Outcome(COMMITTED, sha="a", attribution=RESOLVED, submitter="alice")
+    assert Outcome.from_fields(outcome.to_fields()) == outcome
+    item = CommitRequestItem(
+        GitTargetRef(GitTargetUid("g"), "ns", "gt"), "u", "ns", "cr", "m", 0, resource_version="9"
+    )
+    assert CommitRequestItem.from_fields(item.to_fields()).resource_version == "9"
