@@ -675,11 +675,11 @@ class _Full(Exception):
 
 
 class _Break(Exception):
-    pass
+    """``{{break}}``: leaves the innermost ``range``."""
 
 
 class _Continue(Exception):
-    pass
+    """``{{continue}}``: goes on with the innermost ``range``'s next item."""
 
 
 def truth(value: object) -> bool:
