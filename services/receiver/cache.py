@@ -6,6 +6,13 @@ receiver's bottleneck, so answers are kept for a few seconds, including "there i
 scanner probing random paths costs Redis nothing more). The cache is bounded, because those
 keys come from requests: when full it starts over. Failures (Redis or the API unreachable)
 are never cached.
+
+An expired entry is reloaded by the one thread that finds it expired first; while that load is
+out, the other threads keep the old answer (for at most one more ``ttl``) instead of each
+loading it again. Without this, every expiry under load sent every thread that read the entry
+to Redis or the API server at once, each delivery waiting for its own load.
+A thread that reads alone, or after the extra ``ttl``, loads as before, so an answer is never
+older than ``ttl`` plus one load when read in turn, and never older than twice ``ttl``.
 """
 
 from __future__ import annotations
@@ -32,15 +39,26 @@ class TtlCache(Generic[K, V]):
         self._max = max_entries
         self._lock = threading.Lock()
         self._entries: dict[K, tuple[V, float]] = {}
+        #: Keys whose expired entry one thread is loading now.
+        self._loading: set[K] = set()
 
     def get(self, key: K, load: Callable[[K], V]) -> V:
         """The cached value of ``key``, or a fresh one; ``load``'s exceptions pass through."""
         now = self._clock()
         with self._lock:
             hit = self._entries.get(key)
-        if hit is not None and now - hit[1] < self._ttl:
-            return hit[0]
-        value = load(key)  # outside the lock: other threads go on meanwhile
+            if hit is not None:
+                age = now - hit[1]
+                if age < self._ttl:
+                    return hit[0]
+                if key in self._loading and age < 2 * self._ttl:
+                    return hit[0]  # another thread is reloading it: the old answer meanwhile
+            self._loading.add(key)
+        try:
+            value = load(key)  # outside the lock: other threads go on meanwhile
+        finally:
+            with self._lock:
+                self._loading.discard(key)
         if self._ttl > 0:
             with self._lock:
                 if len(self._entries) >= self._max:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -43,6 +44,56 @@ def test_failures_are_not_cached() -> None:
     for _ in range(2):
         with pytest.raises(ConnectionError):
             cache.get("boom", load)
+    assert load.calls == 2
+
+
+def test_an_expired_entry_is_reloaded_by_one_thread_while_the_others_keep_the_old_answer() -> None:
+    """Under load an expiry sends one thread to Redis or the API server, not every thread.
+
+    Thread A finds the entry expired and starts loading (held in ``load`` by an event); a
+    read meanwhile gets the old answer without loading; once the entry is older than twice
+    the ttl a read loads for itself even while A's load is still out (never older than that).
+    """
+    now = [0.0]
+    cache: TtlCache[str, str] = TtlCache(timedelta(seconds=5), lambda: now[0])
+    cache.get("a", lambda key: "old")
+    started, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def slow(key: str) -> str:
+        calls.append("slow")
+        started.set()
+        assert release.wait(timeout=60), "the test never released the load"
+        return "new"
+
+    now[0] = 5.0
+    reloading = threading.Thread(target=lambda: calls.append(cache.get("a", slow)), daemon=True)
+    reloading.start()
+    assert started.wait(timeout=60)
+
+    def fresh(key: str) -> str:
+        calls.append("fresh")
+        return "fresh"
+
+    assert cache.get("a", fresh) == "old"
+    now[0] = 10.0
+    assert cache.get("a", fresh) == "fresh"
+    release.set()
+    reloading.join(timeout=60)
+    assert calls == ["slow", "fresh", "new"]
+
+
+def test_a_failed_reload_lets_the_next_reader_load_again() -> None:
+    """A reload that failed leaves no mark: the next reader of the expired entry loads."""
+    now = [0.0]
+    cache: TtlCache[str, str] = TtlCache(timedelta(seconds=5), lambda: now[0])
+    cache.get("boom", lambda key: "old")
+    now[0] = 5.0
+    load = Loader()
+    with pytest.raises(ConnectionError):
+        cache.get("boom", load)
+    with pytest.raises(ConnectionError):
+        cache.get("boom", load)
     assert load.calls == 2
 
 
