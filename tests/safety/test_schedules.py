@@ -284,7 +284,14 @@ SLOW_APPLY += ["step w1", "step w1", "console edit a", "edit a", "step d0", "ste
 
 
 def _old_handled(
-    plan: Plan, stamp: str, commit: str, handled_at: str, attempted: str, *, ready: str
+    plan: Plan,
+    stamp: str,
+    commit: str,
+    handled_at: str,
+    attempted: str,
+    *,
+    ready: str,
+    holding: str = "",
 ) -> bool:
     """D6 before the fix: a source stamp finished once the revision was attempted."""
     if plan == "stamp-source":
