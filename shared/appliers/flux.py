@@ -4,7 +4,9 @@ Both the check (S2) and an attempt (D4) read the same two objects the same way (
 and judge the source by the same rule (``shared.decide.applier_check.source_problem``). A
 request stamps the GitRepository when its artifact lacks the commit, else the Kustomization
 for a Refusal, never both (``shared.decide.attempt.flux_plan``); it is handled once the
-Kustomization shows it (``flux_handled``, D6).
+Kustomization shows it (``flux_handled``, D6): for a source stamp, the end of a reconcile of the
+commit's revision, or of the artifact the source fetched after the stamp
+(``holding_revision``), which an outside push may have made newer.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from shared.decide.applier_check import (
     source_problem,
     source_ref,
 )
-from shared.decide.attempt import Plan, flux_handled, flux_plan
+from shared.decide.attempt import Plan, SourceView, flux_handled, flux_plan, holding_revision
 from shared.decide.conditions import Wanted
 from shared.kube.api import KubeClient, Obj
 from shared.kube.flux import GIT_REPOSITORIES, KUSTOMIZATIONS, request_reconcile
@@ -64,27 +66,62 @@ def _read(client: KubeClient, ref: ApplierRef) -> FluxFound:
     return FluxFound(kustomization, repository, {})
 
 
-@dataclass(frozen=True, slots=True)
+def _source_view(repository: Obj) -> SourceView:
+    """What D6 reads of the GitRepository (``holding_revision``)."""
+    generation = _field(repository, "metadata", "generation")
+    observed = _field(repository, "status", "observedGeneration")
+    suspended = bool((repository.get("spec") or {}).get("suspend"))
+    return SourceView(
+        handled_at=_field(repository, "status", "lastHandledReconcileAt"),
+        revision=_field(repository, "status", "artifact", "revision"),
+        ready=_ready(repository),
+        current=not suspended and generation != "" and observed == generation,
+    )
+
+
+@dataclass(slots=True)
 class FluxSent:
     """A stamped request: handled once the Kustomization shows it (D6)."""
 
     client: KubeClient
     applier: ApplierRef
-    plan: Plan
+    stamp: Plan
     token: str
     commit: str
+    #: The GitRepository (namespace, name) a source stamp went to.
+    source: tuple[str, str] = ("", "")
+    #: A read of this attempt proved the source fetched after our stamp (``holding_revision``).
+    fetched: bool = False
+    #: The revision whose apply finished a source stamp, once ``handled`` said so.
+    applied: str = ""
+
+    @property
+    def plan(self) -> str:
+        """What was stamped, and once a source stamp is handled the revision Flux applied
+        (an outside push can make it newer than the commit asked for)."""
+        return f"{self.stamp}; applied {self.applied}" if self.applied else self.stamp
 
     def handled(self) -> bool:
-        """Read the Kustomization again and ask D6."""
+        """Read the GitRepository (for a source stamp) and the Kustomization again; ask D6."""
+        holding = ""
+        if self.stamp == "stamp-source":
+            repository = self.client.get(GIT_REPOSITORIES, *self.source)
+            holding = holding_revision(self.token, _source_view(repository), fetched=self.fetched)
+            self.fetched = holding != ""
         kustomization = self.client.get(KUSTOMIZATIONS, self.applier.namespace, self.applier.name)
-        return flux_handled(
-            self.plan,
+        attempted = _field(kustomization, "status", "lastAttemptedRevision")
+        done = flux_handled(
+            self.stamp,
             self.token,
             self.commit,
             _field(kustomization, "status", "lastHandledReconcileAt"),
-            _field(kustomization, "status", "lastAttemptedRevision"),
+            attempted,
             ready=_ready(kustomization),
+            holding=holding,
         )
+        if done and self.stamp == "stamp-source":
+            self.applied = attempted
+        return done
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +144,15 @@ class FluxPending:
         resource = GIT_REPOSITORIES if plan == "stamp-source" else KUSTOMIZATIONS
         meta = stamped["metadata"]
         request_reconcile(self.client, resource, meta["namespace"], meta["name"], token)
-        return FluxSent(self.client, self.applier, plan, token, self.commit)
+        source = self.repository["metadata"]
+        return FluxSent(
+            self.client,
+            self.applier,
+            plan,
+            token,
+            self.commit,
+            (str(source["namespace"]), str(source["name"])),
+        )
 
 
 class FluxApplier:

@@ -76,24 +76,76 @@ def flux_plan(reasons: Iterable[Reason], artifact_revision: str, commit: str) ->
     return "stamp-kustomization" if "Refusal" in set(reasons) else "nothing"
 
 
+@dataclass(frozen=True, slots=True)
+class SourceView:
+    """The GitRepository as D6 reads it while a source stamp waits (facts F1, F2)."""
+
+    handled_at: str  # status.lastHandledReconcileAt
+    revision: str  # status.artifact.revision ("" when there is none)
+    ready: str  # the status of its Ready condition
+    current: bool  # not suspended, and status.observedGeneration == metadata.generation
+
+
+def holding_revision(stamp: str, source: SourceView, *, fetched: bool) -> str:
+    """D6: the source's artifact revision once it is known to hold the commit, else "".
+
+    The commit was the branch's tip when the attempt checked it (D3), before the stamp. A
+    reconcile of the GitRepository that carries our stamp in ``lastHandledReconcileAt`` read
+    the object after the stamp was written (the token is copied from the object the reconcile
+    read, facts F1), so the Git fetch it made came after the commit was on the branch; when it
+    ended ``Ready`` True it stored the branch's head at that moment as its artifact, and that
+    head is our commit or a descendant of it: we never force (M7). So the artifact holds the
+    commit, even when an outside push made it newer and its revision names another commit.
+
+    What does not count: a reconcile that failed (``Ready`` False keeps the older artifact),
+    a stamp not handled yet (the artifact is from a fetch before it), and a suspended source
+    (its reconcile copies the token and fetches nothing, F1); a suspended or changed spec
+    leaves ``observedGeneration`` behind, which ``current`` reports. Once one read proved it
+    (``fetched``, kept by the caller for the rest of the attempt), every later artifact comes
+    from a later fetch and holds the commit too, even after another stamp (a Flux Receiver's,
+    another Kustomization's attempt on the same source) replaced ours.
+
+    A foreign force push that removed the commit from the branch breaks the premise: the
+    artifact then holds the branch as the force push left it, without our commit, and the
+    request counts as handled once that was applied (the commit is no longer the branch's, so
+    no apply could hold it; the branch worker sees the rewritten history on its next fetch).
+    """
+    proved = source.handled_at == stamp and source.ready == "True" and source.current
+    return source.revision if fetched or proved else ""
+
+
 def flux_handled(
-    plan: Plan, stamp: str, commit: str, handled_at: str, attempted_revision: str, *, ready: str
+    plan: Plan,
+    stamp: str,
+    commit: str,
+    handled_at: str,
+    attempted_revision: str,
+    *,
+    ready: str,
+    holding: str = "",
 ) -> bool:
     """D6: the Kustomization finished our request.
 
     A Kustomization stamp is handled when ``lastHandledReconcileAt`` carries it (written at the
     end of the reconcile, facts F1). A source stamp is handled when the Kustomization attempted
-    a revision of the commit *and* the reconcile that attempted it ended: ``ready`` (its
-    ``Ready`` condition's status) is no longer ``Unknown``. ``lastAttemptedRevision`` is written
+    a revision that holds the commit *and* the reconcile that attempted it ended: ``ready`` (its
+    ``Ready`` condition's status) is no longer ``Unknown``. A revision holds the commit when it
+    is the commit's own, or when it is ``holding``: the source's artifact revision once the
+    source fetched after our stamp (``holding_revision``; an outside push between the check
+    and the fetch makes it a newer commit, which the Kustomization applies instead of ours, F3:
+    it always applies the source's current artifact). ``lastAttemptedRevision`` is written
     before the build and apply (facts F3: "set once the artifact is downloaded and the path
-    exists, *before* build and apply", with ``Ready`` Unknown/``Progressing`` while it runs), so
-    the attempted revision alone would report the request finished while Flux is still applying
-    it, and the apply window (W1) would close under the apply.
+    exists, *before* build and apply", with ``Ready`` Unknown/``Progressing`` while it runs),
+    so the attempted revision alone would report the request finished while Flux is still
+    applying it, and the apply window (W1) would close under the apply.
     """
     if plan == "stamp-kustomization":
         return handled_at == stamp
     if plan == "stamp-source":
-        return revision_commit(attempted_revision) == commit and ready in ("True", "False")
+        if ready not in ("True", "False"):
+            return False
+        exact = revision_commit(attempted_revision) == commit
+        return exact or (holding != "" and attempted_revision == holding)
     return True
 
 

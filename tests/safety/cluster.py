@@ -179,6 +179,7 @@ class Flux:
     artifact: str  # the GitRepository's artifact commit
     source_stamp: str | None = None  # a requestedAt the source has not handled
     kustomization_stamp: str | None = None
+    source_handled: str = ""  # GitRepository status.lastHandledReconcileAt
     handled_at: str = ""  # Kustomization status.lastHandledReconcileAt
     attempted: str = ""  # Kustomization status.lastAttemptedRevision (a commit)
     applying: str | None = None  # the commit being applied

@@ -284,7 +284,14 @@ SLOW_APPLY += ["step w1", "step w1", "console edit a", "edit a", "step d0", "ste
 
 
 def _old_handled(
-    plan: Plan, stamp: str, commit: str, handled_at: str, attempted: str, *, ready: str
+    plan: Plan,
+    stamp: str,
+    commit: str,
+    handled_at: str,
+    attempted: str,
+    *,
+    ready: str,
+    holding: str = "",
 ) -> bool:
     """D6 before the fix: a source stamp finished once the revision was attempted."""
     if plan == "stamp-source":
@@ -311,6 +318,24 @@ def test_finishing_a_source_stamp_at_the_attempted_revision_closes_the_window(
     monkeypatch.setattr(world_module, "flux_handled", _old_handled)
     with pytest.raises(Violation, match="inside the apply window was mirrored"):
         run_named(SLOW_APPLY, World())
+
+
+#: Issue 12: an outside push lands after the dispatcher stamped the source for the previous
+#: one, before Flux fetches; Flux fetches and applies the newer tip, never the commit asked for.
+NEWER_ARTIFACT = [*WINDOW[:-5], "outside push a", "flux source fetches", "tick 1s", "tick 1s"]
+NEWER_ARTIFACT += ["flux applies an object", "flux applies an object", "run d0"]
+
+
+def test_an_apply_of_a_newer_artifact_than_the_commit_finishes_the_stamp() -> None:
+    """D6: the source handled the stamp, so its artifact holds the commit; once that apply
+    ended the attempt is Delivered (on the exact-commit rule it waited out its deadline, the
+    worker's 330 s, with no outcome), and the world still settles with every invariant."""
+    world = World()
+    start = world.now
+    run_named(NEWER_ARTIFACT, world, end=False)
+    assert world.counts["outcome Delivered"] == 1
+    assert world.now - start < 10  # the apply's few seconds, not the 300 s deadline
+    run_named([], world)
 
 
 #: The first owner takes the branch and dies before it publishes a tip; an outside push lands

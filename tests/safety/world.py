@@ -9,7 +9,7 @@ and ``jobs.finish`` (one attempt and its one outcome), every ``shared.store`` ad
 dispatcher actors take from), the dispatcher's Kubernetes reads of GitTargets
 (``target_facts``: the sim's one GitTarget, which always holds its reasons) and the applier
 module (``SimFlux`` implements ``shared.appliers.interface`` over ``cluster.Flux``, deciding
-with the product's own ``flux_plan``/``flux_handled``).
+with the product's own ``flux_plan``/``holding_revision``/``flux_handled``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,13 @@ from services.dispatcher import jobs as dispatcher_jobs
 from services.dispatcher.mirrored import behind
 from shared.appliers.interface import Unneeded
 from shared.decide.apply_window import Decision, Verdict
-from shared.decide.attempt import TargetFacts, flux_handled, flux_plan
+from shared.decide.attempt import (
+    SourceView,
+    TargetFacts,
+    flux_handled,
+    flux_plan,
+    holding_revision,
+)
 from shared.kube.api import ObjectList
 from shared.model.appliers import Applier, Reason
 from shared.model.config import ApplierRef
@@ -136,6 +142,11 @@ class Revert:
     tie: bool  # its newest managedFields entries include another manager (W2)
 
 
+def revision(commit: str) -> str:
+    """The simulated artifact revision of ``commit`` ("" for none), as Flux writes it (F2)."""
+    return f"main@sha1:{commit}" if commit else ""
+
+
 @dataclass(slots=True)
 class SimSent:
     world: World
@@ -143,12 +154,24 @@ class SimSent:
     token: str
     commit: str
 
+    fetched: bool = False  # the source fetched after our stamp (``holding_revision``)
+
     def handled(self) -> bool:
         yield_point("flux-read")
         flux = self.world.flux
         ready = "Unknown" if flux.applying else "True"  # Ready while a reconcile runs (F3)
+        # the simulated source never fails a fetch and is never suspended
+        source = SourceView(flux.source_handled, revision(flux.artifact), "True", True)
+        holding = holding_revision(self.token, source, fetched=self.fetched)
+        self.fetched = holding != ""
         return flux_handled(
-            self.plan, self.token, self.commit, flux.handled_at, flux.attempted, ready=ready
+            self.plan,
+            self.token,
+            self.commit,
+            flux.handled_at,
+            revision(flux.attempted),
+            ready=ready,
+            holding=holding,
         )
 
 
@@ -160,7 +183,7 @@ class SimPending:
     def request(self, reasons: Iterable[Reason], token: str) -> Any:
         yield_point("flux-stamp")
         world, flux = self.world, self.world.flux
-        plan = flux_plan(list(reasons), f"main@sha1:{flux.artifact}", self.asked.commit)
+        plan = flux_plan(list(reasons), revision(flux.artifact), self.asked.commit)
         if plan == "nothing":
             return Unneeded("the artifact already holds the commit")
         world.on_stamp(self.asked, token)
@@ -581,6 +604,7 @@ class World:
     def flux_source(self) -> None:
         flux = self.flux
         token, flux.source_stamp = flux.source_stamp, None
+        flux.source_handled = token or flux.source_handled  # the annotation stays (F1)
         if self.remote.tip and self.remote.tip != flux.artifact:
             flux.artifact = self.remote.tip
             self._start_apply("", token or "")

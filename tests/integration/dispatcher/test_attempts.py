@@ -199,6 +199,58 @@ def test_a_foreign_commit_stamps_the_source_and_is_delivered_once_applied(world:
     assert len(world.ctx.attempts.outcomes(request.branch_key)) == 1  # type: ignore[arg-type]
 
 
+def test_an_outside_push_before_the_fetch_is_delivered_by_the_apply_of_the_newer_artifact(
+    world: World,
+) -> None:
+    """D6, issue 12: the attempt checked the tip (our commit) and stamped the GitRepository;
+    an outside push lands before the source fetches, so Flux fetches and applies the newer
+    tip and never our commit's own revision. That apply holds our commit: the attempt is
+    Delivered once it ended (it waited ``handled_timeout_s`` and was Failed before), and the
+    outcome, kept in the ledger, names the revision Flux applied."""
+    commit = world.push("apps/cm.yaml", CM.format(v=2))
+    _quiet(world, commit)
+    pacing = world.flux.pacing
+    pacing.gate.clear()  # the doubles reconcile one object at a time: hold them in an apply
+    hold = {"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "hold"}}}
+    world.custom.patch_namespaced_custom_object(
+        "kustomize.toolkit.fluxcd.io", "v1", NS, "kustomizations", "apps", hold
+    )
+    assert pacing.holding.wait(20), "the Kustomization's reconcile never reached the gate"
+    wired = ports(world.ctx)
+    pushed: list[str] = []
+
+    def stamped_then_pushed(request: ApplyRequest, reasons: Any, plan: str) -> None:
+        wired.stamped(request, reasons, plan)
+        assert plan == "stamp-source" and _stamped(world.source())
+        pushed.append(world.push("apps/cm.yaml", CM.format(v=3)))  # before the fetch
+        pacing.gate.set()
+
+    uid = world.target_uid()
+    request = world.request({"ForeignCommit": [uid]}, commit)
+    timeout = 60.0
+    started = time.monotonic()
+    outcome = attempts.run(
+        request,
+        dataclasses.replace(wired, stamped=stamped_then_pushed, handled_timeout_s=timeout),
+    )
+    finish(world.ctx, request, outcome)
+    assert outcome.outcome == "Delivered", outcome.message
+    assert time.monotonic() - started < timeout / 2, "finished by the apply, not the deadline"
+    newer = f"main@sha1:{pushed[0]}"
+    source = world.source()["status"]
+    assert (source["artifact"]["revision"], source["lastHandledReconcileAt"]) == (
+        newer,
+        request.token,
+    )
+    assert world.kustomization()["status"]["lastAttemptedRevision"] == newer
+    # W1: read as the attempt returns, the object already holds the newer apply's value, so
+    # the finish the window is judged by (the ledger's finished_at) came after that apply
+    assert world.core.read_namespaced_config_map("app", NS).data == {"v": "3"}
+    last, _ = world.ctx.ledger.last_request(GitTargetUid(uid))
+    assert last is not None and last.outcome == "Delivered" and newer in last.message
+    assert last.commit == commit
+
+
 def test_a_moved_tip_is_stale_and_stamps_nothing(world: World) -> None:
     decided = world.push("apps/cm.yaml", CM.format(v=3))
     newer = world.push("apps/cm.yaml", CM.format(v=4))

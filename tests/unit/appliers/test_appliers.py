@@ -187,6 +187,48 @@ def test_a_source_that_lacks_the_commit_is_stamped_alone_then_handled_once_attem
         assert sent.handled() is handled, ready
 
 
+def _fetched(revision: str, handled: str, ready: str = "True") -> dict[str, Any]:
+    """The GitRepository after a reconcile that handled ``handled`` and ended ``ready``."""
+    source = gitrepository({"branch": "main"}, revision)
+    source["metadata"]["generation"] = 2
+    source["status"].update(
+        lastHandledReconcileAt=handled,
+        observedGeneration=2,
+        conditions=[{"type": "Ready", "status": ready}],
+    )
+    return source
+
+
+def test_a_source_stamp_is_handled_by_the_apply_of_a_newer_artifact_fetched_after_it() -> None:
+    """D6, issue 12: an outside push landed before the source fetched, so the Kustomization
+    applies a newer revision than the commit. The source's ``lastHandledReconcileAt`` carries
+    our stamp and its Ready is True: its artifact holds the commit, and the end of the
+    Kustomization's reconcile of that artifact finishes the request; the outcome names the
+    revision Flux applied."""
+    newer = "main@sha1:" + "e" * 40
+    cluster = FakeCluster(kustomization(), gitrepository({"branch": "main"}))
+    pending = for_kind("Kustomization").read(cluster.client(), request())
+    assert isinstance(pending, FluxPending)
+    sent = pending.request(["ForeignCommit"], "tok-1")
+    assert not isinstance(sent, Unneeded)
+    ks = ("kustomizations", "flux-system", "apps")
+    repo = ("gitrepositories", "flux-system", "config")
+    cluster.objects[repo] = _fetched(newer, handled="other")  # a fetch before our stamp
+    cluster.objects[ks] = kustomization(attempted=newer, ready="True")
+    assert not sent.handled()
+    cluster.objects[repo] = _fetched(newer, handled="tok-1", ready="False")  # fetch failed
+    assert not sent.handled()
+    cluster.objects[repo] = _fetched(newer, handled="tok-1")
+    cluster.objects[ks] = kustomization(attempted=f"main@sha1:{OLD}", ready="True")
+    assert not sent.handled()  # the Kustomization has not attempted the new artifact yet
+    cluster.objects[ks] = kustomization(attempted=newer, ready="Unknown")
+    assert not sent.handled()  # it is applying it (W1 stays open)
+    cluster.objects[repo] = _fetched(newer, handled="receiver")  # a later stamp replaced ours
+    cluster.objects[ks] = kustomization(attempted=newer, ready="True")
+    assert sent.handled()
+    assert sent.plan == f"stamp-source; applied {newer}"
+
+
 def test_a_refusal_at_the_artifacts_commit_stamps_the_kustomization() -> None:
     """D4: the artifact holds the commit, so only a Refusal asks for anything: a
     Kustomization stamp, handled when ``lastHandledReconcileAt`` carries its token (D6)."""
