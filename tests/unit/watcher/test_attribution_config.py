@@ -111,3 +111,39 @@ def test_a_route_whose_secret_holds_no_token_shows_it_on_every_provider_serving_
     }
     served = attribution_condition(a, routes, {"shared": None})
     assert served is not None and (served.status, served.reason) == ("True", "AuditRouteServed")
+
+
+def test_each_token_secret_is_read_once_a_pass_and_a_refused_read_is_unreadable() -> None:
+    """Two routes naming one Secret read it once; a read the API refuses is
+    ``TokenSecretUnreadable`` for its route, and the others are judged on their own."""
+    from typing import cast
+
+    from services.watcher.clusters import read_tokens
+    from shared.kube.crds import CrdReader
+    from shared.kube.errors import KubeError
+
+    class Reader:
+        def __init__(self) -> None:
+            self.reads: list[tuple[str, str]] = []
+
+        def secret_data(self, namespace: str, name: str) -> dict[str, bytes] | None:
+            self.reads.append((namespace, name))
+            if name == "denied":
+                raise KubeError("secrets is forbidden", 403)
+            return {"token": b"t"} if name == "shared" else None
+
+    reader = Reader()
+    routes = {
+        "a": AuditRoute("a", "a", "shared", "token"),
+        "b": AuditRoute("b", "b", "shared", "token"),
+        "c": AuditRoute("c", "c", "denied", "token"),
+        "d": AuditRoute("d", "d", "gone", "token"),
+    }
+    found = read_tokens(cast(CrdReader, reader), "gr", routes)
+    assert sorted(reader.reads) == [("gr", "denied"), ("gr", "gone"), ("gr", "shared")]
+    assert {k: v[0] if v else None for k, v in found.items()} == {
+        "a": None,
+        "b": None,
+        "c": "TokenSecretUnreadable",
+        "d": "TokenSecretNotFound",
+    }
