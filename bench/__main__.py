@@ -25,6 +25,7 @@ BENCHMARKS = (
     "many_targets",
     "takeover",
     "writer",
+    "attribution_join",
 )
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 

@@ -3,8 +3,11 @@
 The branch's owner follows the fact streams of the audit routes and types its GitTargets
 write (``shared.store.attribution``), a bounded read after the last entry it saw, at most once
 per type per pass, into a bounded in-memory index (per route and type: the newest
-``MAX_PER_TYPE`` facts, none older than ``FACT_TTL_S``). ``Attributor.author`` answers for one
-event with the pure join (``shared.decide.attribution.join``):
+``MAX_PER_TYPE`` facts, none older than ``FACT_TTL_S``). The facts are indexed for the join
+(``shared.decide.attribution.FactIndex``) only when they change: when a read brings new ones
+or some age out, so a pass of many events pays for the index once per stream, not once per
+event. ``Attributor.author`` answers for one event with the pure join
+(``shared.decide.attribution.join``):
 
 - ``None`` for a GitTarget without attribution (its commits are authored by the committer);
 - the resolved ``Author`` (facts §3.6 names and emails) once a fact joins;
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from services.branch_worker import metrics
-from shared.decide.attribution import Joined, group_resource, join, join_submitter
+from shared.decide.attribution import FactIndex, Joined, group_resource, join, join_submitter
 from shared.kube.kinds import COMMIT_REQUESTS
 from shared.model.attribution import UNRESOLVED, Author, AuthorFact, author_of
 from shared.model.commit_requests import CommitRequestItem
@@ -59,7 +62,13 @@ class _Followed:
     """What one owner knows of one fact stream."""
 
     last_id: str = "0"
+    #: (when this owner read it, the fact), in stream order.
     facts: list[tuple[float, AuthorFact]] = field(default_factory=list)
+    #: ``facts`` indexed for the join; None when they changed since it was built.
+    index: FactIndex | None = None
+    #: The earliest read time in ``facts`` (kept exact: nothing ages out until it is older
+    #: than the TTL, so a pass does not look at every fact for each event).
+    oldest: float = 0.0
 
 
 class Attributor:
@@ -153,7 +162,7 @@ class Attributor:
         """A pass applied everything it had: nothing waits for a fact any more."""
         self._first_look.clear()
 
-    def _facts(self, route: str, gr: str, now: float) -> list[AuthorFact]:
+    def _facts(self, route: str, gr: str, now: float) -> FactIndex:
         key = (route, gr)
         followed = self._followed.setdefault(key, _Followed())
         if key not in self._fresh:
@@ -163,17 +172,25 @@ class Attributor:
                 metrics.ATTRIBUTION_DECODE_ERRORS.labels("redis").inc(bad)
             if new:
                 metrics.ATTRIBUTION_FACTS.labels("read").inc(len(new))
-            followed.facts.extend((now, f) for f in new)
+                followed.oldest = min(followed.oldest, now) if followed.facts else now
+                followed.facts.extend((now, f) for f in new)
+                followed.index = None
             self._fresh.add(key)
         horizon = now - FACT_TTL_S
-        fresh = [(at, f) for at, f in followed.facts if at >= horizon]
-        kept = fresh[-MAX_PER_TYPE:]
-        if len(fresh) < len(followed.facts):
-            metrics.ATTRIBUTION_EVICTIONS.labels("ttl").inc(len(followed.facts) - len(fresh))
-        if len(kept) < len(fresh):
-            metrics.ATTRIBUTION_EVICTIONS.labels("capacity").inc(len(fresh) - len(kept))
-        followed.facts = kept
-        return [f for _, f in kept]
+        if followed.facts and followed.oldest < horizon:  # some fact may have aged out
+            fresh = [(at, f) for at, f in followed.facts if at >= horizon]
+            if len(fresh) < len(followed.facts):
+                metrics.ATTRIBUTION_EVICTIONS.labels("ttl").inc(len(followed.facts) - len(fresh))
+                followed.facts = fresh
+                followed.index = None
+        if len(followed.facts) > MAX_PER_TYPE:
+            metrics.ATTRIBUTION_EVICTIONS.labels("capacity").inc(len(followed.facts) - MAX_PER_TYPE)
+            followed.facts = followed.facts[-MAX_PER_TYPE:]
+            followed.index = None
+        if followed.index is None:
+            followed.index = FactIndex.of(f for _, f in followed.facts)
+            followed.oldest = min((at for at, _ in followed.facts), default=now)
+        return followed.index
 
 
 def _actor_kind(username: str) -> str:

@@ -16,7 +16,7 @@ body over ``Settings.max_body_bytes``       413    too_large
 body unreadable                             400    malformed
 not JSON, or not an EventList               400    malformed
 facts stored (or none to store)             200    stored
-Redis or the Secret unreadable              503    unavailable
+Redis or the Secret unreadable, no token    503    unavailable
 ==========================================  =====  ==============
 
 kube-apiserver retries a batch that is not answered 2xx and then drops it, so a malformed
@@ -120,6 +120,18 @@ class AuditIntake:
             if record is None:
                 return Answer(404, "not_found", "no audit route at this path")
             token = self._secrets(self._namespace, record.secret_name, record.secret_key)
+            if token is None or not token.strip():
+                # Our configuration, not the caller's: answered as unreadable, so the API
+                # server retries; the watcher shows it on the ClusterProvider
+                # (AttributionConfigured=False TokenSecretNotFound / TokenSecretInvalid).
+                LOG.warning(
+                    "audit route's Secret %s/%s has no %r (or it is empty): answered 503",
+                    self._namespace,
+                    record.secret_name,
+                    record.secret_key,
+                    extra={"route": route},
+                )
+                return Answer(503, "unavailable", "the route's token Secret holds no token")
             if not _authorised(headers.get("authorization", ""), token):
                 return Answer(401, "unauthorized", "a valid bearer token is required")
             try:

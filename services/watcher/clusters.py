@@ -8,18 +8,23 @@ watch runs through it and the WatchRules and GitTargets that use it say why.
 A ClusterProvider with ``spec.attribution`` also shows ``AttributionConfigured`` (P5): True
 when its audit route is served with its token Secret; False, ``AuditRouteConflict``, when
 another ClusterProvider sharing the route names another Secret and serves it (the first by
-name does, ``targets.audit_routes``), so the losing one's token is never checked. Without
-``spec.attribution`` the condition is removed.
+name does, ``audit_routes``), so the losing one's token is never checked; False,
+``TokenSecretNotFound``, ``TokenSecretInvalid`` (no such key, or it is empty) or
+``TokenSecretUnreadable`` (the API refused or failed the read), when the Secret serving its
+route holds no usable token, so the receiver cannot check one and answers the route 503. The
+Secret is read once per pass and route (no Secret is watched): the condition turns True on the
+first pass after the Secret is fixed. Without ``spec.attribution`` the condition is removed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from services.watcher.status import StatusPublisher
 from shared.decide.conditions import FALSE, TRUE, Problem, Wanted, trio
 from shared.kube.clients import ClientFactory, Cluster, KubeConfigError
+from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
 from shared.kube.kinds import CLUSTER_PROVIDERS
 from shared.model.crds import ClusterProviderView
@@ -31,6 +36,13 @@ CLUSTER_UNREACHABLE = "ClusterUnreachable"
 ATTRIBUTION_CONFIGURED = "AttributionConfigured"
 ROUTE_SERVED = "AuditRouteServed"
 AUDIT_ROUTE_CONFLICT = "AuditRouteConflict"
+#: P5: the Secret serving the route holds no usable token (the receiver answers it 503).
+TOKEN_SECRET_NOT_FOUND = "TokenSecretNotFound"
+TOKEN_SECRET_INVALID = "TokenSecretInvalid"
+TOKEN_SECRET_UNREADABLE = "TokenSecretUnreadable"
+
+#: How the Secret serving a route read: its data, None (no such Secret), or the read's error.
+SecretRead = Mapping[str, bytes] | None | KubeError
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,18 +83,56 @@ def observe_cluster(factory: ClientFactory, provider: ClusterProviderView) -> Cl
     return ClusterState(cluster, catalog, None)
 
 
+def token_problem(namespace: str, route: AuditRoute, read: SecretRead) -> tuple[str, str] | None:
+    """Why the Secret serving ``route`` gives the receiver no token to check (reason, message),
+    or None when it holds one. The receiver strips the token before comparing, so a value of
+    only whitespace is no token either."""
+    where = f"Secret {namespace}/{route.secret_name}"
+    after = f"the receiver answers /audit-webhook/{route.route} 503 until it is fixed"
+    if isinstance(read, KubeError):
+        return TOKEN_SECRET_UNREADABLE, f"{where} (the audit route's token) unreadable: {read}"
+    if read is None:
+        return TOKEN_SECRET_NOT_FOUND, f"{where} (the audit route's token) not found: {after}"
+    if not read.get(route.secret_key, b"").strip():
+        return TOKEN_SECRET_INVALID, (
+            f"{where} has no non-empty key {route.secret_key} (the audit route's token): {after}"
+        )
+    return None
+
+
+def read_tokens(
+    reader: CrdReader, namespace: str, routes: Mapping[str, AuditRoute]
+) -> dict[str, tuple[str, str] | None]:
+    """Each route's ``token_problem``, its Secret read once (shared Secrets too)."""
+    reads: dict[str, SecretRead] = {}
+    found: dict[str, tuple[str, str] | None] = {}
+    for name, route in routes.items():
+        if route.secret_name not in reads:
+            try:
+                reads[route.secret_name] = reader.secret_data(namespace, route.secret_name)
+            except KubeError as err:
+                reads[route.secret_name] = err
+        found[name] = token_problem(namespace, route, reads[route.secret_name])
+    return found
+
+
 def reconcile_clusters(
-    factory: ClientFactory, providers: list[ClusterProviderView], status: StatusPublisher
+    factory: ClientFactory,
+    providers: list[ClusterProviderView],
+    status: StatusPublisher,
+    tokens: Callable[[Mapping[str, AuditRoute]], Mapping[str, tuple[str, str] | None]],
 ) -> dict[str, ClusterState]:
-    """Every ClusterProvider's state, with its conditions written when they changed."""
+    """Every ClusterProvider's state, with its conditions written when they changed;
+    ``tokens`` tells, per audit route, why its Secret holds no token (``read_tokens``)."""
     states: dict[str, ClusterState] = {}
     routes = audit_routes(providers)
+    problems_of = tokens(routes) if routes else {}
     for provider in providers:
         state = observe_cluster(factory, provider)
         states[provider.meta.name] = state
         problems = [state.problem] if state.problem else []
         wanted = trio(problems)
-        attribution = attribution_condition(provider, routes)
+        attribution = attribution_condition(provider, routes, problems_of)
         if attribution is not None:
             wanted.append(attribution)
         status.publish(
@@ -97,11 +147,15 @@ def reconcile_clusters(
 
 
 def attribution_condition(
-    provider: ClusterProviderView, routes: Mapping[str, AuditRoute]
+    provider: ClusterProviderView,
+    routes: Mapping[str, AuditRoute],
+    token_problems: Mapping[str, tuple[str, str] | None] | None = None,
 ) -> Wanted | None:
     """P5: ``AttributionConfigured`` of a ClusterProvider (None: it has no attribution).
     ClusterProviders reading one cluster share its route with one Secret; one that names
-    another Secret for a route served by another ClusterProvider is told so."""
+    another Secret for a route served by another ClusterProvider is told so; one whose route
+    is served with its Secret is told when that Secret holds no token (``token_problems``, by
+    route: ``token_problem``'s answer; a route not in it counts as having one)."""
     spec = provider.attribution
     if spec is None:
         return None
@@ -111,6 +165,9 @@ def attribution_condition(
         spec.token_secret,
         spec.token_key,
     ):
+        problem = (token_problems or {}).get(spec.audit_route)
+        if problem is not None:
+            return Wanted(ATTRIBUTION_CONFIGURED, FALSE, *problem)
         return Wanted(
             ATTRIBUTION_CONFIGURED, TRUE, ROUTE_SERVED, f"audit events are read at {path}"
         )

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from services.watcher.applier_status import ApplierStatus
 from services.watcher.appliers import ApplierChecker
-from services.watcher.clusters import audit_routes, reconcile_clusters
+from services.watcher.clusters import audit_routes, read_tokens, reconcile_clusters
 from services.watcher.encryption import Sealer, read_master, with_recipients
 from services.watcher.metrics import WatcherMetrics
 from services.watcher.probe import Prober
@@ -159,7 +159,12 @@ class Reconciler:
                     self._reader, self._settings.namespace, self._settings.sops_fingerprint_secret
                 )
             )
-        states = reconcile_clusters(self._factory, snap.clusters, self._status)
+        states = reconcile_clusters(
+            self._factory,
+            snap.clusters,
+            self._status,
+            lambda routes: read_tokens(self._reader, self._settings.namespace, routes),
+        )
         problems = reconcile_providers(snap.providers, self._reader, self._prober, self._status)
         if self._receivers is not None:
             publish_receivers(

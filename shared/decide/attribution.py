@@ -22,6 +22,13 @@ The join (§1.4 "Tiers", "Rules") of one object event to the facts known for its
   could not see), so a no-op never takes the credit for another user's edit;
 - nothing found once the grace has run out is ``absent`` (the commit's author is the
   unresolved sentinel); before that the event waits (``None``).
+
+The join reads a ``FactIndex``: the facts of one type indexed once by what the tiers look up
+(uid and resourceVersion, uid, namespace and name, listed uid), so a branch owner builds it
+once per read of a stream and each event's join is a few dictionary lookups, not a scan and
+sort of every fact. It answers exactly as the scan the rules above describe: "newest" is the
+latest stage time, and of facts with equal stage times the first (in stream order, or for
+write facts in the stable stage-time order ``first_per_version`` keeps).
 """
 
 from __future__ import annotations
@@ -179,9 +186,12 @@ class Joined:
     fact: AuthorFact | None
 
 
-def _newest(facts: Iterable[AuthorFact]) -> AuthorFact | None:
-    found = list(facts)
-    return max(found, key=lambda f: f.stage_timestamp) if found else None
+def _newer(current: AuthorFact | None, fact: AuthorFact) -> AuthorFact:
+    """The newer of two facts met in order: a later one wins only with a strictly later stage
+    time, so of equal stage times the first met is kept."""
+    if current is None or fact.stage_timestamp > current.stage_timestamp:
+        return fact
+    return current
 
 
 def first_per_version(writes: Iterable[AuthorFact]) -> list[AuthorFact]:
@@ -199,6 +209,61 @@ def first_per_version(writes: Iterable[AuthorFact]) -> list[AuthorFact]:
     return kept
 
 
+@dataclass(frozen=True, slots=True)
+class FactIndex:
+    """The facts of one route and type, indexed by what each tier looks up (see the module)."""
+
+    #: (uid, resourceVersion) -> the newest write fact naming it, after ``first_per_version``.
+    exact: Mapping[tuple[str, str], AuthorFact]
+    #: uid -> the newest write fact of it (``first_per_version``'s writes).
+    latest: Mapping[str, AuthorFact]
+    #: (namespace, name) -> the newest write fact of it (the same writes).
+    by_name: Mapping[tuple[str, str], AuthorFact]
+    #: uid -> the newest delete fact of it.
+    deleted: Mapping[str, AuthorFact]
+    #: uid -> the newest deletecollection fact listing it.
+    listed: Mapping[str, AuthorFact]
+    #: uid -> its create facts by stage time (equal times in stream order).
+    creates: Mapping[str, tuple[AuthorFact, ...]]
+
+    @classmethod
+    def of(cls, facts: Iterable[AuthorFact]) -> FactIndex:
+        """Index ``facts`` (in stream order)."""
+        known = list(facts)
+        exact: dict[tuple[str, str], AuthorFact] = {}
+        latest: dict[str, AuthorFact] = {}
+        by_name: dict[tuple[str, str], AuthorFact] = {}
+        for f in first_per_version(f for f in known if not f.removal):
+            version = (f.uid, f.resource_version)
+            exact[version] = _newer(exact.get(version), f)
+            latest[f.uid] = _newer(latest.get(f.uid), f)
+            where = (f.namespace, f.name)
+            by_name[where] = _newer(by_name.get(where), f)
+        deleted: dict[str, AuthorFact] = {}
+        listed: dict[str, AuthorFact] = {}
+        creates: dict[str, list[AuthorFact]] = {}
+        for f in known:
+            if f.verb == "delete":
+                deleted[f.uid] = _newer(deleted.get(f.uid), f)
+            elif f.verb == "deletecollection":
+                for uid in f.uids:
+                    listed[uid] = _newer(listed.get(uid), f)
+            elif f.verb == "create":
+                creates.setdefault(f.uid, []).append(f)
+        return cls(
+            exact,
+            latest,
+            by_name,
+            deleted,
+            listed,
+            {uid: tuple(sorted(c, key=lambda f: f.stage_timestamp)) for uid, c in creates.items()},
+        )
+
+
+def _indexed(facts: Iterable[AuthorFact] | FactIndex) -> FactIndex:
+    return facts if isinstance(facts, FactIndex) else FactIndex.of(facts)
+
+
 def join(
     operation: str,
     *,
@@ -206,38 +271,40 @@ def join(
     resource_version: str,
     namespace: str,
     name: str,
-    facts: Iterable[AuthorFact],
+    facts: Iterable[AuthorFact] | FactIndex,
     grace_over: bool,
 ) -> Joined | None:
-    """The fact an object event joins, or None while it may still arrive (see the module)."""
-    known = list(facts)
+    """The fact an object event joins, or None while it may still arrive (see the module);
+    ``facts`` indexed already (``FactIndex.of``) or not."""
+    index = _indexed(facts)
     if operation == "DELETE":
-        deleted = _newest(f for f in known if f.verb == "delete" and uid and f.uid == uid)
+        deleted = index.deleted.get(uid) if uid else None
         if deleted is not None:
             return Joined("delete_sticky", deleted)
-        listed = _newest(f for f in known if f.verb == "deletecollection" and uid in f.uids)
+        listed = index.listed.get(uid)
         if listed is not None:
             return Joined("deletecollection_body_uid", listed)
         return Joined("absent", None) if grace_over else None
-    writes = first_per_version(f for f in known if not f.removal)
-    exact = _newest(
-        f for f in writes if uid and f.uid == uid and f.resource_version == resource_version
-    )
+    exact = index.exact.get((uid, resource_version)) if uid else None
     if exact is not None:
         return Joined("exact", exact)
     if not grace_over:
         return None
-    latest = _newest(f for f in writes if uid and f.uid == uid)
+    latest = index.latest.get(uid) if uid else None
     if latest is not None:
         return Joined("latest", latest)
-    by_name = _newest(f for f in writes if f.namespace == namespace and f.name == name and name)
+    by_name = index.by_name.get((namespace, name)) if name else None
     if by_name is not None:
         return Joined("name", by_name)
     return Joined("absent", None)
 
 
 def join_submitter(
-    *, uid: str, resource_version: str, facts: Iterable[AuthorFact], grace_over: bool
+    *,
+    uid: str,
+    resource_version: str,
+    facts: Iterable[AuthorFact] | FactIndex,
+    grace_over: bool,
 ) -> Joined | None:
     """P5, P6: the fact naming who submitted a CommitRequest: the create of its uid (one object
     has one create). ``exact`` when it names the resourceVersion the watcher published,
@@ -245,10 +312,7 @@ def join_submitter(
     the submitter); only a create counts, so a later edit of the request (a label, say) never
     takes the credit. Nothing found: None before the grace ran out (the request waits), then
     ``absent`` (it binds as a request whose submitter is not known)."""
-    creates = sorted(
-        (f for f in facts if f.verb == "create" and uid and f.uid == uid),
-        key=lambda f: f.stage_timestamp,
-    )
+    creates = _indexed(facts).creates.get(uid, ()) if uid else ()
     if creates:
         exact = next((f for f in creates if f.resource_version == resource_version), None)
         return Joined("exact", exact) if exact is not None else Joined("latest", creates[0])

@@ -7,17 +7,19 @@ committer stays the product). Real Redis, a real bare repository, the injected c
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 import pytest
 
 from sandbox.githost.outside import git
-from services.branch_worker.attribution import Attributor
+from services.branch_worker.attribution import WAIT, Attributor
 from services.branch_worker.branch import SIGNING_RETRY_S, BranchLoop
 from services.branch_worker.signing import SigningUnavailable
 from shared.git.signing import SigningKey, generate_key
-from shared.model.attribution import AuthorFact
-from shared.model.ids import GitTargetUid
+from shared.model.attribution import Author, AuthorFact
+from shared.model.events import GitTargetRef, ObjectEvent
+from shared.model.ids import GitTargetUid, ObjectId
 from shared.store.attribution import FactStreams
 from tests.configs import target_config
 from tests.integration.branch_worker.conftest import Rig
@@ -231,3 +233,50 @@ def test_the_wait_for_a_fact_and_the_facts_read_are_measured(rig: Rig) -> None:
     loop.handle([])
     assert sample(wait, **labels) - waited == pytest.approx(1.5)
     assert sample("gitops_reverser_attribution_facts_total", op="read") - read == 1
+
+
+def _update(name: str, rv: str = "1") -> ObjectEvent:
+    oid = ObjectId("", "v1", "configmaps", "ConfigMap", "team", name)
+    ref = GitTargetRef(GitTargetUid("t"), "team", "target")
+    return ObjectEvent(ref, "UPDATE", oid, f"uid-{name}", rv, {}, (), 0.0)
+
+
+def test_a_pass_indexes_each_stream_once_and_facts_still_age_out(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The join's index of a stream's facts is built once per read that brings facts, not
+    once per event (a pass of many events on one type pays for it once); a read that brings
+    nothing keeps it; and a fact older than ``FACT_TTL_S`` leaves the index even within a
+    pass, without a new read, as it did when each event scanned the facts."""
+    from services.branch_worker import attribution
+    from shared.decide.attribution import FactIndex
+
+    builds: list[int] = []
+    real = FactIndex.of
+
+    def counted(facts: Iterable[AuthorFact]) -> FactIndex:
+        index = real(facts)
+        builds.append(len(index.exact))
+        return index
+
+    monkeypatch.setattr(FactIndex, "of", counted)
+    target = replace(rig.target, audit_route="prod")
+    facts = FactStreams(rig.client, rig.keys)
+    facts.append("prod", {"configmaps": [_fact(n, f"user-{n}") for n in ("a", "b", "c")]})
+    attributor = Attributor(facts, rig.clock, GRACE)
+    attributor.new_pass()
+    found = [attributor.author(target, f"{i}-0", _update(n)) for i, n in enumerate("abc")]
+    assert [a.username for a in found if isinstance(a, Author)] == ["user-a", "user-b", "user-c"]
+    assert builds == [3]  # one index for three events
+    attributor.new_pass()  # the stream is read again: nothing new, the index is kept
+    assert isinstance(attributor.author(target, "4-0", _update("a")), Author)
+    assert builds == [3]
+    rig.clock.now += attribution.FACT_TTL_S / 2
+    facts.append("prod", {"configmaps": [_fact("d", "user-d")]})
+    attributor.new_pass()
+    assert isinstance(attributor.author(target, "5-0", _update("d")), Author)
+    assert builds == [3, 4]
+    rig.clock.now += attribution.FACT_TTL_S / 2 + 1  # a, b, c age out; d does not
+    assert attributor.author(target, "6-0", _update("a")) is WAIT  # same pass, no read
+    assert isinstance(attributor.author(target, "7-0", _update("d")), Author)
+    assert builds == [3, 4, 1]

@@ -9,6 +9,7 @@ when the status differs), and the Ready/Reconciling/Stalled trio the CRDs docume
 from __future__ import annotations
 
 import base64
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +31,10 @@ from tests.integration.watcher.harness import (
 )
 
 pytestmark = pytest.mark.integration
+
+#: The namespace the product runs in (``Settings.namespace``): audit token Secrets live here.
+OPERATOR_NS = "gitops-reverser"
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 
 def _secret(ns: str, name: str, **data: str) -> dict[str, Any]:
@@ -276,6 +281,9 @@ def test_a_cluster_provider_losing_a_shared_audit_route_says_so(rig: Rig) -> Non
     def attribution(secret: str) -> dict[str, Any]:
         return {"auditRoute": "shared", "tokenSecretRef": {"name": secret}}
 
+    c.namespace(OPERATOR_NS)
+    c.create(_secret(OPERATOR_NS, "token-a", token="a-token"))
+    c.create(_secret(OPERATOR_NS, "token-b", token="b-token"))
     c.create(cluster_provider("a", accessFrom={}, attribution=attribution("token-a")))
     c.create(cluster_provider("b", accessFrom={}, attribution=attribution("token-b")))
     rig.burst()
@@ -293,3 +301,56 @@ def test_a_cluster_provider_losing_a_shared_audit_route_says_so(rig: Rig) -> Non
     c.patch(GROUP, "ClusterProvider", "b", None, {"spec": {"attribution": None}})
     rig.burst()
     assert "AttributionConfigured" not in c.conditions("ClusterProvider", "b")
+
+
+def _cluster_providers_table(rig: Rig) -> dict[str, dict[str, Any]]:
+    """``kubectl get clusterproviders`` as the API server answers it: name -> cells (the
+    CRD's printer columns, served by sandbox/kube/tables.py as apiextensions does)."""
+    server = rig.cluster.server
+    pool = server.api_client().rest_client.pool_manager
+    path = "/apis/gitopsreverser.io/v1alpha1/clusterproviders"
+    response = pool.request("GET", server.url + path, headers={"Accept": TABLE})
+    assert response.status == 200, response.data
+    table = json.loads(response.data)
+    names = [c["name"] for c in table["columnDefinitions"]]
+    return {
+        row["object"]["metadata"]["name"]: dict(zip(names, row["cells"], strict=True))
+        for row in table["rows"]
+    }
+
+
+def test_a_missing_or_keyless_audit_token_secret_shows_until_it_is_fixed(rig: Rig) -> None:
+    """P5: a ClusterProvider whose audit route's token Secret does not exist shows
+    AttributionConfigured=False TokenSecretNotFound (kubectl get's ATTRIBUTION column too),
+    its Ready untouched; once the Secret exists without the key, TokenSecretInvalid; once the
+    key holds a token, True AuditRouteServed. Each step is the next watcher pass."""
+    c = rig.cluster
+    c.namespace(OPERATOR_NS)
+    c.create(
+        cluster_provider(
+            "prod", accessFrom={}, attribution={"tokenSecretRef": {"name": "audit-token"}}
+        )
+    )
+
+    def attribution() -> tuple[str, str, str]:
+        cond = c.conditions("ClusterProvider", "prod")["AttributionConfigured"]
+        return cond["status"], cond["reason"], cond["message"]
+
+    rig.burst()
+    status, reason, message = attribution()
+    assert (status, reason) == ("False", "TokenSecretNotFound")
+    assert f"Secret {OPERATOR_NS}/audit-token" in message and "503" in message
+    assert c.conditions("ClusterProvider", "prod")["Ready"]["status"] == "True"
+    row = _cluster_providers_table(rig)["prod"]
+    assert (row["Ready"], row["Attribution"]) == ("True", "TokenSecretNotFound")
+
+    c.create(_secret(OPERATOR_NS, "audit-token", other="x"))
+    rig.burst()
+    status, reason, message = attribution()
+    assert (status, reason) == ("False", "TokenSecretInvalid")
+    assert "no non-empty key token" in message
+
+    c.patch("v1", "Secret", "audit-token", OPERATOR_NS, {"stringData": {"token": "t0ken"}})
+    rig.burst()
+    assert attribution()[:2] == ("True", "AuditRouteServed")
+    assert _cluster_providers_table(rig)["prod"]["Attribution"] == "AuditRouteServed"

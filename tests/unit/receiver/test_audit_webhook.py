@@ -116,3 +116,16 @@ def test_an_unreadable_secret_is_503() -> None:
     rig = _rig()
     rig.secrets.failure = SecretUnavailable("api down")
     assert answer(_post(rig, [_event()])) == (503, "unavailable")
+
+
+def test_a_missing_secret_or_key_is_503_whatever_the_token() -> None:
+    """The route's Secret is our configuration, not the caller's: while it is missing, or has
+    no (or an empty) token key, the route is answered 503 (the API server retries) and not
+    401, and the watcher shows why on the ClusterProvider (AttributionConfigured=False)."""
+    rig = _rig()
+    del rig.secrets.values[("gitops-reverser", "audit-tok", "token")]
+    assert answer(_post(rig, [_event()])) == (503, "unavailable")
+    rig2 = _rig()
+    rig2.secrets.values[("gitops-reverser", "audit-tok", "token")] = b"  \n"
+    assert answer(_post(rig2, [_event()], token=b"")) == (503, "unavailable")
+    assert _entries(rig, "configmaps") == [] and _entries(rig2, "configmaps") == []

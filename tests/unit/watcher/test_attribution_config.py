@@ -59,3 +59,91 @@ def test_a_provider_sharing_a_route_with_another_secret_shows_the_conflict() -> 
         "AuditRouteConflict",
     )
     assert "ClusterProvider a" in conflict.message and "tc" in conflict.message
+
+
+def test_the_token_secret_is_judged_as_the_receiver_reads_it() -> None:
+    """P5: the Secret serving a route must hold a non-empty token under its key (the receiver
+    strips it before comparing); a missing Secret, a missing, empty or blank key, and a read
+    the API refused each have their reason, and the message names the Secret."""
+    from services.watcher.clusters import token_problem
+    from shared.kube.errors import KubeError
+
+    route = AuditRoute("prod", "prod", "audit-tok", "token")
+    assert token_problem("gr", route, {"token": b"s3cret"}) is None
+    reasons = {
+        "missing": token_problem("gr", route, None),
+        "no key": token_problem("gr", route, {"other": b"x"}),
+        "empty": token_problem("gr", route, {"token": b""}),
+        "blank": token_problem("gr", route, {"token": b" \n"}),
+        "refused": token_problem("gr", route, KubeError("403 Forbidden")),
+    }
+    assert {k: v[0] if v else None for k, v in reasons.items()} == {
+        "missing": "TokenSecretNotFound",
+        "no key": "TokenSecretInvalid",
+        "empty": "TokenSecretInvalid",
+        "blank": "TokenSecretInvalid",
+        "refused": "TokenSecretUnreadable",
+    }
+    assert all(v is not None and "Secret gr/audit-tok" in v[1] for v in reasons.values())
+    assert "403 Forbidden" in str(reasons["refused"])
+
+
+def test_a_route_whose_secret_holds_no_token_shows_it_on_every_provider_serving_it() -> None:
+    """P5: ClusterProviders that serve a route with its Secret show that Secret's problem
+    (False, its reason); one that lost the route keeps AuditRouteConflict (its own Secret is
+    not used); without a problem the route is served (True)."""
+    from services.watcher.clusters import attribution_condition
+
+    a = parse_cluster_provider(_cp("a", {"auditRoute": "shared", "tokenSecretRef": {"name": "ta"}}))
+    same = parse_cluster_provider(
+        _cp("b", {"auditRoute": "shared", "tokenSecretRef": {"name": "ta"}})
+    )
+    other = parse_cluster_provider(
+        _cp("c", {"auditRoute": "shared", "tokenSecretRef": {"name": "tc"}})
+    )
+    routes = audit_routes([a, same, other])
+    missing = {"shared": ("TokenSecretNotFound", "Secret gr/ta (the audit route's token) ...")}
+    found = {p.meta.name: attribution_condition(p, routes, missing) for p in (a, same, other)}
+    assert {n: (w.status, w.reason) for n, w in found.items() if w} == {
+        "a": ("False", "TokenSecretNotFound"),
+        "b": ("False", "TokenSecretNotFound"),
+        "c": ("False", "AuditRouteConflict"),
+    }
+    served = attribution_condition(a, routes, {"shared": None})
+    assert served is not None and (served.status, served.reason) == ("True", "AuditRouteServed")
+
+
+def test_each_token_secret_is_read_once_a_pass_and_a_refused_read_is_unreadable() -> None:
+    """Two routes naming one Secret read it once; a read the API refuses is
+    ``TokenSecretUnreadable`` for its route, and the others are judged on their own."""
+    from typing import cast
+
+    from services.watcher.clusters import read_tokens
+    from shared.kube.crds import CrdReader
+    from shared.kube.errors import KubeError
+
+    class Reader:
+        def __init__(self) -> None:
+            self.reads: list[tuple[str, str]] = []
+
+        def secret_data(self, namespace: str, name: str) -> dict[str, bytes] | None:
+            self.reads.append((namespace, name))
+            if name == "denied":
+                raise KubeError("secrets is forbidden", 403)
+            return {"token": b"t"} if name == "shared" else None
+
+    reader = Reader()
+    routes = {
+        "a": AuditRoute("a", "a", "shared", "token"),
+        "b": AuditRoute("b", "b", "shared", "token"),
+        "c": AuditRoute("c", "c", "denied", "token"),
+        "d": AuditRoute("d", "d", "gone", "token"),
+    }
+    found = read_tokens(cast(CrdReader, reader), "gr", routes)
+    assert sorted(reader.reads) == [("gr", "denied"), ("gr", "gone"), ("gr", "shared")]
+    assert {k: v[0] if v else None for k, v in found.items()} == {
+        "a": None,
+        "b": None,
+        "c": "TokenSecretUnreadable",
+        "d": "TokenSecretNotFound",
+    }
