@@ -16,6 +16,13 @@
   revert of an edit its previous owner saw; without the store a new owner forgot the edit and
   mirrored the revert, losing the edit in Git and in the cluster.
 
+The guard also withholds, as ``historical``, an applier-only write that brings back what Git
+held at an older commit instead of the tip's content (the applier applied an artifact older
+than the tip; ``shared.decide.apply_window``). The caller passes how to find that out
+(``older_only``, which reads the branch's history through ``shared.git``); it is called only
+when the decision depends on it (``asks_history``): an applier-only write, inside an open
+window, with no API edit since the request was sent.
+
 A withheld event is not mirrored (the caller acknowledges it as no write, and owes an Argo CD
 Application a Repair: ``ApplierDesk.on_withheld``); every collision is
 logged, counted in ``apply_window_collisions_total{outcome}`` and kept for ``inspect`` (W3).
@@ -35,6 +42,7 @@ from shared.decide.apply_window import (
     ApplyWindow,
     Decision,
     Verdict,
+    asks_history,
     decide,
     is_api_edit,
     managers_of,
@@ -79,8 +87,15 @@ class ApplyWindowGuard:
         self._enabled = enabled  # False only through the e2e test seam
         self._edited: dict[EditKey, float] = {}
 
-    def admits(self, target: TargetConfig, event: ObjectEvent) -> bool:
-        """True to mirror ``event``; False when the apply window withholds it (W1)."""
+    def admits(
+        self,
+        target: TargetConfig,
+        event: ObjectEvent,
+        older_only: Callable[[], bool] = lambda: False,
+    ) -> bool:
+        """True to mirror ``event``; False when the apply window withholds it (W1).
+        ``older_only`` says whether the event's object is what Git held at an older commit
+        but not at the tip; it is asked only when the decision depends on it."""
         ref = target.applier
         if not self._enabled or ref is None:
             return True
@@ -91,21 +106,37 @@ class ApplyWindowGuard:
                 decision = self._judge(ref, target, event, key)  # a same-second tie (W2)
             self._remember(key, event.observed_at)
         else:
-            decision = self._judge(ref, target, event, key)
+            decision = self._judge(ref, target, event, key, older_only)
         if decision.collision:
             self._report(ref, target, event, decision)
         return decision.mirrored
 
     def _judge(
-        self, ref: ApplierRef, target: TargetConfig, event: ObjectEvent, key: EditKey
+        self,
+        ref: ApplierRef,
+        target: TargetConfig,
+        event: ObjectEvent,
+        key: EditKey,
+        older_only: Callable[[], bool] = lambda: False,
     ) -> Decision:
+        window = self._window(ref, target)
+        edited_at, now = self._edited_at(key), self._clock()
+        asked = asks_history(
+            operation=event.operation,
+            newest=event.managers,
+            applier_kind=ref.kind,
+            window=window,
+            api_edited_at=edited_at,
+            now=now,
+        )
         return decide(
             operation=event.operation,
             newest=event.managers,
             applier_kind=ref.kind,
-            window=self._window(ref, target),
-            api_edited_at=self._edited_at(key),
-            now=self._clock(),
+            window=window,
+            api_edited_at=edited_at,
+            now=now,
+            older_only=asked and older_only(),  # history is read only when it matters
         )
 
     def _window(self, ref: ApplierRef, target: TargetConfig) -> ApplyWindow | None:

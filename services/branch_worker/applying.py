@@ -105,7 +105,8 @@ class ApplierDesk:
 
     def on_withheld(self, target: TargetConfig) -> None:
         """W1: the apply window withheld the applier's revert of an API edit in the GitTarget's
-        folder; Git keeps the edit, and an Application owes a Repair to apply it back (a
+        folder (or its write of an older commit's content); Git keeps the edit (the tip), and
+        an Application owes a Repair to apply it back (a
         Kustomization is repaired by the CatchUp the edit's push owes: ``owe_repair``)."""
         ref = target.applier
         if ref is not None and gets_repairs(ref.kind):

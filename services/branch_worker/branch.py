@@ -32,7 +32,7 @@ from services.branch_worker.signing import (
     SigningUnavailable,
     unsigned,
 )
-from services.branch_worker.writer import Applied, apply_event, key_of
+from services.branch_worker.writer import Applied, apply_event, key_of, only_in_history
 from shared.decide.tips import TipKind, classify_tip, on_notices, steady_tick_due
 from shared.decide.window import Window, closes_at, is_due, open_window
 from shared.git.errors import GitTemporary, WriteNotHeld
@@ -276,9 +276,16 @@ class BranchLoop:
         event = entry.event
         assert event is not None
         judged = entry.entry_id in self._awaiting  # admitted before its fact was waited for
-        if not judged and self.guard is not None and not self.guard.admits(target, event):
-            # W1: withheld; Git keeps the API edit. A Kustomization's CatchUp (owed by the
-            # edit's push) applies it back; an Application is owed a Repair for it.
+        if (
+            not judged
+            and self.guard is not None
+            and not self.guard.admits(
+                target, event, lambda: only_in_history(self.ws, target, event, self._folder(target))
+            )
+        ):
+            # W1: withheld; Git keeps the API edit (or the tip's newer content, when the
+            # applier applied an older commit). A Kustomization's CatchUp or ForeignCommit
+            # (owed by the push) applies it back; an Application is owed a Repair for it.
             if self.desk:
                 self.desk.on_withheld(target)
             return False

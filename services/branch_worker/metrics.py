@@ -56,8 +56,9 @@ class BranchWorkerMetrics:
         )
         self.apply_window_collisions = Counter(
             "gitops_reverser_apply_window_collisions_total",
-            "Object events the apply window judged a collision (W3): withheld (not mirrored) "
-            "or ambiguous (a same-second tie, mirrored)",
+            "Object events the apply window judged a collision (W3): withheld (not mirrored), "
+            "historical (an older commit's content, not mirrored) or ambiguous (a same-second "
+            "tie, mirrored)",
             ["outcome"],
             registry=registry,
         )

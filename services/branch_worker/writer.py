@@ -18,7 +18,7 @@ import errno
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from services.branch_worker.folder import Folder, IdentityKey, Located
+from services.branch_worker.folder import Folder, IdentityKey, Located, identity
 from services.branch_worker.sops_bootstrap import stage_sops_bootstrap
 from shared.decide.bootstrap import BOOTSTRAP_FILES
 from shared.decide.placement import PlacementRefused, canonical_path, inside
@@ -27,7 +27,7 @@ from shared.git.workspace import Workspace
 from shared.model import kustomize, kustomize_edit
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
-from shared.model.manifest import render
+from shared.model.manifest import parse, render
 from shared.model.roundtrip import edit_file
 from shared.model.sops import SEALED_SUFFIX, is_sealed, stored_fingerprint
 
@@ -51,6 +51,11 @@ class Applied:
 
 
 NO_WRITE = Applied("none")
+
+#: How far back ``only_in_history`` looks: the last this many commits that changed the
+#: object's file. An applier applies the commit it was asked for or a newer one, so the older
+#: content it can write is a few pushes old at most.
+HISTORY_DEPTH = 16
 
 
 def key_of(event: ObjectEvent) -> IdentityKey:
@@ -109,6 +114,49 @@ def apply_event(
         if first and applied.documents and not folder.plain:
             _bootstrap(workspace, target)
     return applied
+
+
+def only_in_history(
+    workspace: Workspace,
+    target: TargetConfig,
+    event: ObjectEvent,
+    folder: Folder,
+    depth: int = HISTORY_DEPTH,
+) -> bool:
+    """W1 (historical): whether the event's object is what Git held at an older commit but not
+    what the work tree holds now: the applier applied an artifact older than the tip. False
+    for a DELETE, for an object the work tree holds as it came (no write: nothing to
+    withhold), and for a kustomize folder (its objects are renders, not documents: not
+    judged, mirrored as before). An object the tip no longer holds (deleted by a newer commit)
+    whose older document equals it counts: re-adding it would undo that delete. Reads git
+    only past those checks: the object's file (where the tip holds it, else its canonical
+    path) at its last ``depth`` versions."""
+    body = event.body
+    if event.operation == "DELETE" or body is None or folder.tree is not None:
+        return False
+    key = key_of(event)
+    located = folder.find(key)
+    if located is not None:
+        held = located.documents[located.index]
+        if held == body or _same_plaintext(held, body):
+            return False
+        path = located.path
+    else:
+        try:
+            path = canonical_path(target.path, event.object_id)
+        except PlacementRefused:
+            return False
+        if is_sealed(body):
+            path = path.removesuffix(".yaml") + SEALED_SUFFIX
+    for data in workspace.versions(path, depth):
+        try:
+            docs = parse(data)
+        except Exception:  # a version nobody could parse holds nothing to compare
+            continue
+        for doc in docs:
+            if identity(doc) == key and (doc == body or _same_plaintext(doc, body)):
+                return True
+    return False
 
 
 def _bootstrap(workspace: Workspace, target: TargetConfig) -> None:

@@ -20,9 +20,22 @@ Only proof withholds (W2). An event is withheld when all of these hold:
   ``sent_at``).
 
 A newest time shared by the applier's manager and another manager (same second) could be the
-API edit itself: it is mirrored, and counted as ``ambiguous``. Everything else is mirrored and
-is no collision. This module decides; it does no IO (the branch worker reads the window and the
-edit times from the store and acts).
+API edit itself: it is mirrored, and counted as ``ambiguous``.
+
+An applier can also apply an artifact *older* than the branch tip: it fetched its source
+between two pushes (an outside push after ours, say), applied that older commit, and its write
+carries a value Git held only before the tip. Mirroring it would commit the older value again
+over the newer push: that push's value lost, a value written twice (M7; the safety suite's
+"written twice", docs/safety.md). Such a write is withheld as ``historical`` when, in the
+window, with no API edit since the request was sent, the newest entries are the applier's
+alone (no tie) and the object equals what Git held at an older commit but not what the tip
+holds (``older_only``, which the caller reads from the branch's history; ``asks_history`` says
+when it matters, so the read is made only then). The request owed for the tip (the newer
+push's ForeignCommit, or our push's CatchUp) applies the newer value.
+
+Everything else is mirrored and is no collision. This module decides; it does no IO (the
+branch worker reads the window and the edit times from the store, the history from its clone,
+and acts).
 
 Not to be confused with ``shared.decide.window``, which is the *commit* window (M6).
 """
@@ -55,6 +68,7 @@ class Verdict(Enum):
     MIRROR = "mirror"  # mirror as usual; no collision
     WITHHELD = "withheld"  # W1: not mirrored; counted
     AMBIGUOUS = "ambiguous"  # W2: mirrored, but counted: a same-second tie
+    HISTORICAL = "historical"  # W1: not mirrored; an older commit's content, counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +95,8 @@ class Decision:
 
     @property
     def mirrored(self) -> bool:
-        """Whether the event is mirrored (everything but a withheld one)."""
-        return self.verdict is not Verdict.WITHHELD
+        """Whether the event is mirrored (everything but a withheld or historical one)."""
+        return self.verdict not in (Verdict.WITHHELD, Verdict.HISTORICAL)
 
     @property
     def collision(self) -> bool:
@@ -113,13 +127,16 @@ def decide(
     window: ApplyWindow | None,
     api_edited_at: float | None,
     now: float,
+    older_only: bool = False,
 ) -> Decision:
     """W1-W2 for one event of an object in the folder of the applier of ``applier_kind``
     (None: the event's GitTarget names no applier).
 
     ``newest`` are the ``managedFields`` entries that share the newest time; ``window`` the
     applier's latest request; ``api_edited_at`` the last time an API-side edit of this object
-    was seen (None: none seen).
+    was seen (None: none seen); ``older_only`` whether the event's object equals what Git held
+    at an older commit of the branch but not what its tip holds (the applier applied an older
+    artifact; see the module's docstring).
     """
     if operation == "DELETE":
         return Decision(Verdict.MIRROR, "a DELETE is never withheld")
@@ -130,8 +147,38 @@ def decide(
     if not names & own:
         return Decision(Verdict.MIRROR, "not written by the applier")
     if api_edited_at is None or api_edited_at <= window.sent_at:
+        if older_only and names <= own:
+            return Decision(
+                Verdict.HISTORICAL,
+                f"{', '.join(sorted(names))} applied an older commit's content, not the tip's",
+            )
         return Decision(Verdict.MIRROR, "no API edit since the request was sent")
     if not names <= own:
         others = ", ".join(sorted(names - own))
         return Decision(Verdict.AMBIGUOUS, f"same-second tie with {others}")
     return Decision(Verdict.WITHHELD, f"{', '.join(sorted(names))} reverted an API edit")
+
+
+def asks_history(
+    *,
+    operation: Operation,
+    newest: Iterable[ManagerEntry],
+    applier_kind: str | None,
+    window: ApplyWindow | None,
+    api_edited_at: float | None,
+    now: float,
+) -> bool:
+    """Whether ``decide``'s verdict for these inputs depends on ``older_only``: only then is
+    the branch's history worth reading (an applier-only write inside an open window with no
+    API edit since the request was sent)."""
+    entries = tuple(newest)
+    asked = decide(
+        operation=operation,
+        newest=entries,
+        applier_kind=applier_kind,
+        window=window,
+        api_edited_at=api_edited_at,
+        now=now,
+        older_only=True,
+    )
+    return asked.verdict is Verdict.HISTORICAL

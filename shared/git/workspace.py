@@ -342,6 +342,33 @@ class Workspace:
         )
         return bool(status == 0)
 
+    def versions(self, path: str, depth: int) -> list[bytes]:
+        """What ``path`` held after each of the last ``depth`` commits of HEAD's history that
+        changed it, newest first (a commit that deleted it gives nothing; no HEAD, nothing).
+        One ``git log`` and one blob read per commit, from git's object store (the work
+        tree's uncommitted writes are not history)."""
+        status, out, _ = self._repo.git(literal_pathspecs=True).log(
+            "-n",
+            str(depth),
+            "--format=%H",
+            "HEAD",
+            "--",
+            path,
+            with_extended_output=True,
+            with_exceptions=False,
+        )
+        if status != 0:
+            return []
+        found: list[bytes] = []
+        for sha in out.split():
+            try:
+                item = self._repo.commit(sha).tree / path
+            except KeyError:
+                continue  # deleted by that commit
+            if item.type == "blob":
+                found.append(item.data_stream.read())
+        return found
+
     def head(self) -> str:
         """The sha of the work tree's HEAD, read from the ref files (no git process)."""
         return SymbolicReference.dereference_recursive(self._repo, "HEAD")

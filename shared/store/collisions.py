@@ -26,7 +26,7 @@ class Collision:
     """One event the apply window judged a collision (withheld or ambiguous)."""
 
     at: float
-    outcome: str  # "withheld" | "ambiguous"
+    outcome: str  # "withheld" | "historical" | "ambiguous"
     object: str  # Kind/namespace/name
     gittarget: str  # namespace/name
     applier: str  # Kind/namespace/name

@@ -172,6 +172,23 @@ class SimWorkspace:
         self._head = self.remote.make(self._head, new, "ours", message)
         return self._head
 
+    def versions(self, path: str, depth: int) -> list[bytes]:
+        """``Workspace.versions``: the file after each of the last ``depth`` commits of HEAD's
+        first-parent history that changed it, newest first. A local read, like ``read``: no
+        point where the schedule switches."""
+        key, changed = _key(path), 0
+        found: list[bytes] = []
+        cursor = self._head
+        while cursor is not None and changed < depth:
+            commit = self.remote.commits[cursor]
+            before = self.remote.tree(commit.parent).get(key)
+            if commit.tree.get(key) != before:
+                changed += 1
+                if key in commit.tree:
+                    found.append(commit.tree[key])
+            cursor = commit.parent
+        return found
+
     def head(self) -> str:
         assert self._head is not None
         return self._head

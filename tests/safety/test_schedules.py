@@ -440,3 +440,32 @@ def test_without_the_take_over_the_stranded_schedule_never_settles(
     monkeypatch.setattr(EventStream, "claim_stranded", lambda self, bk, consumer: [])
     with pytest.raises(Violation, match="did not settle"):
         run_named(STRANDED, World())
+
+
+#: Found by the window search (``SAFETY_EXAMPLES=1000``, the default seed; and seed 1), shrunk
+#: by hand-run deletion: the ForeignCommit for the outside push b-git1 is out, Flux fetches
+#: its source (b-git1), then another outside push (b-git2) lands and the owner follows the
+#: tip. Flux's apply of the older artifact writes b-git1 (its manager alone, no API edit);
+#: mirrored, the owner's commit wrote b-git1 again over b-git2 ("written twice", an outside
+#: push's value lost).
+OLDER_ARTIFACT = [*WINDOW[:-5], "flux source fetches", "outside push b"]
+
+
+def test_an_apply_of_an_artifact_older_than_the_tip_is_withheld() -> None:
+    """W1 (historical): the applier-only write of what Git held only before the tip is
+    withheld; the ForeignCommit owed for b-git2 applies it, and the schedule converges with
+    no value written twice."""
+    world = World()
+    run_named(OLDER_ARTIFACT, world)
+    assert any(d.verdict is Verdict.HISTORICAL for d in world.decisions.values())
+    assert world.live["b"].value == "b-git2"
+
+
+def test_without_the_history_check_the_older_artifact_is_written_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kept schedule reaches the bug it guards (observed): with no history read (W1 as it
+    was), the older value is mirrored over the newer outside push."""
+    monkeypatch.setattr(branch_module, "only_in_history", lambda *args: False)
+    with pytest.raises(Violation, match="b=b-git1 written twice"):
+        run_named(OLDER_ARTIFACT, World())

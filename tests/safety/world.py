@@ -390,8 +390,10 @@ class World:
         judge = ApplyWindowGuard._judge
         decisions = self.decisions
 
-        def spy(guard: ApplyWindowGuard, ref: Any, target: Any, event: Any, key: Any) -> Decision:
-            decision = judge(guard, ref, target, event, key)
+        def spy(
+            guard: ApplyWindowGuard, ref: Any, target: Any, event: Any, key: Any, *more: Any
+        ) -> Decision:
+            decision = judge(guard, ref, target, event, key, *more)
             decisions[event.resource_version] = decision
             return decision
 

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from prometheus_client import REGISTRY
 
+from sandbox.githost.outside import OutsideClone, push
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.branch import BranchLoop
 from shared.model.config import ApplierRef
@@ -334,3 +335,94 @@ def test_a_kustomizations_withheld_revert_owes_no_repair(rig: Rig) -> None:
     rig.drain(loop)
     assert collisions("withheld") >= 1
     assert rig.appliers.load(KS.key, KS.kind).repairs == frozenset()
+
+
+def outside_push(rig: Rig, value: str | None) -> str:
+    """Someone else pushes ConfigMap ``app`` at ``value`` (None: deletes its file), as a
+    person writes it; the branch's owner hears of it (its webhook) and follows the tip."""
+    document = (
+        "# edited by hand\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team\n"
+        f"data:\n  k: {value}\n"
+    )
+    work = rig.tmp / f"outside-{value}"
+    if value is None:
+        clone = OutsideClone(str(rig.bare), work)
+        clone.git("rm", "-q", PATH)
+        sha = clone.commit("outside delete of app")
+        clone.push()
+        return sha
+    return push(str(rig.bare), work, {PATH: document}, f"outside {value}")
+
+
+def older_artifact(rig: Rig, loop: BranchLoop, newer: str | None) -> float:
+    """Flux is asked to apply the outside push v2 and fetches it; before it applies, a newer
+    outside push (``newer``: a value, or None for a delete) lands and the owner follows it.
+    The request's sent time."""
+    publish_and_push(rig, loop, "first", EDIT)
+    v2 = outside_push(rig, "v2")
+    loop.on_notices([rig.notice(v2)])
+    sent = send_catch_up(rig, loop)
+    attempt = rig.appliers.load(KS.key, KS.kind).attempt
+    assert attempt is not None and attempt.commit == v2
+    v3 = outside_push(rig, newer)
+    loop.on_notices([rig.notice(v3)])  # the owner's work tree is at the newer push
+    assert loop.tip == v3
+    return sent
+
+
+def test_an_apply_of_an_artifact_older_than_the_tip_is_withheld(rig: Rig) -> None:
+    """W1 (historical; the safety suite's "written twice"): Flux fetched its source between
+    two outside pushes, so it applies v2 after the branch moved to v3. Its write (its manager
+    alone, no API edit) brings back what Git held at an older commit: withheld and counted,
+    so Git keeps v3 and the ForeignCommit owed for v3 applies it. Mirrored, the owner's commit
+    wrote v2 again over v3 (an outside push lost, a value written twice)."""
+    loop = guarded(rig)
+    sent = older_artifact(rig, loop, "v3")
+    before = collisions("historical")
+    commits = rig.commits()
+    rig.clock.now = sent + 3.0
+    event(rig, "v2", FLUX)  # Flux applies the artifact it fetched: v2
+    rig.drain(loop)
+    rig.clock.now += 6.0
+    loop.flush()
+    assert value_in_git(rig) == "v3"
+    assert rig.commits() == commits, "nothing committed over the newer push"
+    assert collisions("historical") == before + 1
+    (kept, *_) = Collisions(rig.client, rig.keys).latest(rig.bk)
+    assert (kept.outcome, kept.object) == ("historical", "ConfigMap/team/app")
+    assert "older commit" in kept.why
+    owed = rig.appliers.load(KS.key, KS.kind)
+    assert owed.foreign_commit == rig.head(), "the newer push is still owed to Flux"
+
+
+def test_an_apply_of_an_object_the_tip_deleted_is_withheld(rig: Rig) -> None:
+    """W1 (historical): the newer outside push deleted the object's file; Flux's apply of the
+    older artifact writes it again. Re-adding the file would undo that delete, so the write
+    is withheld too (Flux's apply of the tip prunes the object)."""
+    loop = guarded(rig)
+    sent = older_artifact(rig, loop, None)
+    assert PATH not in rig.files()
+    before = collisions("historical")
+    rig.clock.now = sent + 3.0
+    event(rig, "v2", FLUX)
+    rig.drain(loop)
+    rig.clock.now += 6.0
+    loop.flush()
+    assert PATH not in rig.files()
+    assert collisions("historical") == before + 1
+
+
+def test_an_appliers_write_of_a_value_git_never_held_is_mirrored(rig: Rig) -> None:
+    """W2, only proof withholds: the applier's write of a value no commit held (a value Flux
+    transformed, say) is no older commit's content: mirrored, as before, and not counted."""
+    loop = guarded(rig)
+    sent = older_artifact(rig, loop, "v3")
+    before = collisions("historical")
+    rig.clock.now = sent + 3.0
+    event(rig, "fresh", FLUX)
+    rig.drain(loop)
+    rig.clock.now += 6.0
+    loop.flush()
+    assert value_in_git(rig) == "fresh"
+    assert collisions("historical") == before

@@ -258,3 +258,26 @@ def test_a_reset_git_cannot_make_is_temporary_not_a_raw_git_error(
     ws.fetch()
     with pytest.raises(GitTemporary, match="reset to 0123456789"):
         ws.reset("0123456789abcdef0123456789abcdef01234567")
+
+
+def test_versions_lists_what_a_file_held_at_its_last_commits(tmp_path: Path, bare: Path) -> None:
+    """W1 (historical) reads a file's history: the contents after each commit that changed
+    it, newest first, as many as asked; a delete gives nothing, another file's commits count
+    for nothing, uncommitted writes are not history; no HEAD, no history."""
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    assert ws.versions("apps/cm.yaml", 5) == []
+    for step, files in enumerate(
+        [{"apps/cm.yaml": b"v: 1\n"}, {"other.yaml": b"o\n"}, {"apps/cm.yaml": b"v: 2\n"}]
+    ):
+        for path, data in files.items():
+            ws.write(path, data)
+        assert ws.commit(f"step {step}", DEFAULT_COMMITTER) is not None
+    ws.delete("apps/cm.yaml")
+    ws.commit("delete", DEFAULT_COMMITTER)
+    ws.write("apps/cm.yaml", b"v: 3\n")
+    ws.commit("again", DEFAULT_COMMITTER)
+    ws.write("apps/cm.yaml", b"v: uncommitted\n")
+    assert ws.versions("apps/cm.yaml", 10) == [b"v: 3\n", b"v: 2\n", b"v: 1\n"]
+    assert ws.versions("apps/cm.yaml", 2) == [b"v: 3\n"]  # the delete was one of the two
+    assert ws.versions("missing.yaml", 10) == []

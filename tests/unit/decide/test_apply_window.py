@@ -10,6 +10,7 @@ from shared.decide.apply_window import (
     AFTER_FINISH_S,
     ApplyWindow,
     Verdict,
+    asks_history,
     decide,
     is_api_edit,
     managers_of,
@@ -38,6 +39,7 @@ class Case:
     edited: float | None = SENT + 1.0
     now: float = SENT + 3.0
     operation: Operation = "UPDATE"
+    older: bool = False  # the object is what Git held at an older commit, not at the tip
 
 
 CASES = [
@@ -73,6 +75,64 @@ CASES = [
     Case("W2 a DELETE is never withheld", Verdict.MIRROR, operation="DELETE"),
     Case("W2 a DELETE with a tie neither", Verdict.MIRROR, operation="DELETE", newest=TIE),
     Case("W1 no managedFields at all", Verdict.MIRROR, newest=()),
+    # An applier that applied an artifact older than the tip (the safety suite's "written
+    # twice": an outside push landed after Flux fetched its source).
+    Case("W1 an older commit's content", Verdict.HISTORICAL, edited=None, older=True),
+    Case(
+        "W1 an older commit's content, the edit before the request",
+        Verdict.HISTORICAL,
+        edited=SENT - 0.5,
+        older=True,
+    ),
+    Case(
+        "W1 an older commit's content after the finish",
+        Verdict.HISTORICAL,
+        edited=None,
+        older=True,
+        window=FINISHED,
+        now=FINISHED.finished_at + AFTER_FINISH_S - 0.5,  # type: ignore[operator]
+    ),
+    Case(
+        "W1 an older commit's content by Argo CD",
+        Verdict.HISTORICAL,
+        newest=ARGO_BOTH,
+        kind="Application",
+        edited=None,
+        older=True,
+    ),
+    Case("W1 a revert of an edit stays withheld", Verdict.WITHHELD, older=True),
+    Case("W1 the tip's content is mirrored", Verdict.MIRROR, edited=None, older=False),
+    Case(
+        "W1 an older commit's content with the window shut",
+        Verdict.MIRROR,
+        edited=None,
+        older=True,
+        window=FINISHED,
+        now=FINISHED.finished_at + AFTER_FINISH_S,  # type: ignore[operator]
+    ),
+    Case("W1 an older commit's content, no window", Verdict.MIRROR, window=None, older=True),
+    Case("W1 an older commit's content outside the folders", Verdict.MIRROR, kind=None, older=True),
+    Case(
+        "W2 an older commit's content in a tie is mirrored",
+        Verdict.MIRROR,
+        newest=TIE,
+        edited=None,
+        older=True,
+    ),
+    Case(
+        "W2 an older commit's content by another manager",
+        Verdict.MIRROR,
+        newest=KUBECTL,
+        edited=None,
+        older=True,
+    ),
+    Case(
+        "W2 a DELETE of an older commit's object is never withheld",
+        Verdict.MIRROR,
+        operation="DELETE",
+        edited=None,
+        older=True,
+    ),
 ]
 
 
@@ -86,9 +146,11 @@ def test_the_apply_window_decides_each_case(case: Case) -> None:
         window=case.window,
         api_edited_at=case.edited,
         now=case.now,
+        older_only=case.older,
     )
     assert decision.verdict is case.expected, decision.why
-    assert decision.mirrored is (case.expected is not Verdict.WITHHELD)
+    withheld = case.expected in (Verdict.WITHHELD, Verdict.HISTORICAL)
+    assert decision.mirrored is not withheld
     assert decision.collision is (case.expected is not Verdict.MIRROR)
 
 
@@ -126,3 +188,33 @@ def test_each_applier_kind_has_its_own_managers() -> None:
     assert managers_of("Kustomization") == {"kustomize-controller"}
     assert managers_of("Application") == {"argocd-controller", "argocd-application-controller"}
     assert managers_of("Webhook") == frozenset()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_history_is_asked_for_only_when_the_verdict_depends_on_it(case: Case) -> None:
+    """W1 (historical), kept cheap: the branch's history is read only for an applier-only write
+    inside an open window with no API edit since the request was sent, exactly the inputs
+    whose verdict ``older_only`` changes."""
+    asked = asks_history(
+        operation=case.operation,
+        newest=case.newest,
+        applier_kind=case.kind,
+        window=case.window,
+        api_edited_at=case.edited,
+        now=case.now,
+    )
+    verdicts = {
+        decide(
+            operation=case.operation,
+            newest=case.newest,
+            applier_kind=case.kind,
+            window=case.window,
+            api_edited_at=case.edited,
+            now=case.now,
+            older_only=older,
+        ).verdict
+        for older in (False, True)
+    }
+    assert asked is (len(verdicts) == 2)
+    if asked:
+        assert verdicts == {Verdict.MIRROR, Verdict.HISTORICAL}
