@@ -400,6 +400,25 @@ def _charts(section: Section, runs: list[tuple[Run, float]]) -> None:
         ("objects in the namespace", "bytes per object"),
         series,
     )
+    section.chart(
+        "snapshot_growth",
+        "Memory growth over idle",
+        ("objects in the namespace", "MiB"),
+        growth_series([r for r, _ in runs]),
+    )
+
+
+def growth_series(runs: list[Run]) -> dict[str, list[tuple[float, float]]]:
+    """Each process's peak growth over its idle resident set, and Redis's growth at its peak
+    and once pushed, in MiB against the objects: the whole cost, not divided, so a fixed
+    start-up cost shows as the line's offset and the cost per object as its slope."""
+    series: dict[str, list[tuple[float, float]]] = {
+        f"{name} (VmHWM)": [(r.objects, (r.done[name].hwm - r.idle[name].rss) / MIB) for r in runs]
+        for name in MEASURED
+    }
+    series["Redis, peak"] = [(r.objects, (r.redis_peak - r.redis_idle) / MIB) for r in runs]
+    series["Redis, pushed"] = [(r.objects, (r.redis_done - r.redis_idle) / MIB) for r in runs]
+    return series
 
 
 def bench() -> Section:
