@@ -53,7 +53,7 @@ def get(url: str) -> Answer | None:
             return Answer(page.status, json.loads(page.read()))
     except urllib.error.HTTPError as err:
         return Answer(err.code, json.loads(err.read()))
-    except (ConnectionError, urllib.error.URLError):
+    except (ConnectionError, TimeoutError, urllib.error.URLError):  # not answering (yet)
         return None
 
 
