@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from sandbox.flux import goyaml
 from sandbox.flux.manifests import KUSTOMIZE_FILES, BuildFailed
 
 KNOWN = {
@@ -94,8 +95,8 @@ def _inside(path: Path, top: Path, entry: Any) -> Path:
 
 def _documents(path: Path, patch: bool = False) -> list[dict[str, Any]]:
     try:
-        docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
-    except yaml.YAMLError as err:
+        docs = [d for d in goyaml.load_all(path.read_text(encoding="utf-8")) if d]
+    except (yaml.YAMLError, goyaml.JsonUnsupported) as err:
         raise BuildFailed(f"kustomize build failed: {path.name}: {err}") from err
     if not patch and not all(isinstance(d, dict) and d.get("kind") for d in docs):
         raise BuildFailed(f"kustomize build failed: {path.name}: not an object")

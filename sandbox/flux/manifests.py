@@ -5,9 +5,11 @@ kustomize-controller runs ``kustomize build`` on ``spec.path`` of the artifact, 
 (../shared/facts/appliers.md F3, ``spec.path``). The double does the part the product needs:
 every YAML document in every ``*.yaml``/``*.yml`` file under the path, in path order, each of
 which must carry ``apiVersion``, ``kind`` and ``metadata.name`` (as the controller checks after
-the build). A ``kustomization.yaml`` at ``spec.path`` is built by ``kustomize_build`` (the
-subset the product writes); one deeper in a folder without its own is not supported and fails
-the build with a message saying so, rather than being applied differently.
+the build). Each file is read as the controller reads it, with yaml.v3's rules (``goyaml``):
+``enabled: yes`` is the string ``yes``, as it is for the real controller, not a boolean. A
+``kustomization.yaml`` at ``spec.path`` is built by ``kustomize_build`` (the subset the product
+writes); one deeper in a folder without its own is not supported and fails the build with a
+message saying so, rather than being applied differently.
 
 After the build come the controller's object edits: ``spec.targetNamespace`` for namespaced
 objects, and the owner labels ``kustomize.toolkit.fluxcd.io/name`` and ``/namespace`` on every
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from sandbox.flux import goyaml
 
 OWNER_NAME = "kustomize.toolkit.fluxcd.io/name"
 OWNER_NAMESPACE = "kustomize.toolkit.fluxcd.io/namespace"
@@ -47,8 +51,8 @@ def read_objects(root: Path) -> list[dict[str, Any]]:
 
 def _documents(path: Path, root: Path) -> list[dict[str, Any]]:
     try:
-        documents = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        documents = goyaml.load_all(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, goyaml.JsonUnsupported, UnicodeDecodeError) as err:
         raise BuildFailed(f"kustomize build failed: {path.relative_to(root)}: {err}") from err
     objects = []
     for document in documents:

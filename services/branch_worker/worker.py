@@ -49,6 +49,7 @@ from shared.model.ids import BranchKey
 from shared.model.notices import PushNotice
 from shared.settings import Settings
 from shared.store.errors import REDIS_DOWN
+from shared.store.leases import Lease
 
 __all__ = ["BranchWorker", "Stores"]  # Stores: where callers have always imported it from
 
@@ -289,7 +290,21 @@ class BranchWorker(Taking):
         self._drop(bk)
         self._paused_until[bk] = self._clock() + RETAKE_PAUSE_S
         if lease is not None:
+            self._release(bk, lease)
+
+    def _release(self, bk: BranchKey, lease: Lease) -> None:
+        """Give a lease back; with Redis away it simply expires, so the outage is logged, not
+        raised (C9: a pass failing, or a shutdown, while Redis is away must not end the
+        process with a traceback)."""
+        try:
             self.stores.leases.release(lease)
+        except REDIS_DOWN as err:
+            log.warning(
+                "could not give branch %s back (Redis unreachable: %s); its lease expires",
+                bk,
+                err,
+                extra={"branch": bk},
+            )
 
     def shutdown(self) -> None:
         """Finish the passes out, publish what is open (leases still renewed meanwhile), then
@@ -305,7 +320,10 @@ class BranchWorker(Taking):
         for bk in list(self.loops):
             lease = self.held.remove(bk)
             if lease is not None:
-                self.stores.leases.release(lease)
+                self._release(bk, lease)
         self.loops.clear()
-        self.stores.registry.leave(self.worker_id)
+        try:
+            self.stores.registry.leave(self.worker_id)
+        except REDIS_DOWN as err:  # its registry entry ages out like a killed worker's
+            log.warning("could not leave the worker registry (Redis unreachable: %s)", err)
         self._pool.shutdown()

@@ -3,6 +3,7 @@ then takes its branches again and mirrors what arrives."""
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -39,3 +40,40 @@ def test_the_worker_rides_out_an_outage_and_an_empty_restart(
         wait_until(lambda: "[CREATE] v1/configmaps/after" in site.pushed("r"), DEADLINE_S, "push")
         assert running.thread.is_alive()
     assert site.pushed("r").count("[CREATE] v1/configmaps/before") == 1, "nothing pushed twice"
+
+
+def test_a_worker_stopped_while_redis_is_away_ends_without_an_error(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """C9 at shutdown: a stop (SIGTERM) that comes during an outage ends ``run`` cleanly; the
+    leases expire on their own. Failed before (checked): giving the branch back and leaving the
+    worker registry went to Redis unguarded, so ``run`` ended with a ConnectionError (a
+    traceback and exit status 1 for the process)."""
+    settings = settings_for(
+        tmp_path, "c9stop", redis_url=redis_server.url, lease_period=timedelta(seconds=30)
+    )
+    site = Site(tmp_path, redis_server.client(), "c9stop", settings)
+    site.branch("r")
+    site.edit("r", "before")
+    worker = site.worker("w1", time.time)
+    stop = threading.Event()
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            worker.run(stop)
+        except BaseException as err:  # handed to the test
+            raised.append(err)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: "[CREATE] v1/configmaps/before" in site.pushed("r"), DEADLINE_S, "push")
+        assert worker.loops, "the worker holds the branch"
+        redis_server.stop()
+        assert worker.outage.wait(DEADLINE_S), "the worker saw Redis go"
+    finally:
+        stop.set()
+        thread.join(DEADLINE_S)
+    assert not thread.is_alive(), "the worker stopped"
+    assert raised == [], raised

@@ -88,8 +88,10 @@ def test_a_branch_that_cannot_push_stays_bounded_and_goes_with_its_gittarget(
     """Fails before U1: every edit stayed in the stream (100 events, ~20 MB), and a branch
     with unpushed writes was never retired, so its pushes were retried for ever."""
     # no heartbeat thread runs here (the test drives wakes by hand): a lease long enough
-    # for the whole test, however slow the machine
-    settings = settings_for(tmp_path, key_prefix, lease_period=timedelta(minutes=10))
+    # for the whole test, however slow the machine, so longer than its 900 s timeout (the
+    # lease expires in Redis in real time; a 10-minute lease lapsed in an 825 s run and the
+    # retirement at the end was refused as by a lost lease)
+    settings = settings_for(tmp_path, key_prefix, lease_period=timedelta(minutes=20))
     site = Site(tmp_path, redis_client, key_prefix, settings)
     bk = site.branch("stuck")
     bare = site.tmp / "stuck.git"

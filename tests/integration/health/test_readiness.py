@@ -53,7 +53,7 @@ def get(url: str) -> Answer | None:
             return Answer(page.status, json.loads(page.read()))
     except urllib.error.HTTPError as err:
         return Answer(err.code, json.loads(err.read()))
-    except (ConnectionError, urllib.error.URLError):
+    except (ConnectionError, TimeoutError, urllib.error.URLError):  # not answering (yet)
         return None
 
 
@@ -106,7 +106,12 @@ def start(
             [str(BIN / command)], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path
         )
     running = Running(process, f"http://127.0.0.1:{port}", log)
-    wait_until(lambda: running.answer("/healthz") is not None, WAIT_S, f"{command} /healthz")
+    try:
+        wait_until(lambda: running.answer("/healthz") is not None, WAIT_S, f"{command} /healthz")
+    except BaseException:
+        process.kill()  # the caller never gets it to stop: do not leave it running
+        process.wait(timeout=STOP_S)
+        raise
     return running
 
 
