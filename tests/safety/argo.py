@@ -70,8 +70,8 @@ TRACKING = "argocd.argoproj.io/tracking-id"
 #: what is Argo CD's own; ``test_an_old_sync_over_an_outside_push_is_mirrored`` keeps the
 #: schedule with the check strict. Set it False once W1 withholds such writes.
 HISTORICAL_OPEN = True
-#: ``syncPolicy.retry``: one retry, so a failed sync waits and runs again (A3).
-RETRY = {"limit": 1, "backoff": {"duration": "5s", "factor": 2, "maxDuration": "1m"}}
+#: ``syncPolicy.retry``'s backoff (A1); its ``limit`` is the world's ``retry_limit``.
+BACKOFF = {"duration": "5s", "factor": 2, "maxDuration": "1m"}
 
 
 def _time(now: float) -> datetime:
@@ -106,7 +106,7 @@ def argo_apply(obj: dict[str, Any] | None, name: str, value: str, now: float) ->
     return new
 
 
-def application(seed: str, now: float) -> dict[str, Any]:
+def application(seed: str, now: float, retry_limit: int) -> dict[str, Any]:
     """The Application as the installation finds it: automated sync off (its ``prune`` kept),
     the folder of this repository and branch, its last sync (not ours) finished at ``seed``."""
     return {
@@ -125,7 +125,7 @@ def application(seed: str, now: float) -> dict[str, Any]:
             "syncPolicy": {
                 "automated": {"enabled": False, "prune": True},
                 "syncOptions": ["ServerSideApply=true"],
-                "retry": copy.deepcopy(RETRY),
+                "retry": {"limit": retry_limit, "backoff": dict(BACKOFF)},
             },
         },
         "status": {
@@ -237,6 +237,9 @@ class ArgoWorld(World):
 
     applier: ClassVar[ApplierRef] = APPLICATION
     historical_open: ClassVar[bool] = HISTORICAL_OPEN
+    #: ``syncPolicy.retry.limit``: 1, a failed sync waits and runs again once (A3); 0, every
+    #: failure is final (``NoRetryArgoWorld``).
+    retry_limit: ClassVar[int] = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -245,7 +248,7 @@ class ArgoWorld(World):
             n: Live(f"{n}0", "argo", self.moment, argo_apply(None, n, f"{n}0", self.now))
             for n in NAMES
         }
-        self.argo = Argo(application(seed, self.now))
+        self.argo = Argo(application(seed, self.now, self.retry_limit))
         self.adapter = ArgoApplier()  # type: ignore[assignment]  # the product's own
         self.applier_client = ArgoClient(self)
         self.request_of: dict[str, ApplyRequest] = {}
@@ -306,6 +309,19 @@ class ArgoWorld(World):
         """The sync cannot run (a comparison error, say): Error before any object (A3)."""
         self.argo_end(ops.ERROR, "ComparisonError: rpc error")
 
+    def argo_refresh(self) -> None:
+        """A comparison (the timed refresh, A4): ``status.sync`` and ``reconciledAt``
+        written, nothing applied (automated sync is off). A write of the Application, so an
+        update read before it gets a 409."""
+        app = copy.deepcopy(self.argo.app)
+        tip = self.remote.tip or ""
+        synced = self.argo.state.get("syncResult", {}).get("revision") == tip
+        status = app.setdefault("status", {})
+        status["sync"] = {"status": "Synced" if synced else "OutOfSync", "revision": tip}
+        status["reconciledAt"] = timestamp(self.now)
+        self.argo.write(app)
+        self.say(f"Argo CD refreshes the Application ({status['sync']['status']})")
+
     def argo_end(self, phase: str, message: str) -> None:
         """A3: a failure with retries left waits for its retry; else the sync completes and
         ``operation`` is cleared in the same write."""
@@ -333,6 +349,7 @@ class ArgoWorld(World):
                 acts.append(("argo sync errors", self.argo_error))
         if argo.retry_due(self.now):
             acts += [("argo retries", self.argo_retry)] * 2
+        acts.append(("argo refreshes", self.argo_refresh))
         return acts
 
     def settle_applier(self) -> None:
@@ -407,3 +424,9 @@ class ArgoWorld(World):
                 raise Violation(f"the revert of {r.name}={r.edit} was judged {decision}")
             if not any("Repair" in q.reasons and m > r.moment for q, _, m in self.requests):
                 raise Violation(f"no Repair was asked after the revert of {r.name}={r.edit}")
+
+
+class NoRetryArgoWorld(ArgoWorld):
+    """An Application whose ``syncPolicy.retry.limit`` is 0: a Failed or Error is final."""
+
+    retry_limit: ClassVar[int] = 0

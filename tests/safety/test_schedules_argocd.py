@@ -14,14 +14,16 @@ from hypothesis import strategies as st
 
 import services.branch_worker.applying as applying_module
 from shared.decide.apply_window import Verdict
-from tests.safety.argo import ArgoWorld
+from tests.safety.argo import ArgoWorld, NoRetryArgoWorld
 from tests.safety.schedule import run, run_named
 from tests.safety.test_schedules import EXAMPLES, LENGTH, SEARCH_TIMEOUT_S, SEED
 from tests.safety.world import Violation
 
 
 def _play(choices: list[int], prefix: list[str]) -> ArgoWorld:
-    world = ArgoWorld()
+    """One schedule; half of them against an Application without retries (every failed
+    sync final), the other half with one retry."""
+    world = NoRetryArgoWorld() if sum(choices) % 2 else ArgoWorld()
     try:
         run(choices, world, prefix=prefix)
     except Violation:
