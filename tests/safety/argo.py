@@ -10,7 +10,8 @@ The application-controller is reduced to what the core promise needs, as
 ``../shared/facts/appliers.md`` A2, A3 and A5 describe it (and ``sandbox/argocd`` plays it):
 
 - automated sync is off (``automated: {enabled: false}``): nothing syncs unless the product
-  sets ``operation``, and a refresh applies nothing (A4), so refreshes are not modelled;
+  sets ``operation``; the timed refresh applies nothing (A4), it writes ``status.sync`` and
+  ``reconciledAt``, which makes an update read before it a 409;
 - the controller consumes a set ``operation`` into ``status.operationState`` (``Running``, a
   copy of the operation, ``startedAt``), pins ``syncResult.revision`` to ``sync.revision``,
   then applies the commit's objects one at a time whenever the schedule lets it (a random
