@@ -158,6 +158,8 @@ class Argo:
     todo: list[str] = field(default_factory=list)  # objects the running sync has yet to apply
     #: token -> the clock when the sync carrying it completed (Succeeded, Failed or Error).
     completed: dict[str, float] = field(default_factory=dict)
+    #: token -> the world's moment of that completion (what came first).
+    completed_at: dict[str, int] = field(default_factory=dict)
     #: Objects the last sync that tried them did not apply (it completed Failed or Error).
     unapplied: set[str] = field(default_factory=set)
 
@@ -337,6 +339,7 @@ class ArgoWorld(World):
         argo.unapplied |= set(left)
         argo.write_state(ops.complete(state, phase, message, self.now), operation_done=True)
         argo.completed[cause] = self.now
+        argo.completed_at[cause] = self.moment
         self.say(f"Argo CD sync {cause[:6]} completed {phase}")
 
     def applier_actions(self) -> list[tuple[str, Callable[[], None]]]:
@@ -396,9 +399,11 @@ class ArgoWorld(World):
             if set(request.reasons) != {"Repair"}:
                 continue
             for r in self.reverts:
-                done = self.argo.completed.get(r.cause)
-                if r.tie or r.moment > moment or done is None:
+                # A sync still running when the request was sent holds the Repair Busy (D5).
+                ended = self.argo.completed_at.get(r.cause)
+                if r.tie or r.moment > moment or ended is None or ended > moment:
                     continue
+                done = self.argo.completed[r.cause]
                 if at < done + AFTER_FINISH_S:
                     raise Violation(
                         f"a Repair went out at {at - 1000:.1f}, inside the window of the sync "
