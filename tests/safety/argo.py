@@ -289,7 +289,10 @@ class ArgoWorld(World):
         live = self.live[name]
         if value is not None and value != live.value:
             obj = argo_apply(live.obj, name, value, self.now)
-            after = Live(value, "argo", self.moment, obj)
+            # Each write its own resourceVersion: a sync may write a value back that an earlier
+            # one wrote (two reverts to it), and the guard's decisions are kept by it.
+            self.writes += 1
+            after = Live(value, "argo", self.moment, obj, f"{value}~{self.writes}")
             if live.by == "api" and live.value not in self.ancestry_values(revision)[name]:
                 self.collide(name, live, after, cause=argo.cause, manager=ARGO_MANAGER)
             elif value != value_in(self.remote.tree(self.remote.tip), name):

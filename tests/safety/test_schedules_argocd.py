@@ -145,3 +145,23 @@ def test_an_old_sync_over_an_outside_push_is_mirrored() -> None:
     with pytest.raises(Violation, match="b=b-git1 written twice"):
         run_named(OLD_SYNC, world)
     assert world.counts["historical"] >= 1
+
+
+#: Found by the around-a-sync search at 1,000 schedules (a fault of the suite, not of the
+#: product): a console edit ties with the sync's revert to a0 (W2), the sync fails and its
+#: retry reverts a later kubectl edit to a0 again (withheld). Both writes carried the
+#: resourceVersion "a0", so the second decision hid the first; each write has its own now.
+TWO_REVERTS = [*SYNC_OUT, "lease expires", "console edit a", "argo starts the sync", "crash d0"]
+TWO_REVERTS += ["argo applies an object", "argo apply fails", "edit a"]
+
+
+def test_two_reverts_to_one_value_are_judged_each() -> None:
+    """W1, W2: the tie is judged ambiguous and the retry's revert withheld and repaired."""
+    world = ArgoWorld()
+    run_named(TWO_REVERTS, world)
+    tie, withheld = world.reverts
+    assert (tie.tie, withheld.tie) == (True, False)
+    assert tie.value == withheld.value == "a0"
+    assert world.decisions[tie.rv].verdict is Verdict.AMBIGUOUS
+    assert world.decisions[withheld.rv].verdict is Verdict.WITHHELD
+    assert world.live["a"].value == withheld.edit
