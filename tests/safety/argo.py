@@ -376,7 +376,12 @@ class ArgoWorld(World):
         return set(self.argo.unapplied)
 
     def settled(self) -> bool:
-        return not self.argo.busy() and super().settled()
+        """The world's settled, the controller idle, and the owner has read the remote's tip:
+        an Application syncs only the commit it is asked for (Flux's source fetches the tip
+        whatever asked it), so an outside push whose webhook was lost is applied only once
+        the owner's steady tick read it (Q7), and the world must wait for that."""
+        caught_up = self.states.read(self.bk).view().tip == self.remote.tip
+        return caught_up and not self.argo.busy() and super().settled()
 
     def pending_summary(self) -> str:
         operation = self.argo.app.get("operation")

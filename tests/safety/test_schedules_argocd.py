@@ -165,3 +165,22 @@ def test_two_reverts_to_one_value_are_judged_each() -> None:
     assert world.decisions[tie.rv].verdict is Verdict.AMBIGUOUS
     assert world.decisions[withheld.rv].verdict is Verdict.WITHHELD
     assert world.live["a"].value == withheld.edit
+
+
+#: Found by the around-a-sync search (``SAFETY_SEED=7``, 1,000 schedules; a fault of the
+#: suite): an outside push's webhook is lost while our sync runs. The world called itself
+#: settled before the owner's steady tick (Q7) read the tip, and the Application (which syncs
+#: only what it is asked) never applied the push; it now waits for the owner to read the tip.
+LOST_WEBHOOK = [*SYNC_OUT, "argo starts the sync", "outside push a", "argo applies an object"]
+LOST_WEBHOOK += ["webhook lost"]
+
+
+def test_an_outside_push_whose_webhook_was_lost_is_synced_after_the_steady_tick() -> None:
+    """Q5, Q7: the owner reads the tip on its steady tick, owes a ForeignCommit, and the sync
+    it asks applies the push."""
+    world = ArgoWorld()
+    run_named(LOST_WEBHOOK, world)
+    assert world.live["a"].value.startswith("a-git")
+    foreign = [at for q, at, _ in world.requests if "ForeignCommit" in q.reasons]
+    assert len(foreign) == 2
+    assert foreign[1] - foreign[0] >= 59.0  # the steady tick, not a webhook
