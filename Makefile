@@ -47,8 +47,8 @@ chaos: $(VENV)
 	CHAOS_SECONDS=$(CHAOS_SECONDS) .venv/bin/pytest -q -s tests/soak
 
 # The safety suite (tests/safety, docs/safety.md): SAFETY_EXAMPLES schedules of edits, pushes,
-# webhooks, Flux, crashes and takeovers over the real decide/store code on fakeredis; seeded by
-# SAFETY_SEED. `make test` runs 100 of them.
+# webhooks, Flux or Argo CD, crashes and takeovers over the real decide/store code on fakeredis;
+# seeded by SAFETY_SEED. `make test` runs 100 of each search.
 SAFETY_EXAMPLES ?= 10000
 safety: $(VENV)
 	SAFETY_EXAMPLES=$(SAFETY_EXAMPLES) .venv/bin/pytest -q tests/safety

@@ -95,6 +95,7 @@ def enabled(world: World) -> list[Action]:
         if d.actor.running:
             acts.append((f"crash {d.actor.name}", partial(crash_dispatcher, world, d)))
     acts += _flux(world)
+    acts += world.applier_actions()
     acts += [("tick 1s", partial(tick, world, 1.0))] * 2
     acts += [("tick 6s", partial(tick, world, 6.0)), ("tick 60s", partial(tick, world, 60.0))]
     if world.env.exists(Keys("safety").branch_lease(world.bk)):
@@ -237,6 +238,7 @@ def _round(world: World) -> None:
         world.flux_kustomization()
     while flux.applying is not None and world.now >= flux.due:
         world.flux_apply()
+    world.settle_applier()
     for d in world.dispatchers:
         if d.actor.running or world.queue:
             _until_pause(world, d)

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import fakeredis
 from fakeredis._clients._sync import FakeRedisConnection
@@ -119,6 +119,7 @@ class SimAttempts(Attempts):
         yield_point("enqueue")
         self._world.queue.append(request)
         self._world.sent_at[request.token] = self._world.moment
+        self._world.requests.append((request, self._world.now, self._world.moment))
 
 
 @dataclass(slots=True)
@@ -140,6 +141,7 @@ class Revert:
     rv: str  # the revert's resourceVersion
     moment: int  # when it happened (the world's logical time)
     tie: bool  # its newest managedFields entries include another manager (W2)
+    cause: str = ""  # the token whose request started the apply
 
 
 def revision(commit: str) -> str:
@@ -263,6 +265,8 @@ class World:
 
     log: list[str] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
+    #: The applier the GitTarget names (``tests/safety/argo.py`` plays an Application).
+    applier: ClassVar[ApplierRef] = APPLIER
 
     def __post_init__(self) -> None:
         self.now = 1000.0
@@ -271,6 +275,10 @@ class World:
         #: still for many actions, so what came first is told by this, not by ``now``.
         self.moment = 0
         self.sent_at: dict[str, int] = {}  # token -> the moment its request was enqueued
+        #: Every request the owners enqueued: (request, the clock, the moment).
+        self.requests: list[tuple[ApplyRequest, float, int]] = []
+        #: The applier's cluster as the dispatcher's attempt reads it (None: the sim's Flux).
+        self.applier_client: Any = None
         self.server = fakeredis.FakeServer()
         self.keys = Keys("safety")
         self.env = self._client()
@@ -304,7 +312,7 @@ class World:
             URL,
             "main",
             path=cluster.FOLDER,
-            applier=APPLIER,
+            applier=self.applier,
             quiet_period_s=QUIET_PERIOD_S,
         )
         self.bk: BranchKey = configs.publish_served(self.branch, [target])
@@ -466,7 +474,7 @@ class World:
             d.token = request.token
             ports = attempt_module.Ports(
                 None,  # type: ignore[arg-type]  # target_facts is the sim's
-                lambda name: None,  # type: ignore[arg-type,return-value]
+                lambda name: self.applier_client,
                 lambda r: self.remote.ls_remote(),
                 lambda bk: d.states.read(BranchKey(bk)),
                 lambda r, reasons, plan: yield_point("event"),
@@ -534,25 +542,36 @@ class World:
         self.stamps[token] = Stamp(request, exposed)
         self.say(f"stamp {token[:6]} at {request.commit[:6]} exposing {exposed}")
 
-    def collide(self, name: str, live: Live, after: Live) -> None:
+    def collide(
+        self,
+        name: str,
+        live: Live,
+        after: Live,
+        cause: str | None = None,
+        manager: str = cluster.FLUX_MANAGER,
+    ) -> None:
         """An apply reverts an API edit the Git commit does not hold: classify it. An edit
         made after the request was sent is the apply window's: a ``tie`` when the revert's
         newest managedFields entries share their second with another manager (W2, mirrored),
         else it must be ``withheld`` (W1) and repaired (checked by ``check_end``)."""
-        stamp = self.stamps.get(self.flux.cause)
+        stamp = self.stamps.get(self.flux.cause if cause is None else cause)
         if stamp is None:
             kind = "unexplained"
         elif live.at > self.sent_at[stamp.request.token]:
             newest = {e.manager for e in latest_managers(after.obj["metadata"]["managedFields"])}
-            tie = bool(newest - {cluster.FLUX_MANAGER})
+            tie = bool(newest - {manager})
             kind = "tie" if tie else "withheld"
-            self.reverts.append(Revert(name, live.value, after.value, after.rv, self.moment, tie))
+            revert = Revert(name, live.value, after.value, after.rv, self.moment, tie)
+            revert.cause = stamp.request.token
+            self.reverts.append(revert)
         else:
             kind = stamp.exposed.get(name, "unexplained")
         self.counts[f"collision {kind}"] += 1
-        self.say(f"COLLISION {kind}: Flux reverts {name}={live.value}")
+        self.say(f"COLLISION {kind}: {manager} reverts {name}={live.value}")
         if kind not in KNOWN:
-            raise Violation(f"the core promise broke ({kind}): Flux reverted {name}={live.value}")
+            raise Violation(
+                f"the core promise broke ({kind}): {manager} reverted {name}={live.value}"
+            )
         if kind == "tie":
             self.exempt.add(after.value)  # W2: the tie is mirrored, the applier's value again
 
@@ -653,6 +672,20 @@ class World:
             flux.handled_at = flux.apply_token or flux.handled_at
             flux.applying = None
 
+    # -- another applier's hooks (``tests/safety/argo.py``): none for the sim's Flux ----------
+
+    def applier_actions(self) -> list[tuple[str, Callable[[], None]]]:
+        """The actions of an applier other than Flux (Flux's are ``schedule._flux``)."""
+        return []
+
+    def settle_applier(self) -> None:
+        """One settling round of an applier other than Flux."""
+
+    def diverged(self) -> set[str]:
+        """Objects the applier itself failed to apply last (the user's to fix, not the
+        product's): the end does not require them to equal the Git tip."""
+        return set()
+
     # -- bookkeeping for the schedule ---------------------------------------------------------
 
     def restart(self, old: Worker) -> Worker:
@@ -668,7 +701,7 @@ class World:
         return str(value).partition("|")[0] if value else None
 
     def appliers_record(self) -> Any:
-        text = self.env.get(self.keys.applier(APPLIER.key))
+        text = self.env.get(self.keys.applier(self.applier.key))
         return Applier.from_json(str(text)) if text else None
 
     def pending_outcomes(self) -> set[str]:
@@ -713,7 +746,7 @@ class World:
         self._check_window()
         tip = self.remote.tree(self.remote.tip)
         for n in NAMES:
-            if value_in(tip, n) != self.live[n].value:
+            if value_in(tip, n) != self.live[n].value and n not in self.diverged():
                 raise Violation(
                     f"no convergence: {n} is {self.live[n].value} in the cluster, "
                     f"{value_in(tip, n)} in Git"
