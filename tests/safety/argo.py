@@ -63,14 +63,12 @@ APPLICATION = ApplierRef("Application", ARGO_NAMESPACE, "apps", "")
 ARGO_MANAGER = "argocd-controller"
 #: Argo CD's default resource tracking: an annotation naming the Application (A5).
 TRACKING = "argocd.argoproj.io/tracking-id"
-#: Open (docs/safety.md, the Flux suite's "an apply of an artifact older than the tip"): a sync
-#: pinned to a commit an outside push has since replaced writes a value Git holds only in
-#: history; W1 as it stands mirrors that write (no API edit was reverted), so the owner's
-#: next commit writes the old value again over the outside push. True: such a value is
-#: counted ``historical`` and exempt from the written-twice check, so the search goes on to
-#: what is Argo CD's own; ``test_an_old_sync_over_an_outside_push_is_mirrored`` keeps the
-#: schedule with the check strict. Set it False once W1 withholds such writes.
-HISTORICAL_OPEN = True
+#: Was open (docs/safety.md, "an apply of an artifact older than the tip"): a sync pinned to a
+#: commit an outside push has since replaced writes a value Git holds only in history; W1 now
+#: withholds that write (``historical``). True would count such a value exempt from the
+#: written-twice check (how the search ran past it before the fix); kept False, so the check
+#: is strict.
+HISTORICAL_OPEN = False
 #: ``syncPolicy.retry``'s backoff (A1); its ``limit`` is the world's ``retry_limit``.
 BACKOFF = {"duration": "5s", "factor": 2, "maxDuration": "1m"}
 
