@@ -24,6 +24,18 @@ API edit itself: it is mirrored, and counted as ``ambiguous``. Everything else i
 is no collision. This module decides; it does no IO (the branch worker reads the window and the
 edit times from the store and acts).
 
+The window is judged at the time of the applier's *write*, not at the time the branch worker
+reads its event (``write_bound``, ``window_in_force``). The two differ when the event comes
+late: the watcher was down, or Redis was, and the watch resumed from its cursor seconds later.
+Judged at reading time, such a revert met a window already shut, or a newer request (sent
+after the revert happened, often a Stale one decided while the watch was behind) whose
+``sent_at`` came after the edit, and was mirrored: the soak's chaos-flux-1/cm-00178 (seed
+197924, 2026-12-02), an API delete 0.12 s after a stamp whose apply re-created the object
+while Redis was down. The write's time is bounded above by the applier's own ``managedFields``
+time (API server clock, whole seconds: the write happened before that second ended), by when
+the watcher observed it, and by now; the latest of these bounds that the window can use is
+their minimum, which never makes a window look open that was not (W2: only proof withholds).
+
 Not to be confused with ``shared.decide.window``, which is the *commit* window (M6).
 """
 
@@ -31,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 
 from shared.model.events import ManagerEntry, Operation
@@ -90,6 +103,35 @@ class Decision:
         return self.verdict is not Verdict.MIRROR
 
 
+def entry_time(text: str) -> float | None:
+    """A ``managedFields`` time (RFC 3339, whole seconds) in epoch seconds; None when it does
+    not parse."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return None if moment.tzinfo is None else moment.timestamp()
+
+
+def write_bound(newest: Iterable[ManagerEntry], observed_at: float, now: float) -> float:
+    """The latest moment the write behind an event can have happened: before the end of the
+    second its newest ``managedFields`` entries name, before the watcher observed it, and
+    before now (each bound alone holds; the tightest is used)."""
+    bounds = [now, observed_at]
+    times = [t for t in (entry_time(e.time) for e in newest) if t is not None]
+    if times:
+        bounds.append(max(times) + 1.0)
+    return min(bounds)
+
+
+def window_in_force(windows: Iterable[ApplyWindow], at: float) -> ApplyWindow | None:
+    """The applier's latest request sent by ``at`` (None: none was): the request whose apply a
+    write made at ``at`` can be. A request sent later cannot have caused the write, so it
+    must not hide the window the write belongs to."""
+    sent = [w for w in windows if w.sent_at <= at]
+    return max(sent, key=lambda w: w.sent_at, default=None)
+
+
 def managers_of(kind: str) -> frozenset[str]:
     """The field managers an applier of ``kind`` writes with (none for a webhook applier)."""
     return APPLIER_MANAGERS.get(kind, frozenset())
@@ -118,8 +160,9 @@ def decide(
     (None: the event's GitTarget names no applier).
 
     ``newest`` are the ``managedFields`` entries that share the newest time; ``window`` the
-    applier's latest request; ``api_edited_at`` the last time an API-side edit of this object
-    was seen (None: none seen).
+    applier's request in force when the write was made (``window_in_force``); ``api_edited_at``
+    the last time an API-side edit of this object was seen (None: none seen); ``now`` the time
+    the write is judged at (``write_bound``), not the time its event is read.
     """
     if operation == "DELETE":
         return Decision(Verdict.MIRROR, "a DELETE is never withheld")
