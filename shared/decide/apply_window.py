@@ -132,6 +132,19 @@ def window_in_force(windows: Iterable[ApplyWindow], at: float) -> ApplyWindow | 
     return max(sent, key=lambda w: w.sent_at, default=None)
 
 
+#: Every field manager of every applier kind.
+ANY_APPLIER: frozenset[str] = frozenset().union(*APPLIER_MANAGERS.values())
+
+
+def may_be_withheld(operation: Operation, newest: Iterable[ManagerEntry]) -> bool:
+    """Whether an event could be an applier's write that the window withholds, whatever the
+    applier of its GitTarget: not a DELETE, and its newest entries all belong to appliers.
+    Such an event must not replace the API edit before it where a stream coalesces (U1):
+    if it is withheld, that edit is what Git must keep."""
+    names = {entry.manager for entry in newest}
+    return operation != "DELETE" and bool(names) and names <= ANY_APPLIER
+
+
 def managers_of(kind: str) -> frozenset[str]:
     """The field managers an applier of ``kind`` writes with (none for a webhook applier)."""
     return APPLIER_MANAGERS.get(kind, frozenset())

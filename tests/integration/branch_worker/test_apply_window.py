@@ -273,6 +273,29 @@ def test_a_revert_read_after_the_window_shut_is_withheld_if_written_inside_it(
     assert value_in_git(rig) == "later"
 
 
+def test_a_stalled_branch_keeps_the_api_edit_that_an_appliers_revert_follows(rig: Rig) -> None:
+    """U1 with W1: a branch recorded stalled (any failed pass records it, T4) coalesces its
+    stream to each object's newest event. Flux's revert, published before the owner read the
+    API edit it reverts, deleted the edit's entry: the owner never saw the edit, mirrored the
+    revert as no change, and the edit was lost in Git and in the cluster. An applier's write
+    now coalesces only with the applier's writes, so the edit stays (edits still coalesce with
+    edits: two entries for the object, not three)."""
+    loop = guarded(rig)
+    publish_and_push(rig, loop, "first", EDIT)
+    sent = send_catch_up(rig, loop)
+    rig.client.sadd(rig.keys.stalled_branches, rig.bk)  # as BranchHealth.stalled records it
+    rig.clock.now = sent + 1.0
+    event(rig, "api-0", EDIT)
+    event(rig, "api", EDIT)  # the API edit, inside the apply, not read yet
+    rig.clock.now += 1.0
+    event(rig, "first", FLUX)  # the apply reverts it before the owner reads the edit
+    assert rig.client.xlen(rig.keys.branch_events(rig.bk)) == 2
+    rig.drain(loop)
+    rig.clock.now += 6.0
+    loop.flush()
+    assert value_in_git(rig) == "api"
+
+
 def test_a_same_second_tie_is_mirrored_and_counted_ambiguous(rig: Rig) -> None:
     """W2: a tie with another manager could be the edit itself: mirrored, counted."""
     loop = guarded(rig, ARGO)
