@@ -14,6 +14,7 @@ from shared.decide.apply_window import (
     entry_time,
     is_api_edit,
     managers_of,
+    may_be_withheld,
     window_in_force,
     write_bound,
 )
@@ -154,3 +155,13 @@ def test_the_window_in_force_is_the_latest_request_sent_by_the_write() -> None:
     assert window_in_force(windows, SENT - 55.0) == older
     assert window_in_force(windows, SENT - 61.0) is None
     assert window_in_force([], SENT) is None
+
+
+def test_only_an_appliers_write_may_be_withheld_whatever_its_gittargets_applier() -> None:
+    """U1 keys an applier's write apart from the API edits before it (shared.store.streams)."""
+    assert may_be_withheld("UPDATE", FLUX)
+    assert may_be_withheld("CREATE", ARGO_BOTH)
+    assert not may_be_withheld("UPDATE", TIE)
+    assert not may_be_withheld("UPDATE", KUBECTL)
+    assert not may_be_withheld("DELETE", FLUX)
+    assert not may_be_withheld("UPDATE", ())
