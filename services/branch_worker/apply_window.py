@@ -2,13 +2,16 @@
 
 ``shared.decide.apply_window`` decides; this module gathers what it decides on and acts:
 
-- the applier's window: its latest request, which is the attempt out (its ``sent_at`` in the
-  applier's record) or else the GitTarget's last finished request (``sent_at``/``finished_at``
-  in the ledger the dispatcher writes when the attempt ends, S3). Only the latest counts: an
-  edit made after an older request but before the latest one is in the commit the latest one
-  applies, so that apply is no revert (judging it against the older window would withhold a
-  correct apply); the trailing events of an older apply that arrive once a newer request is
-  out are mirrored, which only proof could prevent;
+- the applier's window: its latest request *sent by the time of the write*
+  (``shared.decide.apply_window.write_bound``: the applier's ``managedFields`` second, when the
+  watcher observed it, now), among the attempt out (its ``sent_at`` in the applier's record)
+  and the GitTarget's recent finished requests (``sent_at``/``finished_at`` in the ledger the
+  dispatcher writes when the attempt ends, S3, which keeps the last ``RECENT``). Only that one
+  counts: an edit made after an older request but before it is in the commit it applies, so
+  its apply is no revert (judging it against the older window would withhold a correct apply).
+  A request sent after the write does not count either: judging by the latest request at
+  reading time mirrored a revert whose event came late (the watcher or Redis down), once a
+  newer request (sent after the edit) had gone out;
 - when the API side last edited each object: the time the watcher observed the last event
   that was not the applier's alone. It is kept in this owner's memory and in Redis
   (``shared.store.api_edits``, written before the event can be acknowledged), so a branch
@@ -46,6 +49,8 @@ from shared.decide.apply_window import (
     decide,
     is_api_edit,
     managers_of,
+    window_in_force,
+    write_bound,
 )
 from shared.model.config import ApplierRef, TargetConfig
 from shared.model.events import ObjectEvent
@@ -119,15 +124,16 @@ class ApplyWindowGuard:
         key: EditKey,
         older_only: Callable[[], bool] = lambda: False,
     ) -> Decision:
-        window = self._window(ref, target)
-        edited_at, now = self._edited_at(key), self._clock()
+        written = write_bound(event.managers, event.observed_at, self._clock())
+        window = window_in_force(self._windows(ref, target), written)
+        edited_at = self._edited_at(key)
         asked = asks_history(
             operation=event.operation,
             newest=event.managers,
             applier_kind=ref.kind,
             window=window,
             api_edited_at=edited_at,
-            now=now,
+            now=written,
         )
         return decide(
             operation=event.operation,
@@ -135,20 +141,25 @@ class ApplyWindowGuard:
             applier_kind=ref.kind,
             window=window,
             api_edited_at=edited_at,
-            now=now,
+            now=written,
             older_only=asked and older_only(),  # history is read only when it matters
         )
 
-    def _window(self, ref: ApplierRef, target: TargetConfig) -> ApplyWindow | None:
-        """The applier's latest request: the attempt out, else the GitTarget's last one."""
+    def _windows(self, ref: ApplierRef, target: TargetConfig) -> list[ApplyWindow]:
+        """The applier's requests a write may belong to: the attempt out (unless the ledger
+        holds it finished already) and the GitTarget's recent finished ones."""
+        recent = self._ledger.recent(target.uid)
+        windows = [ApplyWindow(r.sent_at, r.finished_at) for r in recent]
+        if not recent:  # an entry written before ``recent`` existed
+            try:
+                last, _ = self._ledger.last_request(target.uid)
+            except ValueError:
+                last = None
+            windows += [] if last is None else [ApplyWindow(last.sent_at, last.finished_at)]
         attempt = self._appliers.load(ref.key, ref.kind).attempt
-        if attempt is not None:
-            return ApplyWindow(attempt.sent_at)
-        try:
-            last, _ = self._ledger.last_request(target.uid)
-        except ValueError:
-            return None
-        return None if last is None else ApplyWindow(last.sent_at, last.finished_at)
+        if attempt is not None and attempt.token not in {r.token for r in recent}:
+            windows.append(ApplyWindow(attempt.sent_at))
+        return windows
 
     def _edited_at(self, key: EditKey) -> float | None:
         """The last API edit of the object this owner or a previous one saw."""

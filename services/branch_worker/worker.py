@@ -121,7 +121,8 @@ class BranchWorker(Taking):
 
     def run(self, stop: threading.Event, burst: bool = False) -> None:
         """Work until ``stop`` is set; with ``burst``, until nothing is left to do."""
-        self.heartbeat.beat()  # counted as alive before taking a share
+        if not self._first_beat(stop):
+            return
         self._beat_thread = threading.Thread(
             target=self.heartbeat.run, args=(self._beat_stop,), name="heartbeat", daemon=True
         )
@@ -139,6 +140,19 @@ class BranchWorker(Taking):
                     return
         finally:
             self.shutdown()
+
+    def _first_beat(self, stop: threading.Event) -> bool:
+        """Be counted as alive before taking a share. Redis away at the start (down, or still
+        loading its data after a restart: ``BusyLoadingError``) is ridden out like any outage
+        (C9); the soak found a worker started while Redis loaded its AOF exit at once, leaving
+        every branch unowned. False when stopped meanwhile."""
+        while not stop.is_set():
+            try:
+                self.heartbeat.beat()
+                return True
+            except REDIS_DOWN as err:
+                self._ride_out(err, stop)
+        return False
 
     def _ride_out(self, err: Exception, stop: threading.Event) -> None:
         """Redis is away (C9): keep the process and what it holds; the heartbeat drops the

@@ -37,6 +37,18 @@ Everything else is mirrored and is no collision. This module decides; it does no
 branch worker reads the window and the edit times from the store, the history from its clone,
 and acts).
 
+The window is judged at the time of the applier's *write*, not at the time the branch worker
+reads its event (``write_bound``, ``window_in_force``). The two differ when the event comes
+late: the watcher was down, or Redis was, and the watch resumed from its cursor seconds later.
+Judged at reading time, such a revert met a window already shut, or a newer request (sent
+after the revert happened, often a Stale one decided while the watch was behind) whose
+``sent_at`` came after the edit, and was mirrored: the soak's chaos-flux-1/cm-00178 (seed
+197924, 2026-12-02), an API delete 0.12 s after a stamp whose apply re-created the object
+while Redis was down. The write's time is bounded above by the applier's own ``managedFields``
+time (API server clock, whole seconds: the write happened before that second ended), by when
+the watcher observed it, and by now; the latest of these bounds that the window can use is
+their minimum, which never makes a window look open that was not (W2: only proof withholds).
+
 Not to be confused with ``shared.decide.window``, which is the *commit* window (M6).
 """
 
@@ -44,6 +56,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 
 from shared.model.events import ManagerEntry, Operation
@@ -104,6 +117,48 @@ class Decision:
         return self.verdict is not Verdict.MIRROR
 
 
+def entry_time(text: str) -> float | None:
+    """A ``managedFields`` time (RFC 3339, whole seconds) in epoch seconds; None when it does
+    not parse."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return None if moment.tzinfo is None else moment.timestamp()
+
+
+def write_bound(newest: Iterable[ManagerEntry], observed_at: float, now: float) -> float:
+    """The latest moment the write behind an event can have happened: before the end of the
+    second its newest ``managedFields`` entries name, before the watcher observed it, and
+    before now (each bound alone holds; the tightest is used)."""
+    bounds = [now, observed_at]
+    times = [t for t in (entry_time(e.time) for e in newest) if t is not None]
+    if times:
+        bounds.append(max(times) + 1.0)
+    return min(bounds)
+
+
+def window_in_force(windows: Iterable[ApplyWindow], at: float) -> ApplyWindow | None:
+    """The applier's latest request sent by ``at`` (None: none was): the request whose apply a
+    write made at ``at`` can be. A request sent later cannot have caused the write, so it
+    must not hide the window the write belongs to."""
+    sent = [w for w in windows if w.sent_at <= at]
+    return max(sent, key=lambda w: w.sent_at, default=None)
+
+
+#: Every field manager of every applier kind.
+ANY_APPLIER: frozenset[str] = frozenset().union(*APPLIER_MANAGERS.values())
+
+
+def may_be_withheld(operation: Operation, newest: Iterable[ManagerEntry]) -> bool:
+    """Whether an event could be an applier's write that the window withholds, whatever the
+    applier of its GitTarget: not a DELETE, and its newest entries all belong to appliers.
+    Such an event must not replace the API edit before it where a stream coalesces (U1):
+    if it is withheld, that edit is what Git must keep."""
+    names = {entry.manager for entry in newest}
+    return operation != "DELETE" and bool(names) and names <= ANY_APPLIER
+
+
 def managers_of(kind: str) -> frozenset[str]:
     """The field managers an applier of ``kind`` writes with (none for a webhook applier)."""
     return APPLIER_MANAGERS.get(kind, frozenset())
@@ -133,10 +188,11 @@ def decide(
     (None: the event's GitTarget names no applier).
 
     ``newest`` are the ``managedFields`` entries that share the newest time; ``window`` the
-    applier's latest request; ``api_edited_at`` the last time an API-side edit of this object
-    was seen (None: none seen); ``older_only`` whether the event's object equals what Git held
-    at an older commit of the branch but not what its tip holds (the applier applied an older
-    artifact; see the module's docstring).
+    applier's request in force when the write was made (``window_in_force``); ``api_edited_at``
+    the last time an API-side edit of this object was seen (None: none seen); ``now`` the time
+    the write is judged at (``write_bound``), not the time its event is read; ``older_only``
+    whether the event's object equals what Git held at an older commit of the branch but not
+    what its tip holds (the applier applied an older artifact; see the module's docstring).
     """
     if operation == "DELETE":
         return Decision(Verdict.MIRROR, "a DELETE is never withheld")

@@ -28,6 +28,7 @@ from shared.model.ledger import LastRequest
 from shared.model.requests import ApplyRequest, AttemptOutcome
 from shared.store.errors import REDIS_DOWN
 from shared.store.keys import Keys
+from shared.store.ledger import record_lua
 
 log = logging.getLogger(__name__)
 
@@ -50,17 +51,20 @@ OUTCOME_GUARD_TTL_S = 86_400
 # ledger and adds the outcome in one script (one MULTI/EXEC in the AOF), so no crash can leave
 # an outcome the branch consumes without the ledger entry the apply window reads (W1);
 # returns 1 or 0.
-_REPORT_ONCE = """
+_REPORT_ONCE = (
+    """
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
   for i = 3, #KEYS do
-    redis.call('HSET', KEYS[i], 'lastRequest', ARGV[2])
-    redis.call('HINCRBY', KEYS[i], 'version', 1)
+"""
+    + record_lua("i", 2)
+    + """
   end
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', '10000', '*', unpack(ARGV, 3))
   return 1
 end
 return 0
 """
+)
 
 
 def job_id(token: str) -> str:

@@ -11,13 +11,18 @@ newest event is all that will ever be written. While a branch is recorded stalle
 pushes are refused; ``stalled-branches``), or once its stream holds ``MAX_ENTRIES``,
 publishing an event deletes the object's previous entry, read or not, in the same Lua call
 (``branch:{bk}:latest`` maps each object to its newest entry); ``compact`` does the same for the
-entries already there when the stall is recorded. A previous entry that an owner has read
+entries already there when the stall is recorded. An applier's write (``may_be_withheld``)
+coalesces only with the object's earlier applier writes, under a key of its own: the apply
+window may withhold it (W1), and then the API edit before it is the write Git must get. Folded
+into one key, a revert published before the owner read the edit deleted the edit, and the edit
+was lost in Git and in the cluster. So an object holds at most two entries: its newest edit
+and its newest applier write. A previous entry that an owner has read
 stays in its pending list as a bare id until acknowledged; if that owner dies, the next one
 claims nothing for it (XAUTOCLAIM drops deleted entries) and applies the newest entry instead.
 So a branch that cannot push holds, whatever the number of edits, one event per object with
-an unpushed edit, plus one listing per watch (D2), and any branch at most ``MAX_ENTRIES``
-plus one per object; nothing is lost: every object's newest state stays in the stream until a
-pushed commit holds it.
+an unpushed edit (two when an applier wrote it too), plus one listing per watch (D2), and any
+branch at most ``MAX_ENTRIES`` plus two per object; nothing is lost: every object's newest
+state stays in the stream until a pushed commit holds it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 
 import redis
 
+from shared.decide.apply_window import may_be_withheld
 from shared.model.commit_requests import COMMIT, CommitRequestItem
 from shared.model.events import LISTED, Listing, ObjectEvent
 from shared.model.ids import BranchKey
@@ -74,6 +80,17 @@ return #ARGV / 2
 #: (P6: it travels with the events it is meant to close a window of).
 Published = ObjectEvent | Listing | CommitRequestItem
 
+#: Appended to the coalescing key of an applier's write (see the module docstring).
+APPLIER_WRITE = "|applier"
+
+
+def coalescing_key(item: Published) -> str:
+    """The key under which ``item`` replaces its predecessor where the stream coalesces."""
+    key = item.coalesce_key
+    if isinstance(item, ObjectEvent) and may_be_withheld(item.operation, item.managers):
+        return key + APPLIER_WRITE
+    return key
+
 
 @dataclass(frozen=True, slots=True)
 class StreamEntry:
@@ -91,7 +108,7 @@ class StreamEntry:
     def coalesce_key(self) -> str:
         """The object (or watch) this entry is the newest of, "" when it could not be read."""
         item = self.listing or self.event or self.request
-        return item.coalesce_key if item is not None else ""
+        return coalescing_key(item) if item is not None else ""
 
 
 class EventStream:
@@ -111,7 +128,7 @@ class EventStream:
             self._keys.branches,
             self._keys.stalled_branches,
         ]
-        return self._publish(keys=keys, args=[bk, item.coalesce_key, *fields], client=target)
+        return self._publish(keys=keys, args=[bk, coalescing_key(item), *fields], client=target)
 
     def publish(self, bk: BranchKey, event: Published) -> str:
         """Append an event (replacing its object's previous one) and register the branch;

@@ -11,6 +11,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 
 import pytest
 import yaml
@@ -46,9 +47,15 @@ def collisions(outcome: str) -> float:
     return float(value or 0.0)
 
 
-def event(rig: Rig, value: str, *managers: str, op: Operation = "UPDATE") -> None:
-    """An event of ConfigMap ``app`` whose newest managedFields entries are ``managers``."""
-    second = "2026-12-01T10:00:05Z"
+def event(
+    rig: Rig,
+    value: str,
+    *managers: str,
+    op: Operation = "UPDATE",
+    second: str = "2026-12-01T10:00:05Z",
+) -> None:
+    """An event of ConfigMap ``app`` whose newest managedFields entries are ``managers``
+    (written at ``second``; the default is long after the rig's clock, so it bounds nothing)."""
     body = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -198,6 +205,96 @@ def test_the_window_stays_open_ten_seconds_after_the_finish(rig: Rig) -> None:
     rig.clock.now = sent + 3.0 + 30.0  # long after: the applier's write is mirrored
     publish_and_push(rig, loop, "later", FLUX)
     assert value_in_git(rig) == "later"
+
+
+def stamp(at: float) -> str:
+    """A ``managedFields`` time: the API server's clock (here the rig's) in whole seconds."""
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_revert_read_late_is_judged_by_the_request_it_belongs_to(rig: Rig) -> None:
+    """W1 at the time of the write (the soak's chaos-flux-1/cm-00178, seed 197924): Flux's
+    apply reverts an API edit made after its request was sent, but the watcher (or Redis) is
+    down, so the revert's event is read 20 s later, after a newer request (decided while the
+    watch was behind, so Stale) went out and finished. Judged by the latest request at reading
+    time, the edit came before it was sent and the revert was mirrored; judged by the request in
+    force when Flux wrote (its managedFields second), the revert is withheld."""
+    loop = guarded(rig)
+    publish_and_push(rig, loop, "first", EDIT)
+    ledger = Ledger(rig.client, rig.keys)
+    sent = rig.clock.now
+    rig.clock.now = sent + 0.5
+    event(rig, "api", EDIT)  # the API edit, just after the request went out
+    rig.drain(loop)
+    head = rig.head()
+    ledger.record(
+        [rig.target.uid],
+        LastRequest("t-1", head, ("CatchUp",), sent, sent + 3.0, "Delivered"),
+    )
+    ledger.record(
+        [rig.target.uid],
+        LastRequest("t-2", head, ("CatchUp",), sent + 8.0, sent + 9.0, "Stale"),
+    )
+    before = collisions("withheld")
+    rig.clock.now = sent + 20.0
+    event(rig, "first", FLUX, second=stamp(sent + 2.0))  # written at sent + 2, read now
+    rig.drain(loop)
+    rig.clock.now += 6.0
+    loop.flush()
+    assert value_in_git(rig) == "api"
+    assert collisions("withheld") == before + 1
+
+
+def test_a_revert_read_after_the_window_shut_is_withheld_if_written_inside_it(
+    rig: Rig,
+) -> None:
+    """W1: the 10 s after the finish are measured to the applier's write, not to when its
+    event is read: a revert written 1 s after the finish and read 30 s later is withheld,
+    while one written after the window shut is mirrored."""
+    loop = guarded(rig)
+    publish_and_push(rig, loop, "first", EDIT)
+    sent = rig.clock.now
+    rig.clock.now = sent + 0.5
+    event(rig, "api", EDIT)
+    rig.drain(loop)
+    Ledger(rig.client, rig.keys).record(
+        [rig.target.uid],
+        LastRequest("t-1", rig.head(), ("CatchUp",), sent, sent + 3.0, "Delivered"),
+    )
+    rig.clock.now = sent + 30.0
+    event(rig, "first", FLUX, second=stamp(sent + 4.0))
+    rig.drain(loop)
+    rig.clock.now += 6.0
+    loop.flush()
+    assert value_in_git(rig) == "api"
+    event(rig, "later", FLUX, second=stamp(sent + 20.0))  # written after it shut
+    rig.drain(loop)
+    rig.clock.now += 6.0
+    loop.flush()
+    assert value_in_git(rig) == "later"
+
+
+def test_a_stalled_branch_keeps_the_api_edit_that_an_appliers_revert_follows(rig: Rig) -> None:
+    """U1 with W1: a branch recorded stalled (any failed pass records it, T4) coalesces its
+    stream to each object's newest event. Flux's revert, published before the owner read the
+    API edit it reverts, deleted the edit's entry: the owner never saw the edit, mirrored the
+    revert as no change, and the edit was lost in Git and in the cluster. An applier's write
+    now coalesces only with the applier's writes, so the edit stays (edits still coalesce with
+    edits: two entries for the object, not three)."""
+    loop = guarded(rig)
+    publish_and_push(rig, loop, "first", EDIT)
+    sent = send_catch_up(rig, loop)
+    rig.client.sadd(rig.keys.stalled_branches, rig.bk)  # as BranchHealth.stalled records it
+    rig.clock.now = sent + 1.0
+    event(rig, "api-0", EDIT)
+    event(rig, "api", EDIT)  # the API edit, inside the apply, not read yet
+    rig.clock.now += 1.0
+    event(rig, "first", FLUX)  # the apply reverts it before the owner reads the edit
+    assert rig.client.xlen(rig.keys.branch_events(rig.bk)) == 2
+    rig.drain(loop)
+    rig.clock.now += 6.0
+    loop.flush()
+    assert value_in_git(rig) == "api"
 
 
 def test_a_same_second_tie_is_mirrored_and_counted_ambiguous(rig: Rig) -> None:

@@ -77,3 +77,26 @@ def test_a_worker_stopped_while_redis_is_away_ends_without_an_error(
         thread.join(DEADLINE_S)
     assert not thread.is_alive(), "the worker stopped"
     assert raised == [], raised
+
+
+def test_a_worker_started_while_redis_is_away_waits_for_it(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """C9 at start: the soak started a worker while Redis was loading its AOF after a kill;
+    its first heartbeat raised (``BusyLoadingError``) and the process exited, so no branch had
+    an owner again. Started with Redis away, the worker now waits, then works."""
+    settings = settings_for(
+        tmp_path, "c9s", redis_url=redis_server.url, lease_period=timedelta(seconds=3)
+    )
+    site = Site(tmp_path, redis_server.client(), "c9s", settings)
+    site.branch("r")
+    redis_server.stop()
+    running = Running(site.worker("w1", time.time))
+    with running as worker:
+        assert worker.outage.wait(DEADLINE_S), "the worker saw Redis away"
+        assert running.thread is not None and running.thread.is_alive()
+        redis_server.start()
+        site.publish("r")  # the watcher republishes what Redis lost (C8)
+        site.edit("r", "after")
+        wait_until(lambda: "[CREATE] v1/configmaps/after" in site.pushed("r"), DEADLINE_S, "push")
+        assert running.thread.is_alive()

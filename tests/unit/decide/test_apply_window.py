@@ -12,8 +12,12 @@ from shared.decide.apply_window import (
     Verdict,
     asks_history,
     decide,
+    entry_time,
     is_api_edit,
     managers_of,
+    may_be_withheld,
+    window_in_force,
+    write_bound,
 )
 from shared.model.events import ManagerEntry, Operation
 
@@ -218,3 +222,38 @@ def test_history_is_asked_for_only_when_the_verdict_depends_on_it(case: Case) ->
     assert asked is (len(verdicts) == 2)
     if asked:
         assert verdicts == {Verdict.MIRROR, Verdict.HISTORICAL}
+
+
+def test_a_write_is_bounded_by_its_managed_fields_second_by_its_observation_and_by_now() -> None:
+    """W1 is judged at the write: the end of its newest entries' second, when the watcher
+    observed it, or now, whichever is earliest; a time that does not parse bounds nothing."""
+    written = entry_time(SECOND)
+    assert written is not None
+    assert write_bound(FLUX, observed_at=written + 30.0, now=written + 40.0) == written + 1.0
+    assert write_bound(FLUX, observed_at=written + 0.2, now=written + 40.0) == written + 0.2
+    assert write_bound(FLUX, observed_at=written + 30.0, now=written + 0.5) == written + 0.5
+    garbled = (ManagerEntry("kustomize-controller", "Apply", "yesterday"),)
+    assert write_bound(garbled, observed_at=SENT + 7.0, now=SENT + 9.0) == SENT + 7.0
+    assert entry_time("2026-12-01T10:00:05") is None  # no zone: not a managedFields time
+
+
+def test_the_window_in_force_is_the_latest_request_sent_by_the_write() -> None:
+    """A request sent after the write cannot be what wrote it; of the others the latest
+    counts (an edit before it is in the commit it applies)."""
+    older, newer, later = ApplyWindow(SENT - 60.0, SENT - 50.0), FINISHED, ApplyWindow(SENT + 9.0)
+    windows = [later, older, newer]
+    assert window_in_force(windows, SENT + 2.0) == newer
+    assert window_in_force(windows, SENT + 9.0) == later
+    assert window_in_force(windows, SENT - 55.0) == older
+    assert window_in_force(windows, SENT - 61.0) is None
+    assert window_in_force([], SENT) is None
+
+
+def test_only_an_appliers_write_may_be_withheld_whatever_its_gittargets_applier() -> None:
+    """U1 keys an applier's write apart from the API edits before it (shared.store.streams)."""
+    assert may_be_withheld("UPDATE", FLUX)
+    assert may_be_withheld("CREATE", ARGO_BOTH)
+    assert not may_be_withheld("UPDATE", TIE)
+    assert not may_be_withheld("UPDATE", KUBECTL)
+    assert not may_be_withheld("DELETE", FLUX)
+    assert not may_be_withheld("UPDATE", ())
