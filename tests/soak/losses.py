@@ -117,3 +117,39 @@ def counts(seen: list[Collision]) -> dict[str, int]:
     for collision in seen:
         found[collision.outcome] = found.get(collision.outcome, 0) + 1
     return found
+
+
+def tie_exemptions(
+    found: Iterable[Loss],
+    final: dict[tuple[str, str], str | None],
+    history: Iterable[tuple[float, str, str, str, str | None]],
+    seen: Iterable[Collision],
+) -> tuple[set[str], set[str]]:
+    """The values the soak's commit checks may not count against a W2 tie: (final values that
+    may be in no commit, values that may be added by a second commit).
+
+    W2 mirrors a same-second tie between the applier and another manager (only proof
+    withholds), so when the tie was the applier's revert of an API edit, Git gets the applier's
+    value back: that value is added by a second commit, and if no later edit came the edit's
+    own value is in no commit. Both follow from the tie the spec mandates, so they are exempt,
+    and nothing else: a final value only for an object whose loss in Git is classified a tie;
+    a value added twice only when the product logged an ``ambiguous`` collision on its object
+    after the editor wrote that value (``history``: the editor's (time, kind, namespace,
+    name, value) writes). Every other value stays checked (the safety suite's rule: a tie's
+    value "may be written twice", docs/safety.md).
+    """
+    finals: set[str] = set()
+    for loss in found:
+        value = final.get((loss.namespace, loss.name))
+        if loss.kind == W2_TIE and loss.where == "git" and value is not None:
+            finals.add(value)
+    ties: dict[tuple[str, str], float] = {}
+    for collision in seen:
+        if collision.outcome == "ambiguous":
+            ties[(collision.namespace, collision.name)] = collision.at  # the latest, by order
+    restored = {
+        value
+        for at, _, ns, name, value in history
+        if value is not None and (ns, name) in ties and ties[(ns, name)] >= at - SLACK_S
+    }
+    return finals, restored

@@ -6,7 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.soak.losses import UNEXPLAINED, W2_TIE, Collision, classify, collisions, counts
+from tests.soak.losses import (
+    UNEXPLAINED,
+    W2_TIE,
+    Collision,
+    Loss,
+    classify,
+    collisions,
+    counts,
+    tie_exemptions,
+)
 
 
 def line(at: str, outcome: str, obj: str) -> str:
@@ -50,3 +59,32 @@ def test_only_a_tie_after_the_last_edit_explains_a_loss() -> None:
     withheld = Collision(100.5, "withheld", "ns", "a", "reverted")
     assert classify("ns", "a", 100.0, [withheld])[0] == UNEXPLAINED  # W1 must repair it
     assert classify("ns", "a", None, [tie])[0] == UNEXPLAINED
+
+
+def test_only_a_w2_tie_exempts_its_objects_values_from_the_commit_checks() -> None:
+    """A tie (W2) restores the applier's value in Git: the edit's final value may be in no
+    commit (only for an object whose Git loss is a tie) and a value of the object written
+    before the tie may be added twice (only with an ``ambiguous`` collision logged on that
+    object after the value was written). A loss in the cluster, an unexplained one, a
+    withheld collision or a tie before the value's write exempts nothing."""
+    found = [
+        Loss("ns", "a", "git", "a: ...", W2_TIE, "tie"),
+        Loss("ns", "b", "cluster", "b: ...", W2_TIE, "tie"),
+        Loss("ns", "c", "git", "c: ...", UNEXPLAINED, "none"),
+        Loss("ns", "d", "git", "missing d", W2_TIE, "tie"),
+    ]
+    final = {("ns", "a"): "v-a2", ("ns", "b"): "v-b1", ("ns", "c"): "v-c1", ("ns", "d"): None}
+    history = [
+        (10.0, "update", "ns", "a", "v-a1"),
+        (20.0, "update", "ns", "a", "v-a2"),
+        (10.0, "update", "ns", "c", "v-c1"),
+        (30.0, "update", "ns", "e", "v-e1"),
+        (10.0, "update", "ns", "f", "v-f1"),
+    ]
+    seen = [
+        Collision(20.5, "ambiguous", "ns", "a", "tie"),
+        Collision(11.0, "withheld", "ns", "c", "revert"),
+        Collision(12.0, "ambiguous", "ns", "e", "tie before the write"),
+        Collision(11.0, "ambiguous", "other", "f", "another namespace"),
+    ]
+    assert tie_exemptions(found, final, history, seen) == ({"v-a2"}, {"v-a1", "v-a2"})
