@@ -246,12 +246,14 @@ def _report(run: Run, client: redis.Redis, start: tuple[int, int]) -> list[str]:
     twice = sorted(v for v, n in counts.items() if n > 1 and v not in tie_restored)
     finals = [v for v in editor.final.values() if v is not None and v not in tie_finals]
     not_once = sorted(v for v in finals if counts.get(v, 0) != 1)
+    excused_finals = [v for v in tie_finals if counts.get(v, 0) != 1]
+    excused_twice = [v for v in tie_restored if counts.get(v, 0) > 1]
     say(
         f"values in Git: {len(counts)} of {len(editor.values)} written (the rest folded by a "
         f"window); in more than one commit: {len(twice)}; final values not in exactly one "
         f"commit: {len(not_once)}; commits repeating a patch: {repeated}; not counted, as "
-        f"W2 ties (losses.tie_exemptions): {len(tie_finals)} final values, "
-        f"{len(tie_restored)} restored values"
+        f"W2 ties (losses.tie_exemptions): {len(excused_finals)} final values in no commit, "
+        f"{len(excused_twice)} values in more than one"
     )
     problems += [f"value {v} added by {counts[v]} commits" for v in twice]
     problems += [f"final value {v} added by {counts.get(v, 0)} commits" for v in not_once]
