@@ -107,7 +107,7 @@ class FluxSent:
         if self.stamp == "stamp-source":
             repository = self.client.get(GIT_REPOSITORIES, *self.source)
             holding = holding_revision(self.token, _source_view(repository), fetched=self.fetched)
-            self.fetched = holding != ""
+            self.fetched = self.fetched or holding != ""
         kustomization = self.client.get(KUSTOMIZATIONS, self.applier.namespace, self.applier.name)
         attempted = _field(kustomization, "status", "lastAttemptedRevision")
         done = flux_handled(

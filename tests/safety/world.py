@@ -165,7 +165,7 @@ class SimSent:
         # the simulated source never fails a fetch and is never suspended
         source = SourceView(flux.source_handled, revision(flux.artifact), "True", True)
         holding = holding_revision(self.token, source, fetched=self.fetched)
-        self.fetched = holding != ""
+        self.fetched = self.fetched or holding != ""
         return flux_handled(
             self.plan,
             self.token,

@@ -229,6 +229,28 @@ def test_a_source_stamp_is_handled_by_the_apply_of_a_newer_artifact_fetched_afte
     assert sent.plan == f"stamp-source; applied {newer}"
 
 
+def test_the_proof_that_the_source_fetched_after_the_stamp_is_kept_for_the_attempt() -> None:
+    """D6: once one read proved the source fetched after our stamp, a read that finds no
+    artifact revision (a reconcile in between) does not forget the proof; without it, a later
+    stamp that replaced ours left the attempt waiting until its deadline (Failed)."""
+    newer = "main@sha1:" + "e" * 40
+    cluster = FakeCluster(kustomization(), gitrepository({"branch": "main"}))
+    pending = for_kind("Kustomization").read(cluster.client(), request())
+    assert isinstance(pending, FluxPending)
+    sent = pending.request(["ForeignCommit"], "tok-1")
+    assert not isinstance(sent, Unneeded)
+    ks = ("kustomizations", "flux-system", "apps")
+    repo = ("gitrepositories", "flux-system", "config")
+    cluster.objects[repo] = _fetched(newer, handled="tok-1")
+    cluster.objects[ks] = kustomization(attempted=f"main@sha1:{OLD}", ready="True")
+    assert not sent.handled()  # proved; the Kustomization has not attempted it yet
+    cluster.objects[repo] = _fetched("", handled="tok-1")
+    assert not sent.handled()  # no artifact revision in this read
+    cluster.objects[repo] = _fetched(newer, handled="receiver")  # a later stamp replaced ours
+    cluster.objects[ks] = kustomization(attempted=newer, ready="True")
+    assert sent.handled()
+
+
 def test_a_refusal_at_the_artifacts_commit_stamps_the_kustomization() -> None:
     """D4: the artifact holds the commit, so only a Refusal asks for anything: a
     Kustomization stamp, handled when ``lastHandledReconcileAt`` carries its token (D6)."""
