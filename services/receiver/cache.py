@@ -39,8 +39,8 @@ class TtlCache(Generic[K, V]):
         self._max = max_entries
         self._lock = threading.Lock()
         self._entries: dict[K, tuple[V, float]] = {}
-        #: Keys whose expired entry one thread is loading now.
-        self._loading: set[K] = set()
+        #: Keys whose entry a thread is loading now, with how many threads are.
+        self._loading: dict[K, int] = {}
 
     def get(self, key: K, load: Callable[[K], V]) -> V:
         """The cached value of ``key``, or a fresh one; ``load``'s exceptions pass through."""
@@ -53,15 +53,19 @@ class TtlCache(Generic[K, V]):
                     return hit[0]
                 if key in self._loading and age < 2 * self._ttl:
                     return hit[0]  # another thread is reloading it: the old answer meanwhile
-            self._loading.add(key)
+            self._loading[key] = self._loading.get(key, 0) + 1
         try:
             value = load(key)  # outside the lock: other threads go on meanwhile
         finally:
             with self._lock:
-                self._loading.discard(key)
+                left = self._loading.pop(key) - 1
+                if left:
+                    self._loading[key] = left
         if self._ttl > 0:
             with self._lock:
-                if len(self._entries) >= self._max:
-                    self._entries.clear()
-                self._entries[key] = (value, now)
+                kept = self._entries.get(key)
+                if kept is None or kept[1] <= now:  # never replace a fresher answer
+                    if len(self._entries) >= self._max:
+                        self._entries.clear()
+                    self._entries[key] = (value, now)
         return value

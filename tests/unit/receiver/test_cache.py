@@ -83,6 +83,34 @@ def test_an_expired_entry_is_reloaded_by_one_thread_while_the_others_keep_the_ol
     assert calls == ["slow", "fresh", "new"]
 
 
+def test_two_loaders_of_one_key_keep_it_marked_until_both_are_done() -> None:
+    """A second load (the entry past twice the ttl) ending first does not clear the mark of
+    the first load still out: a third reader keeps the old answer instead of loading too; and
+    the slow first load, read before the second, does not replace the second's fresher one."""
+    now = [0.0]
+    cache: TtlCache[str, str] = TtlCache(timedelta(seconds=5), lambda: now[0])
+    cache.get("a", lambda key: "old")
+    started, release = threading.Event(), threading.Event()
+
+    def slow(key: str) -> str:
+        started.set()
+        assert release.wait(timeout=60), "the test never released the load"
+        return "slow"
+
+    now[0] = 5.0
+    first = threading.Thread(target=lambda: cache.get("a", slow), daemon=True)
+    first.start()
+    assert started.wait(timeout=60)
+    now[0] = 10.0
+    assert cache.get("a", lambda key: "second") == "second"  # past twice the ttl: loads
+    now[0] = 15.5
+    assert cache.get("a", lambda key: "third") == "second"  # the first load is still out
+    release.set()
+    first.join(timeout=60)
+    assert not first.is_alive()
+    assert cache._entries["a"] == ("second", 10.0)  # the slow answer was older: not kept
+
+
 def test_a_failed_reload_lets_the_next_reader_load_again() -> None:
     """A reload that failed leaves no mark: the next reader of the expired entry loads."""
     now = [0.0]
