@@ -20,7 +20,7 @@ the edit then, and the CatchUp must apply it back, so a loss after a withheld re
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -124,6 +124,7 @@ def tie_exemptions(
     final: dict[tuple[str, str], str | None],
     history: Iterable[tuple[float, str, str, str, str | None]],
     seen: Iterable[Collision],
+    counts: Mapping[str, int],
 ) -> tuple[set[str], set[str]]:
     """The values the soak's commit checks may not count against a W2 tie: (final values that
     may be in no commit, values that may be added by a second commit).
@@ -133,23 +134,32 @@ def tie_exemptions(
     value back: that value is added by a second commit, and if no later edit came the edit's
     own value is in no commit. Both follow from the tie the spec mandates, so they are exempt,
     and nothing else: a final value only for an object whose loss in Git is classified a tie;
-    a value added twice only when the product logged an ``ambiguous`` collision on its object
-    after the editor wrote that value (``history``: the editor's (time, kind, namespace,
-    name, value) writes). Every other value stays checked (the safety suite's rule: a tie's
-    value "may be written twice", docs/safety.md).
+    and for each ``ambiguous`` collision the branch worker logged, one value of its object:
+    the latest the editor wrote *before* the tied edit (the last edit up to the collision)
+    that Git holds in more than one commit (``counts``), which is what the revert restored.
+    ``history`` holds the editor's (time, kind, namespace, name, value) writes. Every other
+    value stays checked (the safety suite's rule: a tie's value "may be written twice",
+    docs/safety.md).
     """
     finals: set[str] = set()
     for loss in found:
         value = final.get((loss.namespace, loss.name))
         if loss.kind == W2_TIE and loss.where == "git" and value is not None:
             finals.add(value)
-    ties: dict[tuple[str, str], float] = {}
+    writes: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    for at, _, ns, name, value in history:
+        if value is not None:
+            writes.setdefault((ns, name), []).append((at, value))
+    restored: set[str] = set()
     for collision in seen:
-        if collision.outcome == "ambiguous":
-            ties[(collision.namespace, collision.name)] = collision.at  # the latest, by order
-    restored = {
-        value
-        for at, _, ns, name, value in history
-        if value is not None and (ns, name) in ties and ties[(ns, name)] >= at - SLACK_S
-    }
+        if collision.outcome != "ambiguous":
+            continue
+        before = sorted(
+            w
+            for w in writes.get((collision.namespace, collision.name), [])
+            if w[0] <= collision.at + SLACK_S
+        )[:-1]  # every write before the tied edit
+        repeated = [value for _, value in before if counts.get(value, 0) > 1]
+        if repeated:
+            restored.add(repeated[-1])
     return finals, restored

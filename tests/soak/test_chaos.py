@@ -242,7 +242,9 @@ def _report(run: Run, client: redis.Redis, start: tuple[int, int]) -> list[str]:
         for commit in run.outsider.pushed.get(tenant.tenant.repo, []):
             if not _ancestor(tenant, commit):
                 problems.append(f"{tenant.ns}: outside commit {commit[:12]} not on main")
-    tie_finals, tie_restored = losses.tie_exemptions(found, editor.final, editor.history, seen)
+    tie_finals, tie_restored = losses.tie_exemptions(
+        found, editor.final, editor.history, seen, counts
+    )
     twice = sorted(v for v, n in counts.items() if n > 1 and v not in tie_restored)
     finals = [v for v in editor.final.values() if v is not None and v not in tie_finals]
     not_once = sorted(v for v in finals if counts.get(v, 0) != 1)

@@ -63,28 +63,33 @@ def test_only_a_tie_after_the_last_edit_explains_a_loss() -> None:
 
 def test_only_a_w2_tie_exempts_its_objects_values_from_the_commit_checks() -> None:
     """A tie (W2) restores the applier's value in Git: the edit's final value may be in no
-    commit (only for an object whose Git loss is a tie) and a value of the object written
-    before the tie may be added twice (only with an ``ambiguous`` collision logged on that
-    object after the value was written). A loss in the cluster, an unexplained one, a
-    withheld collision or a tie before the value's write exempts nothing."""
+    commit (only for an object whose Git loss is a tie), and one value of the object may be
+    added twice: the latest written before the tied edit that Git holds twice (only with an
+    ``ambiguous`` collision logged on that object). A loss in the cluster, an unexplained
+    one, a withheld collision, a tie before the value's write, or a value another object
+    holds exempts nothing; nor does a tie exempt an earlier double write of the object."""
     found = [
         Loss("ns", "a", "git", "a: ...", W2_TIE, "tie"),
         Loss("ns", "b", "cluster", "b: ...", W2_TIE, "tie"),
         Loss("ns", "c", "git", "c: ...", UNEXPLAINED, "none"),
         Loss("ns", "d", "git", "missing d", W2_TIE, "tie"),
     ]
-    final = {("ns", "a"): "v-a2", ("ns", "b"): "v-b1", ("ns", "c"): "v-c1", ("ns", "d"): None}
+    final = {("ns", "a"): "v-a3", ("ns", "b"): "v-b1", ("ns", "c"): "v-c1", ("ns", "d"): None}
     history = [
+        (5.0, "update", "ns", "a", "v-a0"),
         (10.0, "update", "ns", "a", "v-a1"),
-        (20.0, "update", "ns", "a", "v-a2"),
-        (10.0, "update", "ns", "c", "v-c1"),
+        (20.0, "update", "ns", "a", "v-a3"),
+        (10.0, "update", "ns", "c", "v-c0"),
+        (12.0, "update", "ns", "c", "v-c1"),
         (30.0, "update", "ns", "e", "v-e1"),
-        (10.0, "update", "ns", "f", "v-f1"),
+        (10.0, "update", "ns", "f", "v-f0"),
+        (11.0, "update", "ns", "f", "v-f1"),
     ]
     seen = [
         Collision(20.5, "ambiguous", "ns", "a", "tie"),
-        Collision(11.0, "withheld", "ns", "c", "revert"),
+        Collision(12.5, "withheld", "ns", "c", "revert"),
         Collision(12.0, "ambiguous", "ns", "e", "tie before the write"),
-        Collision(11.0, "ambiguous", "other", "f", "another namespace"),
+        Collision(11.5, "ambiguous", "other", "f", "another namespace"),
     ]
-    assert tie_exemptions(found, final, history, seen) == ({"v-a2"}, {"v-a1", "v-a2"})
+    counts = {"v-a0": 2, "v-a1": 2, "v-a3": 0, "v-c0": 2, "v-e1": 2, "v-f0": 2}
+    assert tie_exemptions(found, final, history, seen, counts) == ({"v-a3"}, {"v-a1"})
