@@ -47,7 +47,11 @@ after the revert happened, often a Stale one decided while the watch was behind)
 while Redis was down. The write's time is bounded above by the applier's own ``managedFields``
 time (API server clock, whole seconds: the write happened before that second ended), by when
 the watcher observed it, and by now; the latest of these bounds that the window can use is
-their minimum, which never makes a window look open that was not (W2: only proof withholds).
+their minimum. On the product's clock that never makes a window look open that was not (W2:
+only proof withholds); the ``managedFields`` bound is the API server's clock, though, and an
+API server whose clock is behind the product's by more than a second can make a write look
+older than it is, judged against an older request whose window is still open (the caveat
+docs/architecture.md states).
 
 Not to be confused with ``shared.decide.window``, which is the *commit* window (M6).
 """

@@ -23,7 +23,7 @@ TTL_S = 86_400
 
 @dataclass(frozen=True, slots=True)
 class Collision:
-    """One event the apply window judged a collision (withheld or ambiguous)."""
+    """One event the apply window judged a collision (withheld, ambiguous or historical)."""
 
     at: float
     outcome: str  # "withheld" | "historical" | "ambiguous"

@@ -38,7 +38,7 @@ class Collision:
     """One apply-window collision the branch worker logged (W3)."""
 
     at: float
-    outcome: str  # "withheld" | "ambiguous"
+    outcome: str  # "withheld" | "ambiguous" | "historical"
     namespace: str
     name: str
     why: str
