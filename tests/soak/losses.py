@@ -113,7 +113,7 @@ def classify(
 
 def counts(seen: list[Collision]) -> dict[str, int]:
     """Collisions by outcome (what ``apply_window_collisions_total`` counted, from the logs)."""
-    found = {"withheld": 0, "ambiguous": 0}
+    found = {"withheld": 0, "ambiguous": 0, "historical": 0}
     for collision in seen:
         found[collision.outcome] = found.get(collision.outcome, 0) + 1
     return found

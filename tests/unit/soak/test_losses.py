@@ -48,7 +48,7 @@ def test_the_worker_log_is_read_and_cut_lines_and_other_kinds_are_skipped(tmp_pa
         ("withheld", "ns", "b"),
         ("ambiguous", "ns", "a"),
     ]
-    assert counts(seen) == {"withheld": 1, "ambiguous": 1}
+    assert counts(seen) == {"withheld": 1, "ambiguous": 1, "historical": 0}
 
 
 def test_only_a_tie_after_the_last_edit_explains_a_loss() -> None:
