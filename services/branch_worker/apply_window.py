@@ -54,7 +54,8 @@ from shared.decide.apply_window import (
 )
 from shared.model.config import ApplierRef, TargetConfig
 from shared.model.events import ObjectEvent
-from shared.model.ids import BranchKey
+from shared.model.ids import BranchKey, GitTargetUid
+from shared.model.ledger import LastRequest
 from shared.store.api_edits import ApiEdits
 from shared.store.appliers import ApplierStore
 from shared.store.collisions import Collision, Collisions
@@ -91,6 +92,7 @@ class ApplyWindowGuard:
         self._clock = clock
         self._enabled = enabled  # False only through the e2e test seam
         self._edited: dict[EditKey, float] = {}
+        self._recent_by_target: dict[GitTargetUid, tuple[int, list[LastRequest]]] = {}
 
     def admits(
         self,
@@ -148,7 +150,7 @@ class ApplyWindowGuard:
     def _windows(self, ref: ApplierRef, target: TargetConfig) -> list[ApplyWindow]:
         """The applier's requests a write may belong to: the attempt out (unless the ledger
         holds it finished already) and the GitTarget's recent finished ones."""
-        recent = self._ledger.recent(target.uid)
+        recent = self._recent(target.uid)
         windows = [ApplyWindow(r.sent_at, r.finished_at) for r in recent]
         if not recent:  # an entry written before ``recent`` existed
             try:
@@ -160,6 +162,20 @@ class ApplyWindowGuard:
         if attempt is not None and attempt.token not in {r.token for r in recent}:
             windows.append(ApplyWindow(attempt.sent_at))
         return windows
+
+    def _recent(self, uid: GitTargetUid) -> list[LastRequest]:
+        """The GitTarget's recent requests, read and decoded again only when the ledger entry's
+        version moved: an apply of a thousand objects is a thousand applier events, and the
+        entry (up to ``RECENT`` requests) is one small version read for each instead of the
+        whole list and its decoding. The version is read first, so a request recorded between
+        the two reads is kept under the older version and read again next time."""
+        version = self._ledger.versions([uid])[uid]
+        cached = self._recent_by_target.get(uid)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        recent = self._ledger.recent(uid)
+        self._recent_by_target[uid] = (version, recent)
+        return recent
 
     def _edited_at(self, key: EditKey) -> float | None:
         """The last API edit of the object this owner or a previous one saw."""

@@ -22,7 +22,7 @@ from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.branch import BranchLoop
 from shared.model.config import ApplierRef
 from shared.model.events import GitTargetRef, ManagerEntry, ObjectEvent, Operation
-from shared.model.ids import ObjectId
+from shared.model.ids import GitTargetUid, ObjectId
 from shared.model.ledger import LastRequest
 from shared.settings import Settings
 from shared.store.api_edits import ApiEdits
@@ -523,3 +523,38 @@ def test_an_appliers_write_of_a_value_git_never_held_is_mirrored(rig: Rig) -> No
     loop.flush()
     assert value_in_git(rig) == "fresh"
     assert collisions("historical") == before
+
+
+def test_the_recent_requests_are_read_again_only_when_the_ledger_entry_moved(rig: Rig) -> None:
+    """An apply of many objects is many applier events: the guard reads the ledger entry's
+    version for each, and its list of recent requests only when the version moved."""
+    loop = guarded(rig)
+    publish_and_push(rig, loop, "first", EDIT)
+    assert loop.guard is not None
+    ledger = loop.guard._ledger
+    reads: list[str] = []
+    recent = ledger.recent
+
+    def counting(uid: GitTargetUid) -> list[LastRequest]:
+        reads.append(uid)
+        return recent(uid)
+
+    ledger.recent = counting  # type: ignore[method-assign]
+    sent = rig.clock.now
+    ledger.record(
+        [rig.target.uid],
+        LastRequest("t-1", rig.head(), ("CatchUp",), sent, sent + 0.5, "Delivered"),
+    )
+    for value in ("a", "b", "c"):
+        rig.clock.now += 0.1
+        event(rig, value, FLUX)
+        rig.drain(loop)
+    assert reads == [rig.target.uid]
+    ledger.record(
+        [rig.target.uid],
+        LastRequest("t-2", rig.head(), ("CatchUp",), sent + 1.0, sent + 1.5, "Delivered"),
+    )
+    rig.clock.now += 0.1
+    event(rig, "d", FLUX)
+    rig.drain(loop)
+    assert reads == [rig.target.uid] * 2
