@@ -56,6 +56,11 @@ NO_WRITE = Applied("none")
 #: object's file. An applier applies the commit it was asked for or a newer one, so the older
 #: content it can write is a few pushes old at most.
 HISTORY_DEPTH = 16
+#: ... among the branch's last this many commits: the walk is bounded even for a file that
+#: rarely changes (or an object whose file never held its content: an applier that renders
+#: what it applies, Flux's ``postBuild`` substitution, say), where ``git log`` would otherwise
+#: walk the whole history for every such event in a window.
+HISTORY_COMMITS = 512
 
 
 def key_of(event: ObjectEvent) -> IdentityKey:
@@ -148,7 +153,7 @@ def only_in_history(
             return False
         if is_sealed(body):
             path = path.removesuffix(".yaml") + SEALED_SUFFIX
-    for data in workspace.versions(path, depth):
+    for data in workspace.versions(path, depth, HISTORY_COMMITS):
         try:
             docs = parse(data)
         except Exception:  # a version nobody could parse holds nothing to compare

@@ -342,16 +342,26 @@ class Workspace:
         )
         return bool(status == 0)
 
-    def versions(self, path: str, depth: int) -> list[bytes]:
+    def versions(self, path: str, depth: int, within: int = 512) -> list[bytes]:
         """What ``path`` held after each of the last ``depth`` commits of HEAD's history that
-        changed it, newest first (a commit that deleted it gives nothing; no HEAD, nothing).
-        One ``git log`` and one blob read per commit, from git's object store (the work
-        tree's uncommitted writes are not history)."""
-        status, out, _ = self._repo.git(literal_pathspecs=True).log(
+        changed it, among HEAD's last ``within`` commits, newest first (a commit that deleted
+        it gives nothing; no HEAD, nothing). ``within`` bounds the walk: without it, a path
+        changed fewer than ``depth`` times made ``git log`` walk the whole history. One
+        ``rev-parse``, one ``git log`` and one blob read per commit, from git's object store
+        (the work tree's uncommitted writes are not history)."""
+        git = self._repo.git(literal_pathspecs=True)
+        bound, _, _ = git.rev_parse(
+            "--verify",
+            "-q",
+            f"HEAD~{within}^{{commit}}",
+            with_extended_output=True,
+            with_exceptions=False,
+        )
+        status, out, _ = git.log(
             "-n",
             str(depth),
             "--format=%H",
-            "HEAD",
+            f"HEAD~{within}..HEAD" if bound == 0 else "HEAD",
             "--",
             path,
             with_extended_output=True,

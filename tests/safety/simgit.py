@@ -172,14 +172,15 @@ class SimWorkspace:
         self._head = self.remote.make(self._head, new, "ours", message)
         return self._head
 
-    def versions(self, path: str, depth: int) -> list[bytes]:
+    def versions(self, path: str, depth: int, within: int = 512) -> list[bytes]:
         """``Workspace.versions``: the file after each of the last ``depth`` commits of HEAD's
-        first-parent history that changed it, newest first. A local read, like ``read``: no
-        point where the schedule switches."""
-        key, changed = _key(path), 0
+        first-parent history that changed it, among its last ``within`` commits, newest
+        first. A local read, like ``read``: no point where the schedule switches."""
+        key, changed, walked = _key(path), 0, 0
         found: list[bytes] = []
         cursor = self._head
-        while cursor is not None and changed < depth:
+        while cursor is not None and changed < depth and walked < within:
+            walked += 1
             commit = self.remote.commits[cursor]
             before = self.remote.tree(commit.parent).get(key)
             if commit.tree.get(key) != before:

@@ -281,3 +281,6 @@ def test_versions_lists_what_a_file_held_at_its_last_commits(tmp_path: Path, bar
     assert ws.versions("apps/cm.yaml", 10) == [b"v: 3\n", b"v: 2\n", b"v: 1\n"]
     assert ws.versions("apps/cm.yaml", 2) == [b"v: 3\n"]  # the delete was one of the two
     assert ws.versions("missing.yaml", 10) == []
+    assert ws.versions("apps/cm.yaml", 10, within=2) == [b"v: 3\n"]  # "again" and "delete"
+    assert ws.versions("apps/cm.yaml", 10, within=3) == [b"v: 3\n", b"v: 2\n"]
+    assert ws.versions("apps/cm.yaml", 10, within=50) == [b"v: 3\n", b"v: 2\n", b"v: 1\n"]
