@@ -21,7 +21,7 @@ from sandbox.kube.errors import ApiError
 from sandbox.kube.objects import in_version
 from sandbox.kube.resources import ResourceType
 from sandbox.kube.selectors import Predicate
-from sandbox.kube.store import Event, Store
+from sandbox.kube.store import Event, Follower, Store
 
 Obj = dict[str, Any]
 Encode = Callable[[Obj], Obj]
@@ -116,10 +116,17 @@ class WatchStream:
         yield from self._follow(cursor)
 
     def _follow(self, cursor: int) -> Iterator[bytes]:
+        follower = self._store.follow(self._req.rtype.group_resource, self._req.namespace)
+        try:
+            yield from self._live(follower, cursor)
+        finally:
+            follower.close()
+
+    def _live(self, follower: Follower, cursor: int) -> Iterator[bytes]:
         next_bookmark = time.monotonic() + self._interval
         while not self._store.closed:
             try:
-                events, latest = self._store.events_after(cursor)
+                events, latest = follower.events_after(cursor)
             except ApiError as exc:
                 yield _line("ERROR", exc.status_body())
                 return
@@ -135,4 +142,4 @@ class WatchStream:
                 yield self._bookmark(cursor)
                 next_bookmark = now + self._interval
             wake = min(self._deadline, next_bookmark if self._req.bookmarks else self._deadline)
-            self._store.wait_past(cursor, max(wake - now, 0.0))
+            follower.wait_past(cursor, max(wake - now, 0.0))

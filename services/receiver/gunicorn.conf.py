@@ -6,8 +6,8 @@
   ``gthread`` with a read deadline per request (``_RECEIVER_READ_TIMEOUT``, C5) and JSON
   answers to what gunicorn refuses before the app runs (W2);
 - ``keepalive``: an idle kept-alive connection is closed after 2 s (gunicorn's default, named
-  here because docs/receiver.md promises it); a new connection gets 5 s in a thread to send its
-  first byte, then the same 2 s in gunicorn's poller, without a thread;
+  here because docs/receiver.md promises it); a new connection waits for its first byte in the
+  poller, without a thread, for up to the read timeout (the worker's ``accept``);
 - ``control_socket_disable``: gunicorn >= 25.1 opens a control socket under ``$HOME`` by
   default, which fails on a read-only root filesystem (facts: webhooks-git-libs.md §3.7);
 - ``PROMETHEUS_MULTIPROC_DIR`` is wiped before the arbiter starts and a dead worker's live

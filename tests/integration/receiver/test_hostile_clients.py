@@ -31,9 +31,11 @@ ANSWER_WITHIN_S = 3.0
 #: Slack for the server's own housekeeping (gunicorn checks its timers once a second) and a
 #: busy machine.
 SLACK_S = 4.0
-#: An idle connection: gunicorn waits 5 s in a thread for a first byte, then keepalive (2 s)
-#: in its poller, checked once a second.
-IDLE_CUT_S = 5.0 + 2.0 + 1.0
+#: An idle connection waits for its first byte in gunicorn's poller for the read timeout,
+#: checked once a second (services/receiver/worker.py).
+IDLE_CUT_S = READ_TIMEOUT_S + 1.0
+#: More idle connections than the stack's workers have threads together (2 x 16).
+IDLE_CONNECTIONS = 40
 
 
 def _request(path: str, headers: list[tuple[str, str]] | None = None, body: bytes = b"") -> bytes:
@@ -118,6 +120,27 @@ def test_an_idle_connection_is_closed(stack: Stack) -> None:
     finally:
         client.stop()
     assert client.lasted() <= IDLE_CUT_S + SLACK_S
+
+
+def test_idle_connections_hold_no_thread(stack: Stack) -> None:
+    """C5: forty connections that say nothing (more than the two workers' 32 threads) do not
+    delay a delivery on the next connection: it is answered at once, while they are all still
+    open. gunicorn's own worker gave each new connection a thread that waited 5 s for its first
+    byte, so this delivery waited for one of those threads to give up."""
+    hook = stack.receiver("github", "idlers", samples.REPO_URL, samples.SECRET.decode())
+    idle = [SlowClient(stack.gunicorn.url, b"", drip=b"").start() for _ in range(IDLE_CONNECTIONS)]
+    try:
+        push = samples.github(samples.github_push(), delivery="beside-idle-connections")
+        status, took = _timed(hook, "POST", push.body, push.headers)
+        assert (status, took < ANSWER_WITHIN_S) == (202, True), took
+        status, took = _timed(stack.gunicorn.url + "/healthz", "GET")
+        assert (status, took < ANSWER_WITHIN_S) == (200, True), took
+        assert not any(c.closed.is_set() for c in idle), "an idle connection was cut early"
+        for client in idle:
+            assert client.closed.wait(IDLE_CUT_S + SLACK_S), "an idle connection is still open"
+    finally:
+        for client in idle:
+            client.stop()
 
 
 def test_a_malformed_chunked_body_is_400_without_a_traceback(stack: Stack) -> None:
