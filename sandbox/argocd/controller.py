@@ -208,6 +208,8 @@ class ArgoCDController:
     def _process(self, keys: list[ObjectKey]) -> None:
         with self._busy:
             for key in keys:
+                if self._stop.is_set():  # stopping: what is left waits for no server
+                    return
                 try:
                     when = self._reconcile(key)
                 except Stopping:

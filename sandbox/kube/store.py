@@ -13,8 +13,10 @@ watch), as the cacher hands each watcher only what it dispatches to it. With eve
 by every event, a thousand open watches cost a thousand thread wake-ups and history scans per
 write, which made the double, not the product, most of an edit's time in the many-GitTargets
 benchmark. A follower woken by nothing since its cursor moves its cursor to the latest version
-without reading the history, so a quiet watch is never cut with 410 because others' events
-went past it: the real cacher keeps an open watcher current in the same way.
+without reading the history, and one woken reads from the first event that concerns it, so a
+quiet watch is never cut with 410 because others' events went past it: the real cacher keeps
+an open watcher current in the same way. Its own events overflowing the history between two
+reads still end it with 410, as before.
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ class Follower:
         #: is the store's own, so the first read checks the history (and answers a watch from
         #: a compacted version 410), as before.
         self.relevant = store._rv
+        #: The resourceVersion of the first event this watch may have to send since it last
+        #: read (None: none). Everything between its cursor and this event is of no concern to
+        #: it, so a read starts here: writes to other namespaces or resources that overflowed
+        #: the history lose it nothing. 0 until the first read, which starts at the cursor.
+        self.first_unread: int | None = 0
 
     def concerns(self, event: Event) -> bool:
         """Whether ``event`` may be visible to this watch (selectors are the stream's)."""
@@ -68,9 +75,12 @@ class Follower:
         """As ``Store.events_after``, without reading the history when nothing this watch may
         send happened after ``rv``."""
         with self.cond:
-            if self.relevant <= rv:
+            if self.relevant <= rv:  # nothing of concern past the cursor
+                self.first_unread = None
                 return [], max(rv, self._store._rv)
-            return self._store.events_after(rv)
+            start = rv if self.first_unread is None else max(rv, self.first_unread - 1)
+            self.first_unread = None
+            return self._store.events_after(start)
 
     def wait_past(self, rv: int, timeout: float) -> bool:
         """Block until an event this watch may send is newer than ``rv``, the store closes,
@@ -176,6 +186,8 @@ class Store:
         for follower in self._followers.get(event.resource, ()):
             if follower.concerns(event):
                 follower.relevant = event.rv
+                if follower.first_unread is None:
+                    follower.first_unread = event.rv
                 follower.cond.notify()
 
     def follow(self, resource: GroupResource, namespace: str | None) -> Follower:

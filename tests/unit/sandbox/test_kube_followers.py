@@ -41,6 +41,45 @@ def test_a_quiet_watch_sleeps_through_other_namespaces_and_is_never_expired_by_t
     assert [(e.type, e.obj["metadata"]["name"]) for e in events] == [("ADDED", "mine")]
 
 
+def test_a_flood_elsewhere_with_no_read_in_between_loses_a_quiet_watch_nothing() -> None:
+    """As a stream reads: woken only by its own event, after others overflowed the history."""
+    store = Store(history=3)
+    store.put(CONFIGMAPS, _cm("quiet", "before"))
+    cursor = store.resource_version
+    follower = store.follow(CONFIGMAPS, "quiet")
+    assert follower.events_after(cursor) == ([], cursor)
+    for n in range(10):
+        store.put(CONFIGMAPS, _cm("busy", f"cm-{n}"))
+    store.put(CONFIGMAPS, _cm("quiet", "mine"))
+    assert follower.wait_past(cursor, 0.0) is True
+    events, latest = follower.events_after(cursor)
+    assert [(e.type, e.obj["metadata"]["name"]) for e in events] == [("ADDED", "mine")]
+    assert latest == store.resource_version
+
+
+def test_its_own_events_overflowing_the_history_between_reads_still_expire_a_watch() -> None:
+    store = Store(history=3)
+    cursor = store.resource_version
+    follower = store.follow(CONFIGMAPS, "quiet")
+    assert follower.events_after(cursor) == ([], cursor)
+    for n in range(5):
+        store.put(CONFIGMAPS, _cm("quiet", f"cm-{n}"))
+    with pytest.raises(ApiError) as caught:
+        follower.events_after(cursor)
+    assert caught.value.code == 410
+
+
+def test_events_between_the_snapshot_and_the_follower_are_read() -> None:
+    """A stream lists, then follows: what was written in between is read from its cursor."""
+    store = Store(history=10)
+    cursor = store.resource_version  # the initial snapshot's version
+    store.put(CONFIGMAPS, _cm("quiet", "between"))
+    follower = store.follow(CONFIGMAPS, "quiet")
+    store.put(CONFIGMAPS, _cm("quiet", "after"))
+    events, _ = follower.events_after(cursor)
+    assert [e.obj["metadata"]["name"] for e in events] == ["between", "after"]
+
+
 def test_an_all_namespaces_watch_is_woken_by_each_namespace() -> None:
     store = Store(history=10)
     follower = store.follow(CONFIGMAPS, None)
