@@ -386,10 +386,9 @@ def _run(root: Path, kube: KubeApiServer, prefix: str) -> tuple[Measured, int]:
 def _cpu_rows(section: Section, measured: Measured) -> None:
     """CPU per request of each app (its gunicorn workers, and Redis), over the throughput
     rounds: what throughput costs, which a busy machine disturbs far less than requests/s."""
-    names = {"receiver": "receiver", **FLOOR_NAMES}
     for name, (workers, redis_cpu) in measured.cpu.items():
         section.add(
-            f"CPU per request, {names[name]}",
+            f"CPU per request, {APP_NAMES[name]}",
             (workers + redis_cpu) * 1e6,
             "us",
             f"gunicorn workers {workers * 1e6:.0f} us + Redis {redis_cpu * 1e6:.0f} us",
@@ -408,6 +407,8 @@ QUARTER_APPS = ("receiver", "bare+PING")
 
 #: How the latency rows name the floors.
 FLOOR_NAMES = {"bare+PING": "bare endpoint + PING", "bare": "bare endpoint"}
+#: How the rows name every app.
+APP_NAMES = {"receiver": "receiver", **FLOOR_NAMES}
 
 
 def _latency_rows(section: Section, measured: Measured) -> None:
@@ -428,11 +429,10 @@ def _latency_rows(section: Section, measured: Measured) -> None:
             "ms",
             f"p50 {percentile(floor, 50) * 1000:.1f} ms; the floor the p99 goal is judged against",
         )
-    names = {"receiver": "receiver", **FLOOR_NAMES}
     for name in QUARTER_APPS:
         timed = [t.latency for t in measured.quarter[name]]
         section.add(
-            f"{names[name]} at a quarter load, p99",
+            f"{APP_NAMES[name]} at a quarter load, p99",
             percentile(timed, 99) * 1000,
             "ms",
             f"p50 {percentile(timed, 50) * 1000:.1f} ms; {measured.rate / 2:.0f}/s, "
@@ -441,7 +441,7 @@ def _latency_rows(section: Section, measured: Measured) -> None:
     for name in ("receiver", "bare+PING"):
         closed = measured.cpu[name][0]
         section.add(
-            f"CPU per request at half load, open loop, {names[name]}",
+            f"CPU per request at half load, open loop, {APP_NAMES[name]}",
             measured.paced_cpu[name] * 1e6,
             "us",
             f"gunicorn workers; {closed * 1e6:.0f} us in the throughput rounds (closed loop)",
