@@ -58,15 +58,26 @@ def _reply_length(buffer: bytes) -> int | None:
     raise ValueError("a reply without Content-Length")
 
 
+def _connect(address: tuple[str, int]) -> socket.socket:
+    sock = socket.create_connection(address, timeout=30)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _closes(reply: bytes) -> bool:
+    """Whether the server said it closes the connection after this reply."""
+    head = reply[: reply.find(b"\r\n\r\n")].lower()
+    return b"\r\nconnection: close" in head
+
+
 def run(plan: Plan) -> Paced:
     """Send ``plan.count`` requests at ``plan.rate``/s; every request timed from its due time."""
     cpu_at = time.process_time()
     selector = selectors.DefaultSelector()
     idle: list[socket.socket] = []
     for _ in range(plan.connections):
-        sock = socket.create_connection(plan.address, timeout=30)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        idle.append(sock)
+        idle.append(_connect(plan.address))
+    reconnected = 0
     busy: dict[socket.socket, tuple[float, float, bytearray]] = {}  # due, sent, buffer
     timings: list[tuple[float, float]] = []
     failures: list[int] = []
@@ -97,6 +108,10 @@ def run(plan: Plan) -> Paced:
                 done = time.perf_counter()
                 selector.unregister(sock)
                 del busy[sock]
+                if _closes(bytes(buffer)):
+                    sock.close()
+                    sock = _connect(plan.address)
+                    reconnected += 1
                 idle.append(sock)
                 status = int(buffer[9:12])
                 if status == 202:

@@ -17,6 +17,14 @@ holds a thread for as long as it likes. This worker changes exactly those two th
   seconds for one to come free. Measured before the change (bench/receiver.py): the first
   request of a fresh connection took 8-23 ms at the median against 1.2 ms for the rest.
 
+- a connection that closes after its answer lingers for its client's close (RFC 9112 9.6) on a
+  thread of its own (``services.receiver.linger``), not on the loop thread, which gunicorn's
+  worker holds for up to 2 s per such connection;
+- a request whose whole head and body are already buffered is answered on the poller thread
+  itself, without the hand-offs to a pool thread and back, and while other requests wait the
+  worker sheds a connection now and then so that a sibling takes it
+  (``services.receiver.inline`` says when and why; anything else goes to a pool thread).
+
 Everything else (keep-alive, the poller that holds kept-alive connections) is gunicorn's
 ``ThreadWorker``. Set as ``worker_class`` in ``gunicorn.conf.py``.
 """
@@ -26,18 +34,41 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import select
 import selectors
+import socket
 import time
+from concurrent import futures
 from functools import partial
 from typing import Any
 
 from gunicorn.http import errors
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
+from services.receiver import inline
 from services.receiver.deadline import DeadlineSocket, SlowClient
+from services.receiver.linger import Linger
 from shared.settings import Settings
 
 LOG = logging.getLogger(__name__)
+
+
+class Conn(TConn):  # type: ignore[misc]  # gunicorn has no type hints
+    """gunicorn's connection, closed gracefully by a ``Linger`` instead of on the loop thread."""
+
+    linger: Linger | None = None
+
+    def close(self, graceful: bool = False) -> None:
+        raw = self.sock._sock if isinstance(self.sock, DeadlineSocket) else self.sock
+        if graceful and self.linger is not None and isinstance(raw, socket.socket):
+            self.linger.close(raw)
+        else:
+            super().close(graceful)
+
+
+#: Created on import, in gunicorn's master (which loads the worker class before it forks):
+#: every worker of the pod shares it (``services.receiver.inline.Board``).
+BOARD = inline.Board()
 
 #: What gunicorn refuses, by the exception its parser raises, as (code, reason phrase, status,
 #: reason); the first match wins, so subclasses come before ``ParseException``.
@@ -87,6 +118,89 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.read_timeout_s = Settings.from_env().receiver_read_timeout.total_seconds()
+        self.inline_policy = inline.InlinePolicy()
+        #: Plain HTTP/1 only: a TLS or HTTP/2 connection is never judged from its raw bytes.
+        self.inline_enabled = not self.cfg.is_ssl and "h2" not in self.cfg.http_protocols
+        self._inline_conn: Any = None  # the connection the loop thread is answering
+        self._waiting = 0  # events of the current poll not dispatched yet
+        #: Plain sockets only: a TLS close is gunicorn's own (it has to send close_notify).
+        self.linger = None if self.cfg.is_ssl else Linger()
+
+    def wait_for_and_dispatch_events(self, timeout: float) -> None:
+        """gunicorn's dispatch, counting the events still to dispatch (``_waiting``): the
+        requests that wait while the loop thread answers one."""
+        try:
+            events = self.poller.select(timeout)
+            self._waiting = len(events)
+            BOARD.post(self.age, self.pid, len(events) <= 1, time.monotonic())
+            for key, _ in events:
+                self._waiting -= 1
+                key.data(key.fileobj)
+        except OSError as e:
+            if e.errno != errno.EINTR:
+                raise
+        finally:
+            self._waiting = 0
+
+    def _sibling(self) -> bool:
+        return BOARD.sibling_keeps_up(self.age, time.monotonic())
+
+    def _answerable_inline(self, conn: Any) -> bool:
+        """Whether the connection's next request is whole in its buffer and may be answered
+        on this thread now."""
+        if not (self.inline_enabled and self.alive and self.inline_policy.allowed()):
+            return False
+        if conn.parser is not None and conn.parser.unreader.buf.getvalue():
+            return False  # gunicorn read ahead: the request is partly in its buffer, not ours
+        raw = conn.sock._sock if isinstance(conn.sock, DeadlineSocket) else conn.sock
+        try:
+            data = raw.recv(inline.PEEK_BYTES, socket.MSG_PEEK)
+            writable = select.poll()
+            writable.register(raw, select.POLLOUT)
+            if not writable.poll(0):
+                return False  # a client that does not read its answers: a thread waits on it
+        except OSError:  # nothing after all, or an error a thread will meet and report
+            return False
+        return inline.complete_request(data)
+
+    def _answer_inline(self, conn: Any) -> None:
+        """Answer the request on this thread, then what gunicorn's pool does after one."""
+        started = self.inline_policy.now()
+        self._inline_conn = conn
+        done: futures.Future[Any] = futures.Future()
+        try:
+            done.set_result(self.handle(conn, inline.READ_BUDGET_S))
+        except Exception as exc:  # finish_request closes the connection, as for a thread's
+            done.set_exception(exc)
+        finally:
+            self._inline_conn = None
+        slow = self.inline_policy.served(started)
+        if slow is not None:
+            LOG.info(
+                "a request took %.0f ms on the loop thread; threads answer for the next %.1f s",
+                slow[0] * 1000,
+                slow[1],
+            )
+        self.finish_request(conn, done)
+
+    def on_client_socket_readable(self, conn: Any, client: Any) -> None:
+        """A kept-alive connection has data: answered here if the request is whole."""
+        if not self._answerable_inline(conn):
+            super().on_client_socket_readable(conn, client)
+            return
+        self.poller.unregister(client)
+        self.keepalived_conns.remove(conn)
+        self._answer_inline(conn)
+
+    def on_pending_socket_readable(self, conn: Any, client: Any) -> None:
+        """A new connection's first bytes: answered here if the request is whole."""
+        if not self._answerable_inline(conn):
+            super().on_pending_socket_readable(conn, client)
+            return
+        self.poller.unregister(client)
+        self.pending_conns.remove(conn)
+        conn.data_ready = True
+        self._answer_inline(conn)
 
     def accept(self, listener: Any) -> None:
         """A new connection goes to the poller, not to a thread, until its first byte.
@@ -106,7 +220,8 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
             return
         self.nr_conns += 1
         client_sock.setblocking(False)
-        conn = TConn(self.cfg, client_sock, client_addr, listener.getsockname())
+        conn = Conn(self.cfg, client_sock, client_addr, listener.getsockname())
+        conn.linger = self.linger
         conn.timeout = time.monotonic() + self.read_timeout_s
         self.pending_conns.append(conn)
         self.poller.register(
@@ -119,13 +234,14 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
         for conn in self.pending_conns:  # all capped alike: the queue keeps its order
             conn.timeout = min(conn.timeout, deadline)
 
-    def handle(self, conn: Any) -> Any:
-        """Read (and answer) the connection's next request under a fresh deadline."""
+    def handle(self, conn: Any, budget_s: float | None = None) -> Any:
+        """Read (and answer) the connection's next request under a fresh deadline: the read
+        timeout, or ``budget_s`` for a request judged whole in its buffer (answered inline)."""
         if not conn.initialized and not self.cfg.is_ssl:
             conn.sock = DeadlineSocket(conn.sock)  # before gunicorn's parser takes it
         sock = conn.sock
         if isinstance(sock, DeadlineSocket):
-            sock.arm(self.read_timeout_s)
+            sock.arm(self.read_timeout_s if budget_s is None else budget_s)
         try:
             return super().handle(conn)
         finally:
@@ -133,7 +249,13 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
                 sock.disarm()
 
     def handle_request(self, req: Any, conn: Any) -> Any:
-        """The app's turn; gunicorn then drains an unread body, within the same deadline."""
+        """The app's turn; gunicorn then drains an unread body, within the same deadline.
+
+        Answered inline while other requests wait, the connection may be shed (the answer
+        says ``Connection: close``, and the client's next connection goes to whichever worker
+        accepts it first: one that is not busy)."""
+        if conn is self._inline_conn and self.inline_policy.shed(self._waiting, self._sibling):
+            req.must_close = True
         try:
             return super().handle_request(req, conn)
         finally:
