@@ -9,7 +9,11 @@ Content-Length: far less work per request on the generator's side, and none of i
 
 It is the same for every app measured (the floors and the receiver), so it favours none: a
 request is timed from its scheduled send time (no coordinated omission), and one that finds
-no idle connection waits for one, its lateness counted.
+no idle connection waits for one, its lateness counted. An answer that says
+``Connection: close`` ends its connection and a new one takes its place, as any HTTP client
+does (the receiver's worker sheds connections that way, services/receiver/inline.py); the
+connecting is the generator's time, in the lateness of the requests it delays, and the count
+is reported.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class Paced:
     timings: list[tuple[float, float]]
     failures: list[int]
     cpu_s: float  # CPU the generator itself used
+    reconnected: int  # answers that said Connection: close, after which it reconnected
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +127,7 @@ def run(plan: Plan) -> Paced:
         for sock in [*idle, *busy]:
             sock.close()
         selector.close()
-    return Paced(timings, failures, time.process_time() - cpu_at)
+    return Paced(timings, failures, time.process_time() - cpu_at, reconnected)
 
 
 def run_apart(plan: Plan) -> Paced:
@@ -146,7 +151,8 @@ def run_apart(plan: Plan) -> Paced:
     )
     result = json.loads(done.stdout)
     timings = [(float(a), float(b)) for a, b in result["timings"]]
-    return Paced(timings, [int(f) for f in result["failures"]], float(result["cpu_s"]))
+    failures = [int(f) for f in result["failures"]]
+    return Paced(timings, failures, float(result["cpu_s"]), int(result["reconnected"]))
 
 
 def main() -> None:
@@ -163,7 +169,13 @@ def main() -> None:
     )
     paced = run(plan)
     json.dump(
-        {"timings": paced.timings, "failures": paced.failures, "cpu_s": paced.cpu_s}, sys.stdout
+        {
+            "timings": paced.timings,
+            "failures": paced.failures,
+            "cpu_s": paced.cpu_s,
+            "reconnected": paced.reconnected,
+        },
+        sys.stdout,
     )
 
 

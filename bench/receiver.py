@@ -1,19 +1,19 @@
 """Verified deliveries per second through the receiver, beside a bare Flask endpoint.
 
 Both apps run under gunicorn with the same config file (``services/receiver/gunicorn.conf.py``:
-gthread, the same workers and threads), side by side in one run, and get the same load: a
-real-looking signed GitHub push (JSON) posted over keep-alive connections on loopback, each
-with its own delivery id. The bare endpoint reads the body and answers 202; the receiver looks
-its receiver record up in Redis, reads the token (through shared.kube from the sandbox
-Kubernetes API, cached), verifies the HMAC, parses the JSON and stores one notice with its
-replay guard (one Lua call). Throughput is measured closed-loop (every connection sends its
+the receiver's worker class, the same workers and threads), side by side in one run, and get the
+same load: a real-looking signed GitHub push (JSON) posted over keep-alive connections on
+loopback, each with its own delivery id. The bare endpoint reads the body and answers 202; the
+receiver looks its receiver record up in Redis, reads the token (through shared.kube from the
+sandbox Kubernetes API, cached), verifies the HMAC, parses the JSON and stores one notice with
+its replay guard (one Lua call). Throughput is measured closed-loop (every connection sends its
 next request when the answer arrives), best of ROUNDS rounds each; latency is then measured
 open-loop at half the receiver's throughput, from each request's scheduled send time, for the
 receiver and, at the same rate, for both bare endpoints (the floor: on a busy machine the load
 generator's own jitter is in every number; ``bench.openloop`` sends it). The CPU each app's
 workers and Redis spend per request is recorded too: on a 2-core machine it is what the
-throughput ratio comes down to, and a busy machine disturbs it far less. Bounded: a fixed
-number of requests per round and a time cap.
+throughput ratio comes down to, and a busy machine disturbs it far less. Bounded: a fixed number
+of requests per round and a time cap.
 Run alone: ``scripts/with-redis .venv/bin/python -m bench receiver``.
 """
 
@@ -200,6 +200,7 @@ class Load:
         self._address = (host, int(port))
         self._path, self._body, self._headers = path, body, headers
         self.failures: list[int] = []
+        self.reconnected = 0  # open loop: answers that closed their connection
         self._lock = threading.Lock()
 
     def _post(self, connection: http.client.HTTPConnection) -> None:
@@ -252,6 +253,7 @@ class Load:
         )
         with self._lock:
             self.failures += paced.failures
+            self.reconnected += paced.reconnected
         return [Timing(latency, lateness) for latency, lateness in paced.timings]
 
 
@@ -306,6 +308,8 @@ class Measured:
     paced_cpu: dict[str, float]
     #: Open-loop timings at a quarter of the receiver's throughput (the receiver and the floor)
     quarter: dict[str, list[Timing]]
+    #: Connections each app closed at half load (its answer said ``Connection: close``)
+    shed: dict[str, int]
 
 
 def _redis_cpu() -> float:
@@ -339,18 +343,20 @@ def _measure(loads: dict[str, Load], servers: dict[str, Server]) -> Measured:
     count = min(LATENCY_REQUESTS, int(rate * LATENCY_SECONDS)) // LATENCY_ROUNDS
     timings: dict[str, list[Timing]] = {name: [] for name in loads}
     paced = {name: [0.0, 0] for name in loads}  # worker CPU, requests
+    shed = dict.fromkeys(loads, 0)
     quarter: dict[str, list[Timing]] = {name: [] for name in QUARTER_APPS}
     for _ in range(LATENCY_ROUNDS):
         for name, load in loads.items():
-            before = servers[name].cpu_seconds()
+            before, reconnected = servers[name].cpu_seconds(), load.reconnected
             got = load.paced(rate, count)
+            shed[name] += load.reconnected - reconnected
             paced[name][0] += servers[name].cpu_seconds() - before
             paced[name][1] += len(got)
             timings[name] += got
         for name in QUARTER_APPS:
             quarter[name] += loads[name].paced(rate / 2, count // 2)
     paced_cpu = {name: w / max(n, 1) for name, (w, n) in paced.items()}
-    return Measured(rates, timings, rate, cpu, paced_cpu, quarter)
+    return Measured(rates, timings, rate, cpu, paced_cpu, quarter, shed)
 
 
 def _cleanup(prefix: str) -> None:
@@ -446,6 +452,14 @@ def _latency_rows(section: Section, measured: Measured) -> None:
             "us",
             f"gunicorn workers; {closed * 1e6:.0f} us in the throughput rounds (closed loop)",
         )
+    for name in ("receiver", "bare+PING"):
+        section.add(
+            f"connections shed at half load, {APP_NAMES[name]}",
+            measured.shed[name],
+            "",
+            f"of {len(measured.timings[name])} requests: answers that said Connection: close "
+            "(a busy worker's, while a sibling kept up); the generator reconnected",
+        )
     late = [
         t.lateness for ts in (*measured.timings.values(), *measured.quarter.values()) for t in ts
     ]
@@ -495,26 +509,30 @@ def bench() -> Section:
     _cpu_rows(section, measured)
     _latency_rows(section, measured)
     section.notes.append(
-        f"gunicorn gthread, {settings.receiver_workers} workers x {settings.receiver_threads} "
-        f"threads for every app; the load generator, the servers, Redis and the Kubernetes API "
-        f"double share this machine's {os.cpu_count()} cores. Throughput is the best of "
-        f"{ROUNDS} rounds of up to {ROUND_REQUESTS} requests (or {ROUND_SECONDS:.0f} s) each, "
+        f"The receiver's gunicorn worker (services/receiver/worker.py: gthread, whole "
+        "deliveries answered on the loop thread, a busy worker shedding a connection to a "
+        f"sibling that keeps up), {settings.receiver_workers} workers x "
+        f"{settings.receiver_threads} threads, for every app (the floors' route is a POST to "
+        "/hook/ too, so they get the same treatment); the load generator, the servers, Redis "
+        f"and the Kubernetes API double share this machine's {os.cpu_count()} cores. "
+        f"Throughput is the best of {ROUNDS} rounds of up to {ROUND_REQUESTS} requests "
+        f"(or {ROUND_SECONDS:.0f} s) each, "
         "the apps taking turns; CPU per request is what the app's gunicorn workers and Redis "
         "used over those rounds (/proc and INFO cpu), divided by the requests sent: a busy "
         "machine slows every process, but disturbs what a request costs far less than how "
         "many get through. Latency is measured open loop at half the receiver's "
         f"throughput for every app, {LATENCY_ROUNDS} rounds taking turns, each request timed "
         "from its scheduled send time, sent by one thread in a process of its own "
-        "(bench/openloop.py) over 32 keep-alive connections; the generator's own lateness (a "
+        "(bench/openloop.py) over 32 keep-alive connections (reconnecting after an answer "
+        "that closes its connection); the generator's own lateness (a "
         "process waking late on a busy machine) is in every latency, which is why the floors "
         "are shown beside ours. "
         "The receiver and that floor are measured at a quarter load as well (half the rate, "
         "half the requests, in the same rounds), and the workers' CPU per request in the "
         "half-load runs is shown beside the closed-loop figure: a request that arrives alone "
-        "pays the hand-offs of gunicorn's threaded worker (poller to a pool thread and back, "
-        "each a wake-up and a GIL hand-over) that a saturated server shares out over many, so "
-        "half the closed-loop throughput is more than half of what the machine serves open "
-        "loop, and the latency at half load sits near the knee of the curve. "
+        "finds cold caches and a sleeping worker, which a saturated server shares out over "
+        "many, so half the closed-loop throughput is more than half of what the machine "
+        "serves open loop. "
         f"Load average (1 min) {load_before:.1f} before and {load_after:.1f} after the run: "
         "other work on the machine shows in these numbers. "
         "Each stored delivery costs the receiver one Redis round trip (the notice and its "

@@ -92,6 +92,8 @@ def machine() -> list[str]:
 
 
 def _format(value: float) -> str:
+    if isinstance(value, int):  # a count
+        return f"{value:,}"
     if value >= 100:
         return f"{value:,.0f}"
     if value >= 1:

@@ -3,8 +3,10 @@
 - ``gthread`` workers, counts from ``Settings`` (``GITOPS_REVERSER_RECEIVER_WORKERS``/
   ``_THREADS``): a delivery spends most of its time waiting on Redis, so threads are cheap
   concurrency; the worker is ``services.receiver.worker.ReceiverWorker``, gunicorn's
-  ``gthread`` with a read deadline per request (``_RECEIVER_READ_TIMEOUT``, C5) and JSON
-  answers to what gunicorn refuses before the app runs (W2);
+  ``gthread`` with a read deadline per request (``_RECEIVER_READ_TIMEOUT``, C5), JSON
+  answers to what gunicorn refuses before the app runs (W2), whole deliveries answered on the
+  loop thread with a busy worker shedding connections to an idle sibling, and graceful closes
+  off the loop thread (docs/receiver.md "How a worker serves deliveries");
 - ``keepalive``: an idle kept-alive connection is closed after 2 s (gunicorn's default, named
   here because docs/receiver.md promises it); a new connection waits for its first byte in the
   poller, without a thread, for up to the read timeout (the worker's ``accept``);

@@ -60,3 +60,38 @@ def test_every_planned_request_is_sent_with_its_own_id_and_timed(server: tuple[s
 def test_a_reply_length_is_known_only_once_its_head_is_whole() -> None:
     assert openloop._reply_length(REPLY[:30]) is None
     assert openloop._reply_length(REPLY) == len(REPLY)
+
+
+CLOSING = REPLY.replace(b"\r\nContent-Length", b"\r\nConnection: close\r\nContent-Length")
+
+
+class _Closing(socketserver.StreamRequestHandler):
+    """Answers one request with ``Connection: close`` and closes, as a shedding worker does."""
+
+    connections = 0
+
+    def handle(self) -> None:
+        _Closing.connections += 1
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):
+            line = self.rfile.readline()
+            if not line:
+                return
+            head += line
+        self.rfile.read(2)
+        self.wfile.write(CLOSING)
+
+
+def test_an_answer_that_closes_its_connection_is_followed_by_a_new_one() -> None:
+    _Closing.connections = 0
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Closing) as made:
+        made.daemon_threads = True
+        thread = threading.Thread(target=made.serve_forever, daemon=True)
+        thread.start()
+        head, tail = openloop.prepared("/hook/x", b"{}", {}, "X-Id")
+        plan = openloop.Plan(made.server_address, head, tail, rate=500.0, count=12, connections=2)  # type: ignore[arg-type]
+        paced = openloop.run(plan)
+        made.shutdown()
+    assert paced.failures == [] and len(paced.timings) == 12
+    assert paced.reconnected == 12
+    assert _Closing.connections == 2 + 12  # the first two, then one after each answer
