@@ -34,7 +34,7 @@ class DeadlineSocket:
     ``disarm()`` ends it: reads are the socket's own again.
     """
 
-    __slots__ = ("_budget", "_clock", "_deadline", "_error", "_sock")
+    __slots__ = ("_budget", "_clock", "_deadline", "_error", "_sock", "_waits_only")
 
     def __init__(self, sock: socket.socket, clock: Callable[[], float] = time.monotonic) -> None:
         self._sock = sock
@@ -42,12 +42,18 @@ class DeadlineSocket:
         self._budget: float | None = None
         self._deadline: float | None = None
         self._error: type[Exception] = SlowClient
+        self._waits_only = False
 
-    def arm(self, budget_s: float) -> None:
-        """A new request may take ``budget_s`` seconds from its first byte read."""
+    def arm(self, budget_s: float, waits_only: bool = False) -> None:
+        """A new request may take ``budget_s`` seconds from its first byte read.
+
+        ``waits_only``: the request was judged whole in the socket's buffer, so what it takes
+        the app between reads does not count: a read that finds bytes waiting returns them
+        whenever it comes, and only a read that has to wait is held to the deadline."""
         self._budget = budget_s
         self._deadline = None
         self._error = SlowClient
+        self._waits_only = waits_only
 
     def draining(self) -> None:
         """The answer is sent: what is read now is an unread body being thrown away."""
@@ -65,6 +71,11 @@ class DeadlineSocket:
             if self._deadline is None:
                 self._deadline = now + self._budget
             remaining = self._deadline - now
+            if self._waits_only:
+                try:
+                    return self._sock.recv(size, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    pass  # nothing there: a wait, held to what is left of the budget
             if remaining <= 0:
                 raise self._error(f"the request took over {self._budget:g} s to arrive")
             self._sock.settimeout(remaining)

@@ -50,8 +50,10 @@ PAUSE_FACTOR = 10.0
 PAUSE_MIN_S = 1.0
 #: At most one connection is shed per this interval.
 SHED_EVERY_S = 0.01
-#: A read on the loop thread that finds nothing (the request was judged complete and was not)
-#: fails after this; the request is answered 408 and inline answering pauses.
+#: A read on the loop thread that has to wait (the request was judged complete and was not)
+#: gets what is left of this, counted from the first read (a read that finds bytes waiting
+#: always gets them: ``DeadlineSocket.arm(waits_only=True)``); past it, the request is
+#: answered 408 and inline answering pauses.
 READ_BUDGET_S = 0.05
 
 #: What is answered inline: a delivery (the one request served in bulk, whose answer is a few

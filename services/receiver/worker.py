@@ -66,6 +66,9 @@ class Conn(TConn):  # type: ignore[misc]  # gunicorn has no type hints
             super().close(graceful)
 
 
+#: How long a stopping worker waits for connections still lingering (gunicorn's own linger).
+LINGER_ON_STOP_S = 2.0
+
 #: Created on import, in gunicorn's master (which loads the worker class before it forks):
 #: every worker of the pod shares it (``services.receiver.inline.Board``).
 BOARD = inline.Board()
@@ -125,6 +128,13 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
         self._waiting = 0  # events of the current poll not dispatched yet
         #: Plain sockets only: a TLS close is gunicorn's own (it has to send close_notify).
         self.linger = None if self.cfg.is_ssl else Linger()
+
+    def run(self) -> None:
+        """gunicorn's loop; then what still lingers is given its time before the process ends
+        (the linger thread dies with it)."""
+        super().run()
+        if self.linger is not None:
+            self.linger.finish(LINGER_ON_STOP_S)
 
     def wait_for_and_dispatch_events(self, timeout: float) -> None:
         """gunicorn's dispatch, counting the events still to dispatch (``_waiting``): the
@@ -241,7 +251,10 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
             conn.sock = DeadlineSocket(conn.sock)  # before gunicorn's parser takes it
         sock = conn.sock
         if isinstance(sock, DeadlineSocket):
-            sock.arm(self.read_timeout_s if budget_s is None else budget_s)
+            if budget_s is None:
+                sock.arm(self.read_timeout_s)
+            else:  # the request is buffered: only a read that finds nothing is held to this
+                sock.arm(budget_s, waits_only=True)
         try:
             return super().handle(conn)
         finally:

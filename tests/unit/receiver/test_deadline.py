@@ -102,3 +102,14 @@ def test_gunicorn_refusals_become_the_documented_json(
     assert head.startswith(f"HTTP/1.1 {code} ".encode())
     assert b"Content-Type: application/json" in head and b"Connection: close" in head
     assert body == (f'{{"reason": "{reason}", "status": "{status}"}}\n').encode()
+
+
+def test_waits_only_reads_what_is_there_whenever_and_holds_only_a_wait(wire: Wire) -> None:
+    """A request judged whole in the buffer (answered on the loop thread): the app may take
+    its time between reads; a read that has to wait gets what is left of the budget."""
+    wire.sock.arm(0.05, waits_only=True)
+    assert wire.read_one(b"POST /hook/x HTTP/1.1\r\n") == b"POST /hook/x HTTP/1.1\r\n"
+    wire.now[0] += 10.0  # the app was slow: the budget is long gone
+    assert wire.read_one(b"the rest") == b"the rest"  # it was there: read
+    with pytest.raises(SlowClient):
+        wire.sock.recv(1024)  # nothing there: a wait, and no budget left

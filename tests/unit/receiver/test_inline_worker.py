@@ -47,8 +47,11 @@ class App:
 
     served: list[str] = field(default_factory=list)
     during: Any = None
+    before: Any = None  # runs before the body is read (the receiver looks its record up first)
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        if self.before is not None:
+            self.before()
         environ["wsgi.input"].read()
         self.served.append(environ["PATH_INFO"])
         if self.during is not None:
@@ -148,8 +151,11 @@ def test_a_whole_delivery_is_answered_while_every_thread_is_held(rig: Rig) -> No
     the slow one for the read timeout)."""
     slow = rig.connect()
     slow.sendall(delivery()[:-5])
-    while not rig.pooled:  # accepted, then handed to the pool thread, which waits in recv
+    for _ in range(POLLS):  # accepted, then handed to the pool thread, which waits in recv
+        if rig.pooled:
+            break
         rig.poll()
+    assert rig.pooled
     whole = rig.connect()
     whole.sendall(delivery())
     assert rig.answer(whole).startswith(b"HTTP/1.1 202")
@@ -175,6 +181,7 @@ def _together(rig: Rig, clients: list[socket.socket]) -> list[bytes]:
 
 
 def test_a_busy_worker_sheds_one_connection_when_a_sibling_keeps_up(rig: Rig) -> None:
+    rig.worker.inline_policy = inline.InlinePolicy(lambda: 500.0)  # one instant: one shed
     clients = _kept_alive(rig, 3)
     answers = _together(rig, clients)  # no sibling posted: nobody to take a connection
     assert all(a.startswith(b"HTTP/1.1 202") for a in answers)
@@ -184,7 +191,6 @@ def test_a_busy_worker_sheds_one_connection_when_a_sibling_keeps_up(rig: Rig) ->
     assert all(a.startswith(b"HTTP/1.1 202") for a in answers), answers
     closing = [a for a in answers if b"connection: close" in a.lower()]
     assert len(closing) == 1  # the first answered while others waited; one per interval
-    assert b"connection: close" not in answers[-1].lower()  # the last had nobody waiting
 
 
 def test_a_sibling_that_is_behind_takes_nothing(rig: Rig) -> None:
@@ -239,3 +245,16 @@ def test_a_client_that_keeps_its_socket_after_a_closing_answer_holds_nothing(rig
     assert not closed.is_set()  # still lingering: the keeper has not closed
     keeper.close()
     assert closed.wait(WAIT_S)
+
+
+def test_a_whole_delivery_is_not_cut_while_the_app_works_before_reading_its_body(
+    rig: Rig,
+) -> None:
+    """gunicorn reads the head with one recv of 8 KiB; the rest of a larger body is read when
+    the app reads it, after its Redis lookup. All of it is in the buffer: however long the app
+    took (here 60 ms, past the 50 ms a read on the loop thread may wait), it is read."""
+    rig.app.before = lambda: time.sleep(inline.READ_BUDGET_S + 0.01)  # a slow Redis lookup
+    client = rig.connect()
+    client.sendall(delivery(b"{" + b" " * 20_000 + b"}"))
+    assert rig.answer(client).startswith(b"HTTP/1.1 202")
+    assert rig.pooled == []

@@ -104,3 +104,34 @@ def test_a_socket_already_reset_is_closed_at_once(pairs: list) -> None:
     ours.close()  # shutdown fails on a closed socket
     linger.close(ours)
     assert closes.sockets == [ours]
+
+
+def test_nothing_is_opened_before_the_first_close() -> None:
+    """gunicorn builds the worker in its master: a pipe opened there would leak per spawn."""
+    linger = Linger()
+    assert linger._wake is None and linger._thread is None
+
+
+def test_finish_waits_for_what_lingers(pairs: list) -> None:
+    closes = Closes()
+    linger = Linger(timeout_s=3600, closed=closes)
+    assert linger.finish(0.0)  # nothing lingers
+    ours, theirs = _pair(pairs)
+    linger.close(ours)
+    assert not linger.finish(0.0)
+    done = threading.Event()
+    threading.Thread(target=lambda: linger.finish(WAIT_S) and done.set(), daemon=True).start()
+    theirs.close()
+    assert done.wait(WAIT_S)
+
+
+def test_a_socket_handed_over_twice_lingers_once(pairs: list) -> None:
+    closes = Closes()
+    linger = Linger(timeout_s=3600, closed=closes)
+    ours, theirs = _pair(pairs)
+    linger.close(ours)
+    linger.close(ours)
+    theirs.close()
+    closes.wait_for(ours)
+    assert linger.finish(WAIT_S)
+    assert closes.sockets == [ours]
