@@ -116,7 +116,9 @@ def error_response(code: int, phrase: str, status: str, reason: str) -> bytes:
 
 
 class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no type hints
-    """gunicorn's threaded worker with a per-request read deadline and JSON refusals."""
+    """gunicorn's threaded worker with a per-request read deadline, JSON refusals, whole
+    deliveries answered on the loop thread (shedding a connection to a sibling that keeps up)
+    and graceful closes lingering off it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -5,12 +5,24 @@ from __future__ import annotations
 import socketserver
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from bench import openloop
 
 REPLY = b"HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+
+def _request(rfile: Any) -> bytes | None:
+    """One request (head and its 2-byte body) from the stream; None once the client is gone."""
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        line = rfile.readline()
+        if not line:
+            return None
+        head += line
+    return head + rfile.read(2)
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -20,14 +32,10 @@ class _Handler(socketserver.StreamRequestHandler):
 
     def handle(self) -> None:
         while True:
-            head = b""
-            while not head.endswith(b"\r\n\r\n"):
-                line = self.rfile.readline()
-                if not line:
-                    return
-                head += line
-            body = self.rfile.read(2)
-            _Handler.seen.append(head + body)
+            request = _request(self.rfile)
+            if request is None:
+                return
+            _Handler.seen.append(request)
             self.wfile.write(REPLY[:40])  # the reply in two writes: a split head is read whole
             self.wfile.flush()
             self.wfile.write(REPLY[40:])
@@ -69,14 +77,8 @@ class _Closing(socketserver.StreamRequestHandler):
     """Answers one request with ``Connection: close`` and closes, as a shedding worker does."""
 
     def handle(self) -> None:
-        head = b""
-        while not head.endswith(b"\r\n\r\n"):
-            line = self.rfile.readline()
-            if not line:
-                return
-            head += line
-        self.rfile.read(2)
-        self.wfile.write(CLOSING)
+        if _request(self.rfile) is not None:
+            self.wfile.write(CLOSING)
 
 
 def test_an_answer_that_closes_its_connection_is_followed_by_a_new_one() -> None:
