@@ -12,6 +12,7 @@ No gunicorn import here: this is plain sockets, unit-tested over a socket pair.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections.abc import Callable
@@ -71,11 +72,9 @@ class DeadlineSocket:
             if self._deadline is None:
                 self._deadline = now + self._budget
             remaining = self._deadline - now
-            if self._waits_only:
-                try:
+            if self._waits_only:  # what is there is read; nothing there is a wait, as below
+                with contextlib.suppress(BlockingIOError):
                     return self._sock.recv(size, socket.MSG_DONTWAIT)
-                except BlockingIOError:
-                    pass  # nothing there: a wait, held to what is left of the budget
             if remaining <= 0:
                 raise self._error(f"the request took over {self._budget:g} s to arrive")
             self._sock.settimeout(remaining)
@@ -90,6 +89,11 @@ class DeadlineSocket:
     def sendall(self, data: bytes) -> None:
         """Write ``data`` (kept off ``__getattr__``: every answer goes through here)."""
         self._sock.sendall(data)
+
+    @property
+    def raw(self) -> socket.socket:
+        """The socket itself (to peek at, or to hand over for closing)."""
+        return self._sock
 
     def fileno(self) -> int:
         return self._sock.fileno()

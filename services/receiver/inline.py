@@ -93,17 +93,10 @@ class InlinePolicy:
     Owned by one worker's loop thread; ``clock`` is injected for the tests.
     """
 
-    __slots__ = ("_clock", "_last_shed", "_paused_until", "shed_every_s", "slow_s")
+    __slots__ = ("_clock", "_last_shed", "_paused_until")
 
-    def __init__(
-        self,
-        clock: Callable[[], float] = time.monotonic,
-        slow_s: float = SLOW_S,
-        shed_every_s: float = SHED_EVERY_S,
-    ) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self.slow_s = slow_s
-        self.shed_every_s = shed_every_s
         self._paused_until = float("-inf")
         self._last_shed = float("-inf")
 
@@ -120,7 +113,7 @@ class InlinePolicy:
         took and the pause it starts, in seconds."""
         now = self._clock()
         took = now - started
-        if took <= self.slow_s:
+        if took <= SLOW_S:
             return None
         pause = max(PAUSE_MIN_S, PAUSE_FACTOR * took)
         self._paused_until = now + pause
@@ -128,20 +121,20 @@ class InlinePolicy:
 
     def shed(self, waiting: int, sibling_keeps_up: Callable[[], bool]) -> bool:
         """Whether the answer being written should close its connection: ``waiting`` other
-        requests were ready when it began, none was shed in the last ``shed_every_s``, and a
+        requests were ready when it began, none was shed in the last ``SHED_EVERY_S``, and a
         sibling keeps up (asked last: it reads shared memory)."""
         if waiting <= 0:
             return False
         now = self._clock()
-        if now - self._last_shed < self.shed_every_s or not sibling_keeps_up():
+        if now - self._last_shed < SHED_EVERY_S or not sibling_keeps_up():
             return False
         self._last_shed = now
         return True
 
 
-#: A worker's post on the board: its pid, and the clock when it last polled keeping up (no
-#: other request waiting), or 0.0 when its last poll found it behind.
-_POST = struct.Struct("=qd")
+#: A worker's post on the board: the clock when it last polled keeping up (no other request
+#: waiting), or 0.0 when its last poll found it behind (and in a post no worker has used).
+_POST = struct.Struct("=d")
 #: Posts on a board; a worker's is its gunicorn age modulo this (ages are unique and only a
 #: few workers are alive at once, so two live workers sharing a post is a restart 64 apart).
 SLOTS = 64
@@ -154,16 +147,16 @@ class Board:
 
     Created in gunicorn's master before it forks (an anonymous shared mapping, inherited by
     every worker): each worker posts after every poll, and reads its siblings' posts when it
-    considers shedding a connection. Sixteen bytes a post, written and read without a lock: a
-    torn read is one wrong guess, after which the next poll posts again.
+    considers shedding a connection. Eight aligned bytes a post, written and read without a
+    lock: at worst one wrong guess, after which the next poll posts again.
     """
 
     def __init__(self, memory: mmap.mmap | None = None) -> None:
         self._memory = memory if memory is not None else mmap.mmap(-1, SLOTS * _POST.size)
 
-    def post(self, slot: int, pid: int, keeping_up: bool, now: float) -> None:
-        """Worker ``pid`` (at ``slot``) polled at ``now``, with nothing else waiting or not."""
-        _POST.pack_into(self._memory, (slot % SLOTS) * _POST.size, pid, now if keeping_up else 0.0)
+    def post(self, slot: int, keeping_up: bool, now: float) -> None:
+        """The worker at ``slot`` polled at ``now``, with nothing else waiting or not."""
+        _POST.pack_into(self._memory, (slot % SLOTS) * _POST.size, now if keeping_up else 0.0)
 
     def sibling_keeps_up(self, slot: int, now: float) -> bool:
         """Whether another live worker posted, within FRESH_S, that it keeps up."""
@@ -171,7 +164,7 @@ class Board:
         for other in range(SLOTS):
             if other == mine:
                 continue
-            pid, at = _POST.unpack_from(self._memory, other * _POST.size)
-            if pid and at and now - at < FRESH_S:
+            (at,) = _POST.unpack_from(self._memory, other * _POST.size)
+            if at and now - at < FRESH_S:
                 return True
         return False

@@ -53,13 +53,18 @@ from shared.settings import Settings
 LOG = logging.getLogger(__name__)
 
 
+def _raw(sock: Any) -> Any:
+    """The plain socket under a ``DeadlineSocket`` (or whatever gunicorn holds)."""
+    return sock.raw if isinstance(sock, DeadlineSocket) else sock
+
+
 class Conn(TConn):  # type: ignore[misc]  # gunicorn has no type hints
     """gunicorn's connection, closed gracefully by a ``Linger`` instead of on the loop thread."""
 
     linger: Linger | None = None
 
     def close(self, graceful: bool = False) -> None:
-        raw = self.sock._sock if isinstance(self.sock, DeadlineSocket) else self.sock
+        raw = _raw(self.sock)
         if graceful and self.linger is not None and isinstance(raw, socket.socket):
             self.linger.close(raw)
         else:
@@ -144,7 +149,7 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
         try:
             events = self.poller.select(timeout)
             self._waiting = len(events)
-            BOARD.post(self.age, self.pid, len(events) <= 1, time.monotonic())
+            BOARD.post(self.age, len(events) <= 1, time.monotonic())
             for key, _ in events:
                 self._waiting -= 1
                 key.data(key.fileobj)
@@ -164,7 +169,7 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
             return False
         if conn.parser is not None and conn.parser.unreader.buf.getvalue():
             return False  # gunicorn read ahead: the request is partly in its buffer, not ours
-        raw = conn.sock._sock if isinstance(conn.sock, DeadlineSocket) else conn.sock
+        raw = _raw(conn.sock)
         try:
             data = raw.recv(inline.PEEK_BYTES, socket.MSG_PEEK)
             writable = select.poll()
@@ -195,24 +200,26 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
             )
         self.finish_request(conn, done)
 
+    def _took_inline(self, conn: Any, client: Any, held: Any) -> bool:
+        """Whether the readable connection (in ``held``: kept-alive or pending) was answered
+        here, its request being whole; if not, gunicorn hands it to a thread."""
+        if not self._answerable_inline(conn):
+            return False
+        self.poller.unregister(client)
+        held.remove(conn)
+        conn.data_ready = True  # what gunicorn marks on a pending one before its thread runs
+        self._answer_inline(conn)
+        return True
+
     def on_client_socket_readable(self, conn: Any, client: Any) -> None:
         """A kept-alive connection has data: answered here if the request is whole."""
-        if not self._answerable_inline(conn):
+        if not self._took_inline(conn, client, self.keepalived_conns):
             super().on_client_socket_readable(conn, client)
-            return
-        self.poller.unregister(client)
-        self.keepalived_conns.remove(conn)
-        self._answer_inline(conn)
 
     def on_pending_socket_readable(self, conn: Any, client: Any) -> None:
         """A new connection's first bytes: answered here if the request is whole."""
-        if not self._answerable_inline(conn):
+        if not self._took_inline(conn, client, self.pending_conns):
             super().on_pending_socket_readable(conn, client)
-            return
-        self.poller.unregister(client)
-        self.pending_conns.remove(conn)
-        conn.data_ready = True
-        self._answer_inline(conn)
 
     def accept(self, listener: Any) -> None:
         """A new connection goes to the poller, not to a thread, until its first byte.

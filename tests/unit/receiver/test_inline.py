@@ -135,14 +135,14 @@ def test_sheds_only_while_others_wait_a_sibling_keeps_up_and_not_too_often() -> 
 def test_the_board_sees_a_fresh_sibling_that_keeps_up() -> None:
     board = Board()
     assert not board.sibling_keeps_up(1, 50.0)
-    board.post(1, 101, keeping_up=True, now=50.0)
+    board.post(1, keeping_up=True, now=50.0)
     assert not board.sibling_keeps_up(1, 50.0)  # its own post is not a sibling's
-    board.post(2, 102, keeping_up=False, now=50.0)
+    board.post(2, keeping_up=False, now=50.0)
     assert not board.sibling_keeps_up(1, 50.0)  # behind
-    board.post(2, 102, keeping_up=True, now=50.0)
+    board.post(2, keeping_up=True, now=50.0)
     assert board.sibling_keeps_up(1, 50.5)
     assert not board.sibling_keeps_up(1, 50.0 + inline.FRESH_S)  # gone quiet: a dead worker
-    board.post(2 + inline.SLOTS, 103, keeping_up=True, now=60.0)  # a later age, same post
+    board.post(2 + inline.SLOTS, keeping_up=True, now=60.0)  # a later age, same post
     assert board.sibling_keeps_up(1, 60.1)
 
 
@@ -151,7 +151,7 @@ def test_workers_forked_after_the_board_share_it() -> None:
     board = Board(memory)
     pid = os.fork()
     if pid == 0:  # the sibling: posts, and is gone
-        board.post(7, os.getpid(), keeping_up=True, now=200.0)
+        board.post(7, keeping_up=True, now=200.0)
         os._exit(0)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0

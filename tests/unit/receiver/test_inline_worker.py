@@ -142,7 +142,7 @@ def rig() -> Iterator[Rig]:
     worker.poller.close()
     worker.method_queue.close()
     listener.close()
-    worker_module.BOARD.post(SIBLING, 0, keeping_up=False, now=0.0)
+    worker_module.BOARD.post(SIBLING, keeping_up=False, now=0.0)
 
 
 def test_a_whole_delivery_is_answered_while_every_thread_is_held(rig: Rig) -> None:
@@ -186,7 +186,7 @@ def test_a_busy_worker_sheds_one_connection_when_a_sibling_keeps_up(rig: Rig) ->
     answers = _together(rig, clients)  # no sibling posted: nobody to take a connection
     assert all(a.startswith(b"HTTP/1.1 202") for a in answers)
     assert not any(b"connection: close" in a.lower() for a in answers)
-    worker_module.BOARD.post(SIBLING, 4242, keeping_up=True, now=time.monotonic())
+    worker_module.BOARD.post(SIBLING, keeping_up=True, now=time.monotonic())
     answers = _together(rig, clients)
     assert all(a.startswith(b"HTTP/1.1 202") for a in answers), answers
     closing = [a for a in answers if b"connection: close" in a.lower()]
@@ -195,7 +195,7 @@ def test_a_busy_worker_sheds_one_connection_when_a_sibling_keeps_up(rig: Rig) ->
 
 def test_a_sibling_that_is_behind_takes_nothing(rig: Rig) -> None:
     clients = _kept_alive(rig, 2)
-    worker_module.BOARD.post(SIBLING, 4242, keeping_up=False, now=time.monotonic())
+    worker_module.BOARD.post(SIBLING, keeping_up=False, now=time.monotonic())
     answers = _together(rig, clients)
     assert not any(b"connection: close" in a.lower() for a in answers)
 
