@@ -11,6 +11,7 @@ and consumed by its next deliveries, in order.
 from __future__ import annotations
 
 import re
+import ssl
 import threading
 import time
 import uuid
@@ -57,9 +58,11 @@ class GitHost:
         *,
         auth: tuple[str, str] | None = None,
         clock: Callable[[], float] = time.time,
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
         self._root = Path(root)
         self._auth = auth
+        self._tls = tls  # (certificate chain, key) PEM files: serve HTTPS, as a real host does
         self._clock = clock
         self._repos: dict[str, _Repo] = {}
         self._locks: dict[str, threading.Lock] = {}
@@ -79,11 +82,20 @@ class GitHost:
             raise RuntimeError("the git host is already running")
         self._root.mkdir(parents=True, exist_ok=True)
         app = GitHttpApp(self._root, self._locks, self._pushed, self._auth)
+        context = None
+        if self._tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self._tls)
         self._server = make_server(
-            host, port, app, threaded=True, request_handler=QuietRequestHandler
+            host,
+            port,
+            app,
+            threaded=True,
+            request_handler=QuietRequestHandler,
+            ssl_context=context,
         )
         self.port = self._server.server_port
-        self.url = f"http://{host}:{self.port}"
+        self.url = f"{'https' if context else 'http'}://{host}:{self.port}"
         self._sender.start()
         self._thread = threading.Thread(
             target=self._server.serve_forever,

@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from shared.git.auth import keeps_files
 from shared.git.credentials import SecretMissing, resolve
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
@@ -99,8 +100,8 @@ class SecretCredentials:
                 "cannot read the credentials of branch %s: %s", bk, err, extra={"branch": bk}
             )
             return {}
-        if "GIT_SSH_COMMAND" not in env:
-            self.forget(bk)  # no identity (any more): no key on disk
+        if not keeps_files(env):
+            self.forget(bk)  # no identity or CA (any more): no file on disk
         return env
 
     def forget(self, bk: BranchKey) -> None:

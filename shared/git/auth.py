@@ -12,6 +12,14 @@ remote without landing in ``.git/config``, a URL, or a log line.
 SSH: the identity (and the known hosts) are written to files that only we may read, in a folder
 only we may enter, and ``GIT_SSH_COMMAND`` points ssh at them; ssh itself refuses an identity
 file others can read.
+
+A private CA: a ``ca.crt`` key (Flux's name for it in a GitRepository's Secret) is written to
+the same private folder and named by ``GIT_SSL_CAINFO`` (the variable, not ``http.sslCAInfo``:
+git lets a ``GIT_SSL_CAINFO`` inherited from the process environment override the config), so
+HTTPS to a Git host whose certificate a private CA signed is verified against that bundle (git
+then consults no other: a bundle for a host with a public certificate must hold the public
+roots too). A proxy needs nothing here: git (libcurl) reads ``HTTPS_PROXY``, ``HTTP_PROXY``
+and ``NO_PROXY`` from the process environment, which every git call inherits.
 """
 
 from __future__ import annotations
@@ -27,6 +35,12 @@ from shared.git.remote import SSH_OPTIONS
 #: Mode of the folder holding SSH files, and of the files: ours alone.
 PRIVATE_FOLDER = 0o700
 PRIVATE_FILE = 0o600
+
+
+#: The Secret key holding a PEM bundle of the CA(s) that sign the Git host's certificate.
+CA_KEY = "ca.crt"
+#: git's variable for the CA bundle HTTPS is verified against (it wins over any config).
+CA_VARIABLE = "GIT_SSL_CAINFO"
 
 
 def basic_auth_env(username: str, password: str) -> dict[str, str]:
@@ -58,6 +72,19 @@ def http_auth_env(secret: Mapping[str, bytes]) -> dict[str, str]:
     return {}
 
 
+def ca_env(secret: Mapping[str, bytes], folder: Path) -> dict[str, str]:
+    """Git environment that trusts the Secret's ``ca.crt`` for HTTPS (empty without one)."""
+    if not secret.get(CA_KEY, b"").strip():
+        return {}
+    _private_folder(folder)
+    return {CA_VARIABLE: str(_write_private(folder / CA_KEY, secret[CA_KEY]))}
+
+
+def keeps_files(env: Mapping[str, str]) -> bool:
+    """Whether ``env`` names files written for it (an SSH identity, a CA bundle)."""
+    return "GIT_SSH_COMMAND" in env or CA_VARIABLE in env
+
+
 def ssh_env(secret: Mapping[str, bytes], folder: Path) -> dict[str, str]:
     """Git environment for an SSH identity, written into ``folder`` (empty without one).
 
@@ -78,11 +105,12 @@ def ssh_env(secret: Mapping[str, bytes], folder: Path) -> dict[str, str]:
 def env_for_secret(secret: Mapping[str, bytes] | None, ssh_folder: Path) -> dict[str, str]:
     """The git environment a GitProvider's Secret asks for (empty without credentials).
 
-    The one function every caller that talks to a remote uses; SSH files go to ``ssh_folder``.
+    The one function every caller that talks to a remote uses; SSH files and the CA bundle go
+    to ``ssh_folder``.
     """
     if not secret:
         return {}
-    return {**http_auth_env(secret), **ssh_env(secret, ssh_folder)}
+    return {**http_auth_env(secret), **ca_env(secret, ssh_folder), **ssh_env(secret, ssh_folder)}
 
 
 def _private_folder(folder: Path) -> None:

@@ -19,6 +19,7 @@ from shared.kube.crds import CrdReader
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from tests.configs import DEFAULT_COMMITTER, branch_config
+from tests.integration.git.tls_support import PASSWORD, USER, https_host, make_ca
 
 pytestmark = pytest.mark.integration
 
@@ -54,3 +55,40 @@ def test_the_owner_pushes_with_the_secrets_basic_credentials(
     finally:
         kube.stop()
         host.stop()
+
+
+def test_the_owner_pushes_to_a_host_behind_the_secrets_private_ca(
+    tmp_path: Path, redis_client: redis.Redis, key_prefix: str
+) -> None:
+    """Issue 24 item 6: ``ca.crt`` in the GitProvider's Secret is trusted for HTTPS; the file
+    stays for later calls while the Secret holds it and goes when the Secret no longer does."""
+    ca = make_ca(tmp_path / "ca")
+    kube = KubeApiServer()
+    kube.start()
+    try:
+        with https_host(tmp_path, ca) as host:
+            url = host.repo_url("team/private")
+            core = client.CoreV1Api(kube.api_client())
+            secret = client.V1Secret(
+                metadata=client.V1ObjectMeta(name="creds"),
+                string_data={"username": USER, "password": PASSWORD, "ca.crt": ca.ca_pem.decode()},
+            )
+            core.create_namespaced_secret("default", secret)
+            configs = ConfigStore(redis_client, Keys(key_prefix))
+            bk = configs.publish_branch(branch_config(url, "main", "default", "gp", "creds"))
+            reader = CrdReader(KubeClient(kube.api_client(), "local"))
+            credentials = SecretCredentials(lambda: reader, configs, tmp_path / "files")
+            env = credentials(bk)
+            ws = Workspace(tmp_path / "ws", url, "main", env=env)
+            ws.reset(ws.fetch())
+            ws.write("a.yaml", b"a: 1\n")
+            ws.commit("through a private CA", DEFAULT_COMMITTER)
+            assert ws.push(ls_remote(url, "main", env)).pushed
+            assert (tmp_path / "files" / bk / "ca.crt").read_bytes() == ca.ca_pem
+
+            secret.string_data = {"username": USER, "password": PASSWORD}
+            core.replace_namespaced_secret("creds", "default", secret)
+            assert "GIT_SSL_CAINFO" not in credentials(bk)
+            assert not (tmp_path / "files" / bk).exists()
+    finally:
+        kube.stop()

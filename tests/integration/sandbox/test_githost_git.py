@@ -15,6 +15,9 @@ import pytest
 
 from sandbox.githost import GitHost
 from sandbox.githost.server import dechunk, parse_cgi
+from tests.integration.git.tls_support import PASSWORD as CA_PASS
+from tests.integration.git.tls_support import USER as CA_USER
+from tests.integration.git.tls_support import https_host, make_ca
 from tests.integration.sandbox.test_githost_support import Git, running_host
 
 pytestmark = pytest.mark.integration
@@ -215,3 +218,21 @@ def test_parse_cgi_reads_status_and_headers() -> None:
         b"body",
     )
     assert parse_cgi(b"Status: 404 Not Found\nExpires: 0\n\nnope")[0] == "404 Not Found"
+
+
+def test_https_serves_the_same_protocol_with_a_certificate(git: Git, tmp_path: Path) -> None:
+    """With ``tls`` the host serves smart HTTP over TLS (a real host behind a private CA, for
+    issue 24 item 6): git clones once told the CA (``GIT_SSL_CAINFO``) and refuses without.
+
+    Fact: ../shared/facts/webhooks-git-libs.md §2.3 (the same http-backend exchange; TLS only
+    wraps the connection).
+    """
+    ca = make_ca(tmp_path / "ca")
+    with https_host(tmp_path, ca) as host:
+        url = host.repo_url("team/private").replace("https://", f"https://{CA_USER}:{CA_PASS}@")
+        trusted = {"GIT_SSL_CAINFO": str(tmp_path / "ca.pem")}
+        (tmp_path / "ca.pem").write_bytes(ca.ca_pem)
+        clone = git.run("clone", "--quiet", url, str(tmp_path / "c"), env=trusted)
+        assert clone.returncode == 0 and (tmp_path / "c" / "README.md").exists()
+        refused = git.run("ls-remote", url, check=False, env={"GIT_SSL_CAINFO": "/dev/null"})
+        assert refused.returncode != 0 and "certificate" in refused.stderr.lower()
