@@ -11,9 +11,10 @@ It is the same for every app measured (the floors and the receiver), so it favou
 request is timed from its scheduled send time (no coordinated omission), and one that finds
 no idle connection waits for one, its lateness counted. An answer that says
 ``Connection: close`` ends its connection and a new one takes its place, as any HTTP client
-does (the receiver's worker sheds connections that way, services/receiver/inline.py); the
-connecting is the generator's time, in the lateness of the requests it delays, and the count
-is reported.
+does; the connecting is the generator's time, in the lateness of the requests it delays, and
+the count is reported. With ``fresh``, every request goes on a connection of its own, opened
+when the request is due (the connecting is in its latency) and closed by the client after the
+answer: a Git host's shape (GitHub opens a connection per delivery).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Plan:
     rate: float
     count: int
     connections: int
+    fresh: bool = False  # each request on a new connection, closed after its answer
 
 
 def _reply_length(buffer: bytes) -> int | None:
@@ -75,12 +77,26 @@ def _closes(reply: bytes) -> bool:
     return b"\r\nconnection: close" in head
 
 
+def _put_back(plan: Plan, sock: socket.socket, reply: bytes, idle: list[socket.socket]) -> int:
+    """After an answer: the connection back to the idle ones, or closed (``fresh``, or the
+    server said it closes, when a new one takes its place); 1 when it was reconnected."""
+    if plan.fresh:
+        sock.close()
+        return 0
+    if _closes(reply):
+        sock.close()
+        idle.append(_connect(plan.address))
+        return 1
+    idle.append(sock)
+    return 0
+
+
 def run(plan: Plan) -> Paced:
     """Send ``plan.count`` requests at ``plan.rate``/s; every request timed from its due time."""
     cpu_at = time.process_time()
     selector = selectors.DefaultSelector()
     idle: list[socket.socket] = []
-    for _ in range(plan.connections):
+    for _ in range(0 if plan.fresh else plan.connections):
         idle.append(_connect(plan.address))
     reconnected = 0
     busy: dict[socket.socket, tuple[float, float, bytearray]] = {}  # due, sent, buffer
@@ -91,15 +107,16 @@ def run(plan: Plan) -> Paced:
     try:
         while len(timings) + len(failures) < plan.count:
             now = time.perf_counter()
-            while sent < plan.count and idle and start_at + sent / plan.rate <= now:
-                sock = idle.pop()
+            while sent < plan.count and (plan.fresh or idle) and start_at + sent / plan.rate <= now:
+                sock = _connect(plan.address) if plan.fresh else idle.pop()
                 delivery = str(uuid.uuid4()).encode()
                 sock.sendall(plan.head + delivery + plan.tail)
                 busy[sock] = (start_at + sent / plan.rate, time.perf_counter(), bytearray())
                 selector.register(sock, selectors.EVENT_READ)
                 sent += 1
             due_next = start_at + sent / plan.rate
-            wait = max(0.0, due_next - time.perf_counter()) if idle and sent < plan.count else 1.0
+            ready = plan.fresh or idle
+            wait = max(0.0, due_next - time.perf_counter()) if ready and sent < plan.count else 1.0
             for key, _ in selector.select(wait):
                 sock = key.fileobj  # type: ignore[assignment]
                 chunk = sock.recv(65536)
@@ -113,11 +130,7 @@ def run(plan: Plan) -> Paced:
                 done = time.perf_counter()
                 selector.unregister(sock)
                 del busy[sock]
-                if _closes(bytes(buffer)):
-                    sock.close()
-                    sock = _connect(plan.address)
-                    reconnected += 1
-                idle.append(sock)
+                reconnected += _put_back(plan, sock, bytes(buffer), idle)
                 status = int(buffer[9:12])
                 if status == 202:
                     timings.append((done - due, at - due))
@@ -140,6 +153,7 @@ def run_apart(plan: Plan) -> Paced:
         "rate": plan.rate,
         "count": plan.count,
         "connections": plan.connections,
+        "fresh": plan.fresh,
     }
     done = subprocess.run(
         [sys.executable, "-m", "bench.openloop"],
@@ -166,6 +180,7 @@ def main() -> None:
         float(document["rate"]),
         int(document["count"]),
         int(document["connections"]),
+        bool(document.get("fresh", False)),
     )
     paced = run(plan)
     json.dump(

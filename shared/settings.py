@@ -63,6 +63,11 @@ class Settings:
     #: memory and no CPU while it waits.
     receiver_workers: int = 2
     receiver_threads: int = 16
+    #: Open connections a receiver worker keeps (gunicorn's ``worker_connections``). At the
+    #: limit the oldest connection that has sent nothing is closed to make room, so silent
+    #: connections never stop a delivery from being accepted; each costs a file descriptor and
+    #: about a kilobyte while it waits.
+    receiver_connections: int = 1000
     #: Longest a request's headers and body may take to arrive, from its first byte: a slower
     #: client is answered 408 and cut (C5). Git hosts send a delivery in one go and give up on
     #: it after 10 s (GitHub), so nothing legitimate is slower.
@@ -140,6 +145,7 @@ class Settings:
             "max_body_bytes",
             "receiver_workers",
             "receiver_threads",
+            "receiver_connections",
             "branch_threads",
             "max_branches",
         )
@@ -218,6 +224,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "receiver_cache": _duration,
     "receiver_workers": _positive_or_zero_int,
     "receiver_threads": _positive_or_zero_int,
+    "receiver_connections": _positive_or_zero_int,
     "receiver_read_timeout": _duration,
     "receiver_bind": str,
     "metrics_port": _positive_or_zero_int,

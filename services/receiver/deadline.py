@@ -1,18 +1,21 @@
-"""A read deadline for a whole request: headers and body must arrive within a bound (C5).
+"""Deadlines for a whole request and a whole answer: neither may take longer than a bound (C5).
 
-gunicorn's threaded worker reads a request on a blocking socket with no timeout, so a client
-that sends one byte at a time holds a thread for as long as it likes (slowloris). The worker
+gunicorn's threaded worker reads a request and writes its answer on a blocking socket with no
+timeout, so a client that sends one byte at a time (slowloris), or that pipelines requests and
+never reads the answers, holds a thread for as long as it likes. The worker
 (``services.receiver.worker``) hands gunicorn's parser a ``DeadlineSocket`` instead: each
 ``recv`` waits at most what is left of the request's budget, counted from the first read, and
 past it raises ``SlowClient``. The app answers that 408 when it happens in the body
-(``services.receiver.body``), the worker when it happens in the headers.
+(``services.receiver.body``), the worker when it happens in the headers. Each ``sendall`` has a
+budget of its own; a client that does not take the answer within it is treated as gone
+(``SlowReader``, a ``BrokenPipeError``, which gunicorn takes as "close the connection").
 
 No gunicorn import here: this is plain sockets, unit-tested over a socket pair.
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import socket
 import time
 from collections.abc import Callable
@@ -21,6 +24,13 @@ from typing import Any
 
 class SlowClient(Exception):
     """The request did not arrive within its read deadline (answered 408, then closed)."""
+
+
+class SlowReader(BrokenPipeError):
+    """The client did not read its answer within the write deadline: the connection is cut.
+
+    A ``BrokenPipeError`` (EPIPE), because that is what gunicorn treats as a client gone
+    without logging a traceback, and what it is: nobody reads at the other end."""
 
 
 class DeadlineSocket:
@@ -35,26 +45,26 @@ class DeadlineSocket:
     ``disarm()`` ends it: reads are the socket's own again.
     """
 
-    __slots__ = ("_budget", "_clock", "_deadline", "_error", "_sock", "_waits_only")
+    __slots__ = ("_budget", "_clock", "_deadline", "_error", "_sock", "_write_s")
 
-    def __init__(self, sock: socket.socket, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        clock: Callable[[], float] = time.monotonic,
+        write_timeout_s: float | None = None,
+    ) -> None:
         self._sock = sock
         self._clock = clock
         self._budget: float | None = None
         self._deadline: float | None = None
         self._error: type[Exception] = SlowClient
-        self._waits_only = False
+        self._write_s = write_timeout_s  # None: writes wait as long as the socket lets them
 
-    def arm(self, budget_s: float, waits_only: bool = False) -> None:
-        """A new request may take ``budget_s`` seconds from its first byte read.
-
-        ``waits_only``: the request was judged whole in the socket's buffer, so what it takes
-        the app between reads does not count: a read that finds bytes waiting returns them
-        whenever it comes, and only a read that has to wait is held to the deadline."""
+    def arm(self, budget_s: float) -> None:
+        """A new request may take ``budget_s`` seconds from its first byte read."""
         self._budget = budget_s
         self._deadline = None
         self._error = SlowClient
-        self._waits_only = waits_only
 
     def draining(self) -> None:
         """The answer is sent: what is read now is an unread body being thrown away."""
@@ -72,9 +82,6 @@ class DeadlineSocket:
             if self._deadline is None:
                 self._deadline = now + self._budget
             remaining = self._deadline - now
-            if self._waits_only:  # what is there is read; nothing there is a wait, as below
-                with contextlib.suppress(BlockingIOError):
-                    return self._sock.recv(size, socket.MSG_DONTWAIT)
             if remaining <= 0:
                 raise self._error(f"the request took over {self._budget:g} s to arrive")
             self._sock.settimeout(remaining)
@@ -83,12 +90,32 @@ class DeadlineSocket:
             except TimeoutError as err:
                 raise self._error(f"the request took over {self._budget:g} s to arrive") from err
             finally:
-                self._sock.settimeout(None)  # writing the answer is gunicorn's, as before
+                self._sock.settimeout(None)  # blocking again, as gunicorn left it
         return self._sock.recv(size)
 
     def sendall(self, data: bytes) -> None:
-        """Write ``data`` (kept off ``__getattr__``: every answer goes through here)."""
-        self._sock.sendall(data)
+        """Write all of ``data`` within the write deadline, or raise ``SlowReader``.
+
+        Kept off ``__getattr__``: every answer goes through here. The deadline covers the whole
+        call, not each ``send``: a client reading a byte now and then cannot stretch it."""
+        if self._write_s is None:
+            self._sock.sendall(data)
+            return
+        deadline = self._clock() + self._write_s
+        view = memoryview(data)
+        try:
+            while view:
+                remaining = deadline - self._clock()
+                if remaining <= 0:
+                    raise TimeoutError
+                self._sock.settimeout(remaining)
+                view = view[self._sock.send(view) :]
+        except TimeoutError as err:
+            raise SlowReader(
+                errno.EPIPE, f"the client did not read its answer within {self._write_s:g} s"
+            ) from err
+        finally:
+            self._sock.settimeout(None)
 
     @property
     def raw(self) -> socket.socket:

@@ -1,12 +1,12 @@
 """gunicorn settings for the receiver: threads, no control socket, multiprocess metrics (R1).
 
 - ``gthread`` workers, counts from ``Settings`` (``GITOPS_REVERSER_RECEIVER_WORKERS``/
-  ``_THREADS``): a delivery spends most of its time waiting on Redis, so threads are cheap
-  concurrency; the worker is ``services.receiver.worker.ReceiverWorker``, gunicorn's
-  ``gthread`` with a read deadline per request (``_RECEIVER_READ_TIMEOUT``, C5), JSON
-  answers to what gunicorn refuses before the app runs (W2), whole deliveries answered on the
-  loop thread with a busy worker shedding connections to an idle sibling, and graceful closes
-  off the loop thread (docs/receiver.md "How a worker serves deliveries");
+  ``_THREADS``/``_CONNECTIONS``): a delivery spends most of its time waiting on Redis, so
+  threads are cheap concurrency; the worker is ``services.receiver.worker.ReceiverWorker``,
+  gunicorn's ``gthread`` with read and write deadlines (``_RECEIVER_READ_TIMEOUT``, C5), idle
+  connections waiting in the poller (the oldest closed at the connection limit), JSON answers
+  to what gunicorn refuses before the app runs (W2) and graceful closes off the loop thread
+  (docs/receiver.md "Slow and idle clients");
 - ``keepalive``: an idle kept-alive connection is closed after 2 s (gunicorn's default, named
   here because docs/receiver.md promises it); a new connection waits for its first byte in the
   poller, without a thread, for up to the read timeout (the worker's ``accept``);
@@ -41,6 +41,7 @@ bind = [_settings.receiver_bind]
 worker_class = "services.receiver.worker.ReceiverWorker"
 workers = _settings.receiver_workers
 threads = _settings.receiver_threads
+worker_connections = _settings.receiver_connections
 keepalive = 2
 control_socket_disable = True
 accesslog = None

@@ -1,32 +1,28 @@
-"""The receiver's gunicorn worker: ``gthread`` with a read deadline and JSON refusals (C5, W2).
+"""The receiver's gunicorn worker: stock ``gthread`` plus deadlines and JSON refusals (C5, W2).
 
-gunicorn answers some requests itself, before the app runs: a request line or headers over its
-limits (414, 431), a request it cannot parse (400). Its answers are HTML; ours are the JSON
-``{"status", "reason"}`` every answer of the receiver is (docs/receiver.md, R3). And it reads a
-request on a blocking socket with no timeout, so a client that trickles its headers or body
-holds a thread for as long as it likes. This worker changes exactly those two things:
+Real webhook traffic is a few deliveries a second, each usually on a new connection; receivers
+scale by replicas (docs/receiver.md "Scaling"). So the worker is gunicorn's ``ThreadWorker`` and
+changes only what a product rule needs:
 
-- each request's reads share one deadline (``Settings.receiver_read_timeout``, from its first
-  byte; ``services.receiver.deadline``); a client slower than that is answered 408 and cut;
-- ``handle_error`` writes JSON, and logs one line, without a traceback, for a client's error.
+- **Read and write deadlines** (C5, slow clients): each request's reads share one deadline
+  (``Settings.receiver_read_timeout``, from its first byte) and each answer's writes another of
+  the same length (``services.receiver.deadline``). gunicorn reads and writes on blocking sockets
+  with no timeout, so a client that trickles its request, or pipelines requests and never reads
+  the answers, would hold a thread for as long as it stays connected.
+- **Idle connections hold no thread** (C5): gunicorn gives each new connection a thread that
+  waits up to 5 s for its first byte, so a few dozen silent connections (a proxy's spare ones,
+  a scanner) take every thread. A new connection waits in gunicorn's own poller instead, with
+  the read timeout; and when the worker is at ``worker_connections``, the oldest connection that
+  has not sent a byte is closed to make room, instead of gunicorn's refusal to accept anything
+  more: silent connections, however many, never stop a delivery from being accepted.
+- **JSON refusals** (W2): what gunicorn refuses before the app runs (414, 431, 400, 501, a read
+  deadline's 408) is answered with the receiver's JSON, and logged as one line.
+- **Graceful closes off the loop thread**: gunicorn lingers for a closing client (RFC 9112
+  9.6, up to 2 s) on its loop thread, which stalls every connection of the worker; a ``Linger``
+  thread does it (``services.receiver.linger``).
 
-- a new connection waits for its first byte in gunicorn's poller, without a thread, and is
-  closed if none comes within the read timeout. gunicorn hands it to a thread at once, which
-  waits up to 5 s for that byte: idle connections (a proxy's spare ones, a client that
-  connects early) then hold every thread, and a delivery on the next connection waits
-  seconds for one to come free. Measured before the change (bench/receiver.py): the first
-  request of a fresh connection took 8-23 ms at the median against 1.2 ms for the rest.
-
-- a connection that closes after its answer lingers for its client's close (RFC 9112 9.6) on a
-  thread of its own (``services.receiver.linger``), not on the loop thread, which gunicorn's
-  worker holds for up to 2 s per such connection;
-- a request whose whole head and body are already buffered is answered on the poller thread
-  itself, without the hand-offs to a pool thread and back, and while other requests wait the
-  worker sheds a connection now and then so that a sibling takes it
-  (``services.receiver.inline`` says when and why; anything else goes to a pool thread).
-
-Everything else (keep-alive, the poller that holds kept-alive connections) is gunicorn's
-``ThreadWorker``. Set as ``worker_class`` in ``gunicorn.conf.py``.
+Every gunicorn attribute and method this touches is pinned by
+``tests/unit/receiver/test_gunicorn_pins.py``, so an upgrade that moves one fails at once.
 """
 
 from __future__ import annotations
@@ -34,28 +30,23 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import select
 import selectors
 import socket
 import time
-from concurrent import futures
 from functools import partial
 from typing import Any
 
 from gunicorn.http import errors
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
-from services.receiver import inline
 from services.receiver.deadline import DeadlineSocket, SlowClient
 from services.receiver.linger import Linger
 from shared.settings import Settings
 
 LOG = logging.getLogger(__name__)
 
-
-def _raw(sock: Any) -> Any:
-    """The plain socket under a ``DeadlineSocket`` (or whatever gunicorn holds)."""
-    return sock.raw if isinstance(sock, DeadlineSocket) else sock
+#: How long a stopping worker waits for connections still lingering (gunicorn's own linger).
+LINGER_ON_STOP_S = 2.0
 
 
 class Conn(TConn):  # type: ignore[misc]  # gunicorn has no type hints
@@ -64,19 +55,12 @@ class Conn(TConn):  # type: ignore[misc]  # gunicorn has no type hints
     linger: Linger | None = None
 
     def close(self, graceful: bool = False) -> None:
-        raw = _raw(self.sock)
+        raw = self.sock.raw if isinstance(self.sock, DeadlineSocket) else self.sock
         if graceful and self.linger is not None and isinstance(raw, socket.socket):
             self.linger.close(raw)
         else:
             super().close(graceful)
 
-
-#: How long a stopping worker waits for connections still lingering (gunicorn's own linger).
-LINGER_ON_STOP_S = 2.0
-
-#: Created on import, in gunicorn's master (which loads the worker class before it forks):
-#: every worker of the pod shares it (``services.receiver.inline.Board``).
-BOARD = inline.Board()
 
 #: What gunicorn refuses, by the exception its parser raises, as (code, reason phrase, status,
 #: reason); the first match wins, so subclasses come before ``ParseException``.
@@ -121,20 +105,16 @@ def error_response(code: int, phrase: str, status: str, reason: str) -> bytes:
 
 
 class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no type hints
-    """gunicorn's threaded worker with a per-request read deadline, JSON refusals, whole
-    deliveries answered on the loop thread (shedding a connection to a sibling that keeps up)
-    and graceful closes lingering off it."""
+    """gunicorn's threaded worker with read and write deadlines, idle connections in the poller
+    (the oldest closed when the worker is full), JSON refusals and graceful closes off the loop
+    thread."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.read_timeout_s = Settings.from_env().receiver_read_timeout.total_seconds()
-        self.inline_policy = inline.InlinePolicy()
-        #: Plain HTTP/1 only: a TLS or HTTP/2 connection is never judged from its raw bytes.
-        self.inline_enabled = not self.cfg.is_ssl and "h2" not in self.cfg.http_protocols
-        self._inline_conn: Any = None  # the connection the loop thread is answering
-        self._waiting = 0  # events of the current poll not dispatched yet
         #: Plain sockets only: a TLS close is gunicorn's own (it has to send close_notify).
         self.linger = None if self.cfg.is_ssl else Linger()
+        self.idle_closed = 0  # connections closed silent to make room (logged, for tests)
 
     def run(self) -> None:
         """gunicorn's loop; then what still lingers is given its time before the process ends
@@ -143,93 +123,14 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
         if self.linger is not None:
             self.linger.finish(LINGER_ON_STOP_S)
 
-    def wait_for_and_dispatch_events(self, timeout: float) -> None:
-        """gunicorn's dispatch, counting the events still to dispatch (``_waiting``): the
-        requests that wait while the loop thread answers one."""
-        try:
-            events = self.poller.select(timeout)
-            self._waiting = len(events)
-            BOARD.post(self.age, len(events) <= 1, time.monotonic())
-            for key, _ in events:
-                self._waiting -= 1
-                key.data(key.fileobj)
-        except OSError as e:
-            if e.errno != errno.EINTR:
-                raise
-        finally:
-            self._waiting = 0
-
-    def _sibling(self) -> bool:
-        return BOARD.sibling_keeps_up(self.age, time.monotonic())
-
-    def _answerable_inline(self, conn: Any) -> bool:
-        """Whether the connection's next request is whole in its buffer and may be answered
-        on this thread now."""
-        if not (self.inline_enabled and self.alive and self.inline_policy.allowed()):
-            return False
-        if conn.parser is not None and conn.parser.unreader.buf.getvalue():
-            return False  # gunicorn read ahead: the request is partly in its buffer, not ours
-        raw = _raw(conn.sock)
-        try:
-            data = raw.recv(inline.PEEK_BYTES, socket.MSG_PEEK)
-            writable = select.poll()
-            writable.register(raw, select.POLLOUT)
-            if not writable.poll(0):
-                return False  # a client that does not read its answers: a thread waits on it
-        except OSError:  # nothing after all, or an error a thread will meet and report
-            return False
-        return inline.complete_request(data)
-
-    def _answer_inline(self, conn: Any) -> None:
-        """Answer the request on this thread, then what gunicorn's pool does after one."""
-        started = self.inline_policy.now()
-        self._inline_conn = conn
-        done: futures.Future[Any] = futures.Future()
-        try:
-            done.set_result(self.handle(conn, inline.READ_BUDGET_S))
-        except Exception as exc:  # finish_request closes the connection, as for a thread's
-            done.set_exception(exc)
-        finally:
-            self._inline_conn = None
-        slow = self.inline_policy.served(started)
-        if slow is not None:
-            LOG.info(
-                "a request took %.0f ms on the loop thread; threads answer for the next %.1f s",
-                slow[0] * 1000,
-                slow[1],
-            )
-        self.finish_request(conn, done)
-
-    def _took_inline(self, conn: Any, client: Any, held: Any) -> bool:
-        """Whether the readable connection (in ``held``: kept-alive or pending) was answered
-        here, its request being whole; if not, gunicorn hands it to a thread."""
-        if not self._answerable_inline(conn):
-            return False
-        self.poller.unregister(client)
-        held.remove(conn)
-        conn.data_ready = True  # what gunicorn marks on a pending one before its thread runs
-        self._answer_inline(conn)
-        return True
-
-    def on_client_socket_readable(self, conn: Any, client: Any) -> None:
-        """A kept-alive connection has data: answered here if the request is whole."""
-        if not self._took_inline(conn, client, self.keepalived_conns):
-            super().on_client_socket_readable(conn, client)
-
-    def on_pending_socket_readable(self, conn: Any, client: Any) -> None:
-        """A new connection's first bytes: answered here if the request is whole."""
-        if not self._took_inline(conn, client, self.pending_conns):
-            super().on_pending_socket_readable(conn, client)
-
     def accept(self, listener: Any) -> None:
-        """A new connection goes to the poller, not to a thread, until its first byte.
+        """A new connection waits for its first byte in the poller, not on a thread.
 
-        It joins gunicorn's pending connections (those a thread gave up waiting on): readable,
-        it is handed to a thread with its data ready; silent for the read timeout, gunicorn's
-        loop closes it (``murder_pending``, checked about once a second). Every pending
-        connection gets the same timeout from when it was added, so the queue stays in the
-        order it expires in, as ``murder_pending`` expects (and none is ever deferred by a
-        thread: one handed over with its data ready is not waited on).
+        It joins gunicorn's pending connections: readable, it goes to a thread with its data
+        ready; silent for the read timeout, gunicorn's loop closes it (``murder_pending``).
+        Every pending connection gets the same timeout from when it was added, so the queue
+        stays in the order it expires in, as ``murder_pending`` expects. At the connection
+        limit the oldest silent one is closed now (``_make_room``).
         """
         try:
             client_sock, client_addr = listener.accept()
@@ -238,7 +139,6 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
                 raise
             return
         self.nr_conns += 1
-        client_sock.setblocking(False)
         conn = Conn(self.cfg, client_sock, client_addr, listener.getsockname())
         conn.linger = self.linger
         conn.timeout = time.monotonic() + self.read_timeout_s
@@ -246,6 +146,19 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
         self.poller.register(
             client_sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn)
         )
+        self._make_room()
+
+    def _make_room(self) -> None:
+        """Below the connection limit again by closing the oldest silent connections, so
+        gunicorn never stops accepting for want of room (the newest silent one is the likeliest
+        to be a delivery about to send its request)."""
+        while self.nr_conns >= self.worker_connections and len(self.pending_conns) > 1:
+            conn = self.pending_conns.popleft()
+            self.poller.unregister(conn.sock)
+            self.nr_conns -= 1
+            self.idle_closed += 1
+            conn.close()
+            LOG.info("closed a connection that sent nothing: the worker is at its limit")
 
     def _cap_keepalive(self, deadline: float) -> None:
         """A stopping worker keeps a silent new connection no longer than a kept-alive one."""
@@ -253,17 +166,13 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
         for conn in self.pending_conns:  # all capped alike: the queue keeps its order
             conn.timeout = min(conn.timeout, deadline)
 
-    def handle(self, conn: Any, budget_s: float | None = None) -> Any:
-        """Read (and answer) the connection's next request under a fresh deadline: the read
-        timeout, or ``budget_s`` for a request judged whole in its buffer (answered inline)."""
+    def handle(self, conn: Any) -> Any:
+        """Read (and answer) the connection's next request under fresh deadlines."""
         if not conn.initialized and not self.cfg.is_ssl:
-            conn.sock = DeadlineSocket(conn.sock)  # before gunicorn's parser takes it
+            conn.sock = DeadlineSocket(conn.sock, write_timeout_s=self.read_timeout_s)
         sock = conn.sock
         if isinstance(sock, DeadlineSocket):
-            if budget_s is None:
-                sock.arm(self.read_timeout_s)
-            else:  # the request is buffered: only a read that finds nothing is held to this
-                sock.arm(budget_s, waits_only=True)
+            sock.arm(self.read_timeout_s)
         try:
             return super().handle(conn)
         finally:
@@ -271,13 +180,7 @@ class ReceiverWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn has no typ
                 sock.disarm()
 
     def handle_request(self, req: Any, conn: Any) -> Any:
-        """The app's turn; gunicorn then drains an unread body, within the same deadline.
-
-        Answered inline while other requests wait, the connection may be shed (the answer
-        says ``Connection: close``, and the client's next connection goes to whichever worker
-        accepts it first: one that is not busy)."""
-        if conn is self._inline_conn and self.inline_policy.shed(self._waiting, self._sibling):
-            req.must_close = True
+        """The app's turn; gunicorn then drains an unread body, within the same deadline."""
         try:
             return super().handle_request(req, conn)
         finally:

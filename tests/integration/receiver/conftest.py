@@ -19,6 +19,7 @@ import threading
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,9 +121,10 @@ class Stack:
         return self.gunicorn.url + webhook_path(token.encode(), name, "team")
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    root = tmp_path_factory.mktemp("receiver")
+@contextmanager
+def running_stack(root: Path, **settings: str) -> Iterator[Stack]:
+    """Redis, the API double, a Git host and the receiver, with extra ``GITOPS_REVERSER_*``
+    settings (``receiver_threads="2"``, say) on top of the stack's own."""
     client = connect(Settings.from_env().redis_url, client_name="tests")
     prefix = f"test:{uuid.uuid4().hex[:12]}"
     kube = KubeApiServer()
@@ -144,6 +146,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         "GITOPS_REVERSER_MAX_BODY_BYTES": str(LIMIT),
         "GITOPS_REVERSER_RECEIVER_WORKERS": "2",
     }
+    env.update({f"GITOPS_REVERSER_{name.upper()}": value for name, value in settings.items()})
     host = GitHost(root / "git")
     host.start()
     running = start_gunicorn(env, root / "home", metrics_dir)
@@ -157,3 +160,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         if keys:
             client.delete(*keys)
         client.close()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with running_stack(tmp_path_factory.mktemp("receiver")) as running:
+        yield running

@@ -74,7 +74,7 @@ CLOSING = REPLY.replace(b"\r\nContent-Length", b"\r\nConnection: close\r\nConten
 
 
 class _Closing(socketserver.StreamRequestHandler):
-    """Answers one request with ``Connection: close`` and closes, as a shedding worker does."""
+    """Answers one request with ``Connection: close`` and closes."""
 
     def handle(self) -> None:
         if _request(self.rfile) is not None:
@@ -92,3 +92,30 @@ def test_an_answer_that_closes_its_connection_is_followed_by_a_new_one() -> None
         made.shutdown()
     assert paced.failures == [] and len(paced.timings) == 12
     assert paced.reconnected == 12  # every answer closed its connection: each had a new one
+
+
+class _Counting(_Handler):
+    """Answers as ``_Handler`` does and counts the connections it was given."""
+
+    connections = 0
+
+    def setup(self) -> None:
+        _Counting.connections += 1
+        super().setup()
+
+
+def test_fresh_sends_every_request_on_a_connection_of_its_own() -> None:
+    """GitHub's shape: a connection per delivery, closed by the client after the answer."""
+    _Handler.seen.clear()
+    _Counting.connections = 0
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Counting) as made:
+        made.daemon_threads = True
+        thread = threading.Thread(target=made.serve_forever, daemon=True)
+        thread.start()
+        head, tail = openloop.prepared("/hook/x", b"{}", {}, "X-Id")
+        plan = openloop.Plan(made.server_address, head, tail, 500.0, 15, 2, fresh=True)  # type: ignore[arg-type]
+        paced = openloop.run(plan)
+        made.shutdown()
+    assert paced.failures == [] and len(paced.timings) == 15
+    assert _Counting.connections == 15 and len(_Handler.seen) == 15
+    assert paced.reconnected == 0

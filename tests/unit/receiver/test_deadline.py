@@ -1,4 +1,5 @@
-"""One read deadline per request, from its first byte (C5), over a real socket pair.
+"""One read deadline per request, from its first byte, and one write deadline per answer (C5),
+over a real socket pair.
 
 The clock is injected: a deadline that has passed is refused without waiting, and the budget
 starts at the first read, not when the request was armed.
@@ -6,6 +7,7 @@ starts at the first read, not when the request was armed.
 
 from __future__ import annotations
 
+import errno
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 from gunicorn.http import errors
 
-from services.receiver.deadline import DeadlineSocket, SlowClient
+from services.receiver.deadline import DeadlineSocket, SlowClient, SlowReader
 from services.receiver.worker import error_response, refusal
 
 
@@ -104,12 +106,42 @@ def test_gunicorn_refusals_become_the_documented_json(
     assert body == (f'{{"reason": "{reason}", "status": "{status}"}}\n').encode()
 
 
-def test_waits_only_reads_what_is_there_whenever_and_holds_only_a_wait(wire: Wire) -> None:
-    """A request judged whole in the buffer (answered on the loop thread): the app may take
-    its time between reads; a read that has to wait gets what is left of the budget."""
-    wire.sock.arm(0.05, waits_only=True)
-    assert wire.read_one(b"POST /hook/x HTTP/1.1\r\n") == b"POST /hook/x HTTP/1.1\r\n"
-    wire.now[0] += 10.0  # the app was slow: the budget is long gone
-    assert wire.read_one(b"the rest") == b"the rest"  # it was there: read
-    with pytest.raises(SlowClient):
-        wire.sock.recv(1024)  # nothing there: a wait, and no budget left
+def test_an_answer_the_client_takes_is_written_whole(wire: Wire) -> None:
+    sock = DeadlineSocket(wire.raw, clock=lambda: wire.now[0], write_timeout_s=5.0)
+    sock.sendall(b"HTTP/1.1 202 Accepted\r\n\r\n")
+    assert wire.client.recv(1024) == b"HTTP/1.1 202 Accepted\r\n\r\n"
+    assert wire.raw.gettimeout() is None  # blocking again, as gunicorn left it
+
+
+def test_a_client_that_reads_nothing_is_cut_at_the_write_deadline(wire: Wire) -> None:
+    """N6 (probe 2026-12-06): a client that pipelines requests and never reads the answers
+    held a thread for as long as it stayed connected. With the wall clock and a small
+    deadline: the buffers fill, the write gives up, and gunicorn sees a client gone (EPIPE)."""
+    wire.raw.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    sock = DeadlineSocket(wire.raw, write_timeout_s=0.05)
+    with pytest.raises(SlowReader) as raised:
+        sock.sendall(b"x" * (8 * 1024 * 1024))  # far more than both buffers hold
+    assert isinstance(raised.value, BrokenPipeError) and raised.value.errno == errno.EPIPE
+    assert wire.raw.gettimeout() is None
+
+
+def test_the_write_deadline_covers_the_whole_answer(wire: Wire) -> None:
+    """A client that reads a little now and then cannot stretch the deadline: it is one
+    budget for the whole answer, on the injected clock."""
+    sends = [0]
+
+    class Ticking:
+        """A socket that takes 1 KiB a send, and the clock moves 1 s on every send."""
+
+        def send(self, data: memoryview) -> int:
+            sends[0] += 1
+            wire.now[0] += 1.0
+            return min(len(data), 1024)
+
+        def settimeout(self, value: float | None) -> None:
+            assert value is None or value > 0
+
+    sock = DeadlineSocket(Ticking(), clock=lambda: wire.now[0], write_timeout_s=3.0)  # type: ignore[arg-type]
+    with pytest.raises(SlowReader):
+        sock.sendall(b"y" * 100_000)
+    assert sends[0] == 3  # three sends fit the 3 s; the fourth found the budget spent
