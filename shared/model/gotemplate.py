@@ -17,9 +17,10 @@ characters, a run takes at most ``MAX_STEPS`` steps, a printf width or precision
 ``MAX_WIDTH``, and a template at most ``MAX_SOURCE`` characters, so any template finishes soon
 with a short text or an error. The output is not the only thing to bound: a variable keeps a
 value, and ``{{$x = print $x $x}}`` doubles it in one step (the 2026-12-06 probe, N3), so every
-value a run makes (``print``, ``printf``, ``println``, and a value printed) is measured before it
-is built: one may have at most ``MAX_VALUE`` characters and all of a run's at most ``MAX_RUN``
-together; an integer constant must fit Go's 64 bits.
+value a run makes (``print``, ``printf``, ``println``) is measured before it is built: one may
+have at most ``MAX_VALUE`` characters and all of a run's at most ``MAX_RUN`` together; a value
+printed is written piece by piece up to the output's limit; an integer constant must fit Go's
+64 bits.
 
 Data is plain Python: ``str``, ``int``, ``bool``, ``float``, ``None``, lists, ``GoMap`` (a map,
 printed ``map[k:v]``) and ``Record`` (a struct: its fields are fixed, printed ``{v1 v2}``).
@@ -531,42 +532,49 @@ def _float(value: float) -> str:
 
 def show(value: object) -> str:
     """``value`` as Go's ``%v`` prints it."""
+    return "".join(_parts(value))
+
+
+def _parts(value: object) -> Iterator[str]:
+    """``show(value)`` piece by piece, so a long value can be measured, or printed up to the
+    output's limit, without being built whole."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict | list | tuple):
+        if isinstance(value, Record):
+            opening, items = "{", [("", v) for v in value.values()]
+        elif isinstance(value, dict):
+            opening, items = "map[", [(f"{k}:", value[k]) for k in sorted(value)]
+        else:
+            opening, items = "[", [("", v) for v in value]
+        yield opening
+        for i, (prefix, item) in enumerate(items):
+            yield (" " if i else "") + prefix
+            yield from _parts(item)
+        yield "}" if isinstance(value, Record) else "]"
+    else:
+        yield _scalar(value)
+
+
+def _scalar(value: object) -> str:
     if value is None:
         return "<nil>"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
         return _float(value)
-    if isinstance(value, str | int):
-        return str(value)
-    if isinstance(value, Record):
-        return "{" + " ".join(show(v) for v in value.values()) + "}"
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{show(value[k])}" for k in sorted(value)) + "]"
-    if isinstance(value, list | tuple):
-        return "[" + " ".join(show(v) for v in value) + "]"
-    return str(value)
+    return str(value)  # an int has 64 bits at most (constants), or counts something
 
 
 def measure(value: object, cap: int) -> int:
     """How many characters ``show(value)`` has, counted without building it (a value too long
     to make costs no memory to measure); counting stops once past ``cap``."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, Record):
-        items: list[tuple[str, object]] = [("", v) for v in value.values()]
-        total = 1
-    elif isinstance(value, dict):
-        items, total = [(f"{k}:", value[k]) for k in value], 4
-    elif isinstance(value, list | tuple):
-        items, total = [("", v) for v in value], 1
-    else:
-        return len(show(value))  # a scalar: a few characters (a constant has 64 bits)
-    for prefix, item in items:
-        total += 1 + len(prefix) + measure(item, cap - total)
+    total = 0
+    for part in _parts(value):
+        total += len(part)
         if total > cap:
             break
-    return total + (not items)  # "[]", "{}", "map[]"
+    return total
 
 
 class _Pieces:
@@ -916,7 +924,8 @@ class _Run:
             elif isinstance(node, _Print):
                 value = self.pipe(node.pipe, dot)
                 if not node.pipe.decl:
-                    self.write(self.shown(value))
+                    for part in _parts(value):  # a long value stops at the limit, never whole
+                        self.write(part)
             elif isinstance(node, _Jump):
                 raise _Break if node.kind == "break" else _Continue
             else:
@@ -1042,12 +1051,6 @@ class _Run:
             raise TemplateError(f"printf: the format is a {_go_type(args[0])}, not a string")
         self.made += len(text)
         return text
-
-    def shown(self, value: object) -> str:
-        """``value`` as printed, refused rather than built when it is longer than MAX_VALUE."""
-        if measure(value, MAX_VALUE) > MAX_VALUE:
-            raise TemplateError(f"printing {_go_type(value)}: {_too_long('the text', MAX_VALUE)}")
-        return show(value)
 
     def thunk(self, arg: _Arg, dot: object) -> Callable[[], object]:
         return lambda: self.arg(arg, dot)

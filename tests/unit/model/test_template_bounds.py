@@ -84,10 +84,13 @@ def test_a_value_at_the_bound_is_made_and_one_past_it_is_refused() -> None:
         parse(at + "`.`}}").render(None, 100)
 
 
-def test_printing_a_data_value_past_the_bound_is_refused_not_built() -> None:
+def test_a_long_data_value_is_printed_up_to_the_limit_and_refused_as_an_operand() -> None:
+    """A value printed goes out piece by piece until the output is full (a large window's
+    ``{{.Resources}}`` is cut, as before); given to print, it is a value made, and refused."""
     big = {"L": ["x" * 1000] * 100}  # 100,100 characters when shown
-    with pytest.raises(TemplateError, match="printing"):
-        parse("{{.L}}").render(big, 100)
+    assert parse("{{.L}}").render(big, 100) == "[" + "x" * 99
+    with pytest.raises(TemplateError, match="print would make a value of over"):
+        parse("{{print .L}}").render(big, 100)
     assert parse('{{index .L 0 | printf "%.3s"}}').render(big, 100) == "xxx"
 
 
