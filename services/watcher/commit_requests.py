@@ -5,7 +5,9 @@ One pass lists the CommitRequests (and, only when there are some, the GitTargets
 the watcher's light period (``Settings.applier_status_period``, 2 s), so a request reaches its
 branch within seconds whatever the reconcile period. A request is published once: the pass
 publishes only what Redis has not recorded as published (a crash between the two publishes
-it again, and the branch worker ignores the duplicate by uid).
+it again, and the branch worker ignores the duplicate by uid). A request whose status shows a
+final outcome is never published again, nor its status rewritten, when Redis has no record of
+it (a Redis that came back empty): bound again, it would title an unrelated commit (N10).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from shared.decide.commit_requests import (
     TARGET_NOT_FOUND,
     TARGET_NOT_READY,
+    concluded,
     conditions,
     expired,
 )
@@ -70,6 +73,8 @@ class CommitRequestSync:
         progress = self._store.progress([r.meta.uid for r in live])
         for request in live:
             published, outcome = progress[request.meta.uid]
+            if outcome is None and concluded(request.conditions):
+                continue  # finished, and Redis forgot it (N10): its status is the record
             problem: Problem | None = None
             if outcome is None and not published:
                 problem = self._publish(request, targets)

@@ -8,9 +8,13 @@ read from the GitTarget's own namespace only (T1). A key is checked by ssh-keyge
 content: the outcome is remembered by a digest of the Secret's signing keys, in this process
 only, so an unchanged Secret costs one GET a pass and no process.
 
-With ``generateWhenMissing`` a Secret that does not exist, or has no ``signing.key``, gets a
-new ed25519 key (the keys it already has are kept); a Secret that has a bad key is never
-overwritten.
+With ``generateWhenMissing`` a Secret that does not exist is created with a new ed25519 key
+and marked (the ``GENERATED`` annotation); a marked Secret without ``signing.key`` gets a new
+one (the keys it already has are kept). A Secret that exists without the mark is never written
+(the 2026-12-06 probe, N11: a TLS Secret got signing keys, so whoever may write a GitTarget
+could have the product change any Secret of the namespace): its own ``signing.key`` is used
+when it has one, else the GitTarget is refused with ``SigningSecretNotOwned``. A Secret that
+has a bad key is never overwritten.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from shared.kube.api import KubeClient
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
 from shared.kube.kinds import GIT_TARGETS
-from shared.kube.secrets import add_secret_keys
+from shared.kube.secrets import NotMarked, add_secret_keys
 from shared.kube.status import StatusWriter
 from shared.model.crds import GitTargetView
 
@@ -43,6 +47,8 @@ log = logging.getLogger(__name__)
 SIGNING_KEY_INVALID = "SigningKeyInvalid"
 SIGNING_SECRET_NOT_FOUND = "SigningSecretNotFound"
 SIGNING_SECRET_UNREADABLE = "SigningSecretUnreadable"
+#: generateWhenMissing names a Secret that exists, has no key and was not created by us.
+SIGNING_SECRET_NOT_OWNED = "SigningSecretNotOwned"
 #: Marks a Secret whose key the product generated (a person may back it up and remove it).
 GENERATED = "gitopsreverser.io/generated-signing-key"
 #: Checked keys remembered at most (one entry per distinct key content seen).
@@ -111,23 +117,38 @@ class SigningKeys:
     def _generate(self, target: GitTargetView, where: str) -> str:
         assert target.signing is not None
         comment = f"gitops-reverser {target.meta.namespace}/{target.meta.name}"
+        made: list[SigningKey] = []
+
+        def make() -> Mapping[str, bytes]:  # only once the Secret may be written
+            made.append(generate_key(comment))
+            return secret_data(made[0])
+
         try:
-            key: SigningKey = generate_key(comment)
-            add_secret_keys(
+            written = add_secret_keys(
                 self._client,
                 target.meta.namespace,
                 target.signing.secret_name,
-                secret_data(key),
+                make,
                 {GENERATED: "true"},
             )
         except SigningKeyInvalid as err:
             raise _Refused(SIGNING_KEY_INVALID, f"{where}: {err}") from None
+        except NotMarked:
+            raise _Refused(
+                SIGNING_SECRET_NOT_OWNED,
+                f"{where} has no {PRIVATE_KEY} and was not created by gitops-reverser (it lacks"
+                f' the annotation {GENERATED}: "true"), so generateWhenMissing does not write'
+                f" into it: put a key in it as {PRIVATE_KEY}, or name a Secret that does not"
+                " exist yet",
+            ) from None
         except KubeError as err:
             raise _Refused(
                 SIGNING_SECRET_UNREADABLE, f"{where}: a generated key could not be stored: {err}"
             ) from None
+        if not written:  # a key arrived since this pass read the Secret: read it next pass
+            raise _Refused(SIGNING_SECRET_UNREADABLE, f"{where} changed while it was read")
         log.info("generated a signing key into %s", where)
-        return key.public
+        return made[0].public
 
     def publish(self, targets: Iterable[GitTargetView]) -> None:
         """Write ``status.signingPublicKey`` where it changed (removed when there is none);

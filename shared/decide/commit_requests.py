@@ -146,6 +146,15 @@ def _pushed(pushed: bool, reason: str, message: str) -> Wanted:
     return Wanted(PUSHED, TRUE if pushed else FALSE, reason, message)
 
 
+def concluded(current: tuple[Condition, ...] | list[Condition]) -> bool:
+    """P6: True when the request's status already holds a branch worker's final outcome (its
+    Ready condition's reason is one of ``FINAL``). Such a request is never published again:
+    its outcome in Redis may be gone (a Redis wiped or replaced, the 2026-12-06 probe's N10),
+    and received again it would bind to the next window and title an unrelated commit."""
+    ready = next((c for c in current if c.type == READY), None)
+    return ready is not None and ready.reason in FINAL
+
+
 def finished_at(current: tuple[Condition, ...] | list[Condition]) -> float | None:
     """When a request's status became final (its Ready condition's last transition), or
     None while it is not: Ready with a final reason, or Stalled."""

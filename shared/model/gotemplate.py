@@ -15,7 +15,12 @@ Every problem is a ``TemplateError``. Execution follows ``missingkey=error``: a 
 does not have is an error, never ``<no value>``. Bounds: the output stops at ``limit``
 characters, a run takes at most ``MAX_STEPS`` steps, a printf width or precision at most
 ``MAX_WIDTH``, and a template at most ``MAX_SOURCE`` characters, so any template finishes soon
-with a short text or an error.
+with a short text or an error. The output is not the only thing to bound: a variable keeps a
+value, and ``{{$x = print $x $x}}`` doubles it in one step (the 2026-12-06 probe, N3), so every
+value a run makes (``print``, ``printf``, ``println``) is measured before it is built: one may
+have at most ``MAX_VALUE`` characters and all of a run's at most ``MAX_RUN`` together; a value
+printed is written piece by piece up to the output's limit; an integer constant must fit Go's
+64 bits.
 
 Data is plain Python: ``str``, ``int``, ``bool``, ``float``, ``None``, lists, ``GoMap`` (a map,
 printed ``map[k:v]``) and ``Record`` (a struct: its fields are fixed, printed ``{v1 v2}``).
@@ -32,6 +37,9 @@ from dataclasses import dataclass, field
 MAX_STEPS = 200_000
 MAX_WIDTH = 1000
 MAX_SOURCE = 64 * 1024
+#: Characters one value a run makes may have, and all the values of one run together (N3).
+MAX_VALUE = 64 * 1024
+MAX_RUN = 1024 * 1024
 FUNCTIONS = (
     "and", "eq", "ge", "gt", "index", "le", "len", "lt", "ne", "not", "or", "print", "printf",
     "println",
@@ -264,12 +272,31 @@ def _number(text: str) -> object:
     clean = text.replace("_", "")
     try:
         if re.fullmatch(r"[+-]?0[xXoObB].*", clean):
-            return int(clean, 0)
-        if re.fullmatch(r"[+-]?[0-9]+", clean):
-            return int(clean, 8) if re.fullmatch(r"[+-]?0[0-7]+", clean) else int(clean)
-        return float(clean)
+            value = int(clean, 0)
+        elif re.fullmatch(r"[+-]?[0-9]+", clean):
+            value = int(clean, 8) if re.fullmatch(r"[+-]?0[0-7]+", clean) else int(clean)
+        else:
+            return _float_constant(clean)
+        if -(2**63) <= value < 2**64:
+            return value
+        if re.match(r"[+-]?0[0-9xXoObB]", clean):  # past 64 bits: Go has no float for it
+            raise ValueError(clean)
+        return _float_constant(clean)
     except ValueError as err:
-        raise TemplateError(f"bad number syntax: {text}") from err
+        raise TemplateError(f"bad number syntax: {_cut(text)}") from err
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _float_constant(clean: str) -> float:
+    """A constant Go reads as a float64 (a decimal integer past 64 bits too, so no constant
+    prints thousands of digits, N3); one past its range is refused."""
+    value = float(clean)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(clean)
+    return value
 
 
 class _Parser:
@@ -505,21 +532,86 @@ def _float(value: float) -> str:
 
 def show(value: object) -> str:
     """``value`` as Go's ``%v`` prints it."""
+    return "".join(_parts(value))
+
+
+def _parts(value: object) -> Iterator[str]:
+    """``show(value)`` piece by piece, so a long value can be measured, or printed up to the
+    output's limit, without being built whole."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict | list | tuple):
+        if isinstance(value, Record):
+            opening, items = "{", [("", v) for v in value.values()]
+        elif isinstance(value, dict):
+            opening, items = "map[", [(f"{k}:", value[k]) for k in sorted(value)]
+        else:
+            opening, items = "[", [("", v) for v in value]
+        yield opening
+        for i, (prefix, item) in enumerate(items):
+            yield (" " if i else "") + prefix
+            yield from _parts(item)
+        yield "}" if isinstance(value, Record) else "]"
+    else:
+        yield _scalar(value)
+
+
+def _scalar(value: object) -> str:
     if value is None:
         return "<nil>"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
         return _float(value)
-    if isinstance(value, str | int):
-        return str(value)
-    if isinstance(value, Record):
-        return "{" + " ".join(show(v) for v in value.values()) + "}"
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{show(value[k])}" for k in sorted(value)) + "]"
-    if isinstance(value, list | tuple):
-        return "[" + " ".join(show(v) for v in value) + "]"
-    return str(value)
+    return str(value)  # an int has 64 bits at most (constants), or counts something
+
+
+def measure(value: object, cap: int) -> int:
+    """How many characters ``show(value)`` has, counted without building it (a value too long
+    to make costs no memory to measure); counting stops once past ``cap``."""
+    total = 0
+    for part in _parts(value):
+        total += len(part)
+        if total > cap:
+            break
+    return total
+
+
+class _Pieces:
+    """A text a run makes, built piece by piece and refused (``TemplateError`` ``refusal``) as
+    soon as it would pass ``room`` characters (N3), so no value outgrows its bound however its
+    pieces repeat."""
+
+    def __init__(self, room: int, refusal: str) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.room = room
+        self.refusal = refusal
+
+    def add(self, text: str) -> None:
+        self.size += len(text)
+        if self.size > self.room:
+            raise TemplateError(self.refusal)
+        self.parts.append(text)
+
+    def fits(self, value: object) -> None:
+        """Refuses ``value`` before it is shown when its text alone passes the room."""
+        if measure(value, self.room) > self.room:
+            raise TemplateError(self.refusal)
+
+    def shown(self, value: object) -> None:
+        self.fits(value)
+        self.add(show(value))
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _brief(value: object) -> str:
+    """``value`` shown for an error message: at most 80 characters."""
+    if measure(value, 80) <= 80:
+        return show(value)
+    return f"a {_go_type(value)} of over 80 characters"
 
 
 def quote(text: str) -> str:
@@ -616,18 +708,19 @@ def _verb(  # noqa: C901, PLR0912 - one branch per printf verb
     return _pad(text, flags, width, numeric)
 
 
-def sprintf(fmt: str, args: Sequence[object]) -> str:
+def sprintf(fmt: str, args: Sequence[object], room: int = MAX_VALUE, refusal: str = "") -> str:
     """Go's ``fmt.Sprintf`` for the verbs v s q d x X o b t c f e g, flags, width, precision;
-    a mismatch prints as Go prints it (``%!d(string=x)``, ``%!s(MISSING)``, ``%!(EXTRA ...)``)."""
-    out: list[str] = []
+    a mismatch prints as Go prints it (``%!d(string=x)``, ``%!s(MISSING)``, ``%!(EXTRA ...)``).
+    A result longer than ``room`` characters is refused (``refusal``), before it is built."""
+    out = _Pieces(room, refusal or _too_long("printf", room))
     used = 0
     pos = 0
     while True:
         at = fmt.find("%", pos)
         if at < 0:
-            out.append(fmt[pos:])
+            out.add(fmt[pos:])
             break
-        out.append(fmt[pos:at])
+        out.add(fmt[pos:at])
         m = _VERB.match(fmt, at)
         assert m is not None
         flags, width, prec, verb = m.group(1), m.group(2), m.group(3), m.group(4)
@@ -639,32 +732,53 @@ def sprintf(fmt: str, args: Sequence[object]) -> str:
         if (w or 0) > MAX_WIDTH or (p or 0) > MAX_WIDTH:
             raise TemplateError(f"printf: a width or precision over {MAX_WIDTH} is refused")
         if verb == "%":
-            out.append("%")
+            out.add("%")
             continue
         if verb == "":
-            out.append("%!(NOVERB)")
+            out.add("%!(NOVERB)")
             continue
         if used >= len(args):
-            out.append(f"%!{verb}(MISSING)")
+            out.add(f"%!{verb}(MISSING)")
             continue
-        out.append(_verb(verb, flags, w, p, args[used]))
+        out.fits(args[used])  # so a verb's text (at most ten times its argument's) is bounded
+        out.add(_verb(verb, flags, w, p, args[used]))
         used += 1
     if used < len(args):
-        extra = ", ".join(
-            f"{_go_type(a)}={show(a)}" if a is not None else "<nil>" for a in args[used:]
-        )
-        out.append(f"%!(EXTRA {extra})")
-    return "".join(out)
+        out.add("%!(EXTRA ")
+        for i, arg in enumerate(args[used:]):
+            out.add((", " if i else "") + (f"{_go_type(arg)}=" if arg is not None else ""))
+            out.shown(arg)
+        out.add(")")
+    return out.text()
 
 
-def sprint(args: Sequence[object]) -> str:
-    """Go's ``fmt.Sprint``: a space between two operands when neither is a string."""
-    out: list[str] = []
+def sprint(args: Sequence[object], room: int = MAX_VALUE, refusal: str = "") -> str:
+    """Go's ``fmt.Sprint``: a space between two operands when neither is a string; a result
+    longer than ``room`` characters is refused (``refusal``), before it is built."""
+    out = _Pieces(room, refusal or _too_long("print", room))
     for i, arg in enumerate(args):
         if i and not isinstance(arg, str) and not isinstance(args[i - 1], str):
-            out.append(" ")
-        out.append(show(arg))
-    return "".join(out)
+            out.add(" ")
+        out.shown(arg)
+    return out.text()
+
+
+def sprintln(args: Sequence[object], room: int = MAX_VALUE, refusal: str = "") -> str:
+    """Go's ``fmt.Sprintln``: the operands shown, a space between each, and a newline."""
+    out = _Pieces(room, refusal or _too_long("println", room))
+    for i, arg in enumerate(args):
+        if i:
+            out.add(" ")
+        out.shown(arg)
+    out.add("\n")
+    return out.text()
+
+
+def _too_long(name: str, room: int) -> str:
+    return (
+        f"{name} would make a value of over {room} characters (a value a template makes may"
+        f" have at most {MAX_VALUE})"
+    )
 
 
 # --- execution -------------------------------------------------------------------------------
@@ -785,6 +899,7 @@ class _Run:
         self.size = 0
         self.limit = limit
         self.steps = 0
+        self.made = 0  # characters of the values this run made (N3: at most MAX_RUN)
         self.vars: list[tuple[str, object]] = [("$", data)]
 
     def step(self) -> None:
@@ -809,7 +924,8 @@ class _Run:
             elif isinstance(node, _Print):
                 value = self.pipe(node.pipe, dot)
                 if not node.pipe.decl:
-                    self.write(show(value))
+                    for part in _parts(value):  # a long value stops at the limit, never whole
+                        self.write(part)
             elif isinstance(node, _Jump):
                 raise _Break if node.kind == "break" else _Continue
             else:
@@ -843,7 +959,7 @@ class _Run:
         if value is None:
             items = []
         elif isinstance(value, Record) or not isinstance(value, list | tuple | dict):
-            raise TemplateError(f"range can't iterate over {show(value)}")
+            raise TemplateError(f"range can't iterate over {_brief(value)}")
         elif isinstance(value, dict):
             items = [(k, value[k]) for k in sorted(value)]
         else:
@@ -918,6 +1034,24 @@ class _Run:
             args.append(lambda: last)
         return self.call(head.name, args)
 
+    def make(self, name: str, args: list[object]) -> str:
+        """The text ``print``, ``println`` or ``printf`` makes, refused before it passes
+        MAX_VALUE characters or this run's values pass MAX_RUN together (N3)."""
+        room = min(MAX_VALUE, MAX_RUN - self.made)
+        refusal = _too_long(name, room)
+        if room < MAX_VALUE:
+            refusal = f"{name}: the values this run made add up to over {MAX_RUN} characters"
+        if name == "print":
+            text = sprint(args, room, refusal)
+        elif name == "println":
+            text = sprintln(args, room, refusal)
+        elif isinstance(args[0], str):
+            text = sprintf(args[0], args[1:], room, refusal)
+        else:
+            raise TemplateError(f"printf: the format is a {_go_type(args[0])}, not a string")
+        self.made += len(text)
+        return text
+
     def thunk(self, arg: _Arg, dot: object) -> Callable[[], object]:
         return lambda: self.arg(arg, dot)
 
@@ -937,14 +1071,8 @@ class _Run:
             return _length(args[0])
         if name == "index":
             return _index(args[0], args[1:])
-        if name == "print":
-            return sprint(args)
-        if name == "println":
-            return " ".join(show(a) for a in args) + "\n"
-        if name == "printf":
-            if not isinstance(args[0], str):
-                raise TemplateError(f"printf: the format is a {_go_type(args[0])}, not a string")
-            return sprintf(args[0], args[1:])
+        if name in ("print", "println", "printf"):
+            return self.make(name, args)
         if name == "eq":
             return any(_equal(args[0], other) for other in args[1:])
         if name == "ne":

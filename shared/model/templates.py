@@ -5,7 +5,9 @@ with the Go operator's variables, so its users' templates carry over (issue 15; 
 variables (``missingkey=error``) and runs it on sample data; the watcher calls it to refuse a
 bad template in the GitProvider's status, the branch worker through ``render``, which falls back
 to the built-in template on a ``TemplateError`` (so a bad template fails only its own commits'
-wording). The engine is ``shared.model.gotemplate``; its bounds hold whatever the template.
+wording). The engine is ``shared.model.gotemplate``; its bounds hold whatever the template:
+steps, the output, and every value a run makes (N3), so checking a hostile template costs
+milliseconds and a few MiB. The outcome of a check is remembered, a refusal too.
 
 The ``{name}`` ``str.format`` syntax of earlier versions is refused with a message naming the
 Go spelling (docs/crds.md, "Commit message templates"). A rendered message is cut at
@@ -152,11 +154,24 @@ _GO_SPELLING = {"operation": "{{.Operation}}", "kind": "{{.Resource}}",
 
 def check(template: str, variables: Variables) -> Template:
     """The parsed template, or TemplateError saying what is wrong, for the user."""
-    return _checked(template, variables.field)
+    checked = _checked(template, variables.field)
+    if isinstance(checked, TemplateError):
+        raise TemplateError(str(checked))  # a new one: a raise adds to the cached one's traceback
+    return checked
 
 
 @functools.lru_cache(maxsize=256)
-def _checked(template: str, which: str) -> Template:
+def _checked(template: str, which: str) -> Template | TemplateError:
+    """The outcome, a refusal too: the watcher checks every GitProvider each pass, and a
+    template that fails only after its whole budget of steps would cost that every pass."""
+    try:
+        return _check(template, which)
+    except TemplateError as err:
+        err.__traceback__ = None
+        return err
+
+
+def _check(template: str, which: str) -> Template:
     variables = EVENT if which == EVENT.field else GROUP
     where = f"{variables.field} {_excerpt(template)}"
     legacy = _LEGACY.search(template)

@@ -24,6 +24,7 @@ from sandbox.githost.outside import git
 from services.branch_worker.branch import SIGNING_RETRY_S
 from services.branch_worker.signing import SIGNING_KEY_INVALID, SecretSigner, SigningUnavailable
 from services.branch_worker.worker import BranchWorker, Stores
+from services.watcher.signing import GENERATED, SIGNING_SECRET_NOT_OWNED
 from shared.git.signing import PRIVATE_KEY, PUBLIC_KEY, generate_key, load_key
 from shared.kube.api import KubeClient
 from shared.kube.crds import CrdReader
@@ -113,6 +114,85 @@ def test_generate_when_missing_creates_the_key_in_the_secret(rig: Rig, repo_url:
     rig.burst()
     again = _reader(rig).secret_data("team-a", "signing")
     assert again == data
+
+
+GENERATE: dict[str, Any] = {
+    "commit": {"signing": {"secretRef": {"name": "signing"}, "generateWhenMissing": True}}
+}
+
+
+def _raw_secret(rig: Rig) -> dict[str, Any]:
+    return rig.cluster.get("v1", "Secret", "signing", "team-a")
+
+
+@pytest.mark.parametrize(
+    ("kind", "data"),
+    [
+        ("kubernetes.io/tls", {"tls.crt": b"certificate", "tls.key": b"its key"}),
+        ("Opaque", {"token": b"s3cret"}),
+        ("Opaque", {}),
+    ],
+    ids=["tls", "opaque", "empty"],
+)
+def test_generate_when_missing_never_writes_into_a_secret_it_did_not_create(
+    rig: Rig, repo_url: str, kind: str, data: dict[str, bytes]
+) -> None:
+    """N11: fails before: the Secret (a TLS one, in the probe) got signing.key and
+    signing.pub and our annotation, so whoever may write a GitTarget could have the product
+    change any Secret of the namespace. Now the GitTarget is refused with a reason naming the
+    problem, not served, and the Secret is not touched."""
+    uid = mirror_setup(rig, repo_url, **GENERATE)
+    rig.cluster.create({**_secret("team-a", "signing", data), "type": kind})
+    before = _raw_secret(rig)
+    rig.burst()
+    rig.clock.now += 60
+    rig.burst()
+    validated = rig.cluster.conditions("GitTarget", "target", "team-a")["Validated"]
+    assert (validated["status"], validated["reason"]) == ("False", SIGNING_SECRET_NOT_OWNED)
+    assert "team-a/signing" in validated["message"] and GENERATED in validated["message"]
+    after = _raw_secret(rig)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert (after.get("data"), after["metadata"].get("annotations")) == (
+        before.get("data"),
+        before["metadata"].get("annotations"),
+    )
+    held = rig.config.target(GitTargetUid(uid))
+    assert held is not None and held.key_held
+    assert "signingPublicKey" not in (_target(rig).get("status") or {})
+
+
+def test_generate_when_missing_uses_a_key_the_user_put_in_the_secret(
+    rig: Rig, repo_url: str
+) -> None:
+    """N11: a Secret of the user's that holds a key is used as it is (not generated, not
+    marked)."""
+    key = generate_key("mine")
+    mirror_setup(rig, repo_url, **GENERATE)
+    rig.cluster.create(_secret("team-a", "signing", {PRIVATE_KEY: key.private}))
+    before = _raw_secret(rig)
+    rig.burst()
+    assert _target(rig)["status"]["signingPublicKey"] == key.public
+    assert rig.cluster.conditions("GitTarget", "target", "team-a")["Validated"]["status"] == "True"
+    after = _raw_secret(rig)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert GENERATED not in (after["metadata"].get("annotations") or {})
+
+
+def test_generate_when_missing_refills_a_secret_it_created(rig: Rig, repo_url: str) -> None:
+    """A Secret the product created (marked) whose key a person removed, after backing it up,
+    gets a new key, as when it was first created."""
+    mirror_setup(rig, repo_url, **GENERATE)
+    rig.burst()
+    first = _raw_secret(rig)
+    assert first["metadata"]["annotations"][GENERATED] == "true"
+    rig.cluster.patch("v1", "Secret", "signing", "team-a", {"data": None})
+    rig.clock.now += 60
+    rig.burst()
+    data = _reader(rig).secret_data("team-a", "signing")
+    assert data is not None
+    key = load_key(data)
+    assert data[PRIVATE_KEY] != base64.b64decode(first["data"][PRIVATE_KEY])
+    assert _target(rig)["status"]["signingPublicKey"] == key.public
 
 
 @pytest.mark.parametrize(

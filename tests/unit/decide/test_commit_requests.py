@@ -12,6 +12,7 @@ from shared.decide.commit_requests import (
     TARGET_NOT_FOUND,
     binding,
     close_deadline,
+    concluded,
     conditions,
     expired,
     finalize_failed,
@@ -111,6 +112,18 @@ def test_ttl_counts_from_the_stall_not_from_an_earlier_ready_false() -> None:
     failed = merge(waiting, conditions(Outcome(FINALIZE_FAILED), None), 1, 5_000.0)
     assert not expired(failed, 5_000.0 + 50, 100)
     assert expired(failed, 5_000.0 + 100, 100)
+
+
+def test_a_status_with_a_final_outcome_is_concluded() -> None:
+    """N10: the watcher never publishes again a request whose status shows a final outcome
+    (every one of FINAL); one still on its way, or refused before any branch worker saw it
+    (a GitTarget that may yet be created), is not concluded."""
+    for reason in (COMMITTED, NO_WINDOW, WINDOW_MISMATCH, ALREADY_PRESENT, FINALIZE_FAILED):
+        assert concluded(_stored(Outcome(reason, sha="a"), 1_000.0)), reason
+    assert not concluded(())
+    assert not concluded(_stored(None, 1_000.0))
+    assert not concluded(_stored(Outcome(WAITING, deadline=5.0), 1_000.0))
+    assert not concluded(_stored(None, 1_000.0, Problem(TARGET_NOT_FOUND, "no", permanent=True)))
 
 
 def test_finalize_failed_comes_a_bound_after_the_deadline() -> None:

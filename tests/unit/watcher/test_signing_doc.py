@@ -9,6 +9,7 @@ from services.branch_worker.signing import SIGNING_KEY_INVALID
 from services.watcher.signing import (
     GENERATED,
     SIGNING_SECRET_NOT_FOUND,
+    SIGNING_SECRET_NOT_OWNED,
     SIGNING_SECRET_UNREADABLE,
 )
 from shared.decide.cluster_rules import CLUSTER_SCOPE_NOT_ADMITTED, NAMESPACE_NOT_AUTHORIZED
@@ -25,7 +26,13 @@ def _section(title: str) -> str:
 
 def test_the_signing_section_names_every_reason_and_key() -> None:
     section = _section("### Signed commits")
-    for word in (SIGNING_KEY_INVALID, SIGNING_SECRET_NOT_FOUND, SIGNING_SECRET_UNREADABLE):
+    reasons = (
+        SIGNING_KEY_INVALID,
+        SIGNING_SECRET_NOT_FOUND,
+        SIGNING_SECRET_NOT_OWNED,
+        SIGNING_SECRET_UNREADABLE,
+    )
+    for word in reasons:
         assert f"`{word}`" in section
     for key in (PRIVATE_KEY, PASSPHRASE, PUBLIC_KEY, GENERATED):
         assert f"`{key}" in section
