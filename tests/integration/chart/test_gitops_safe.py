@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from services.redis_auth import __main__ as redis_auth
 from services.watcher.encryption import FINGERPRINT_KEY, ensure_master
 from shared.kube.api import KubeClient, Obj
 from shared.kube.kinds import SECRETS
@@ -91,24 +92,41 @@ def test_an_argo_cd_style_install_changes_no_secret(tmp_path: Path) -> None:
         assert not run.audit.denied(user_of(NAMESPACE, REDIS))
 
 
-def test_a_users_redis_password_is_read_never_created(tmp_path: Path) -> None:
-    """redis.auth.existingSecret: the init container may only read it; the Secret as given."""
+def _auth(run: ChartRun, out: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    """services.redis_auth as Redis's ServiceAccount, in this process."""
+    kubeconfig = out.parent / "kubeconfig"
+    run.kube.write_kubeconfig(kubeconfig, token=run.tokens[user_of(NAMESPACE, REDIS)])
+    monkeypatch.setenv("GITOPS_REVERSER_KUBECONFIG", str(kubeconfig))
+    monkeypatch.setenv("GITOPS_REVERSER_NAMESPACE", NAMESPACE)
+    return redis_auth.main([*args, "--out", str(out)])
+
+
+def test_a_users_redis_password_is_read_never_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """redis.auth.existingSecret: the init container may only read it; the Secret as given. A
+    missing one, or a password that cannot sit in a redis:// URL, stops it with the reason."""
     values = {"redis": {"auth": {"existingSecret": "mine", "existingSecretKey": "pw"}}}
     rendered = render(values)
     role = rendered.one("Role", f"{RELEASE}-gitops-reverser-redis-auth")
     assert role["rules"][0]["verbs"] == ["get"]
     with chart_running(tmp_path, rendered) as run:
-        password = "a-users-own-password-0123"
-        client.CoreV1Api(run.api).create_namespaced_secret(
-            NAMESPACE,
-            client.V1Secret(
-                metadata=client.V1ObjectMeta(name="mine"), string_data={"pw": password}
-            ),
-        )
+        out = tmp_path / "check" / "auth.conf"
+        out.parent.mkdir()
+        assert _auth(run, out, monkeypatch, "--secret", "mine", "--key", "pw") == 1
+        assert "has no key 'pw'" in caplog.text and not out.exists()
+        core = client.CoreV1Api(run.api)
+        for name, value in (("bad", "a@b:c/d-0123456789"), ("mine", "a-users-own-password-0123")):
+            secret = client.V1Secret(
+                metadata=client.V1ObjectMeta(name=name), string_data={"pw": value}
+            )
+            core.create_namespaced_secret(NAMESPACE, secret)
+        assert _auth(run, out, monkeypatch, "--secret", "bad", "--key", "pw") == 1
+        assert "0-9 . _ ~ - only" in caplog.text and not out.exists()
         run.run_init("StatefulSet", REDIS)
         conf = (run.home(REDIS) / "auth" / "auth.conf").read_text()
-        assert conf == f"requirepass {password}\n"
-        assert set(_secrets(run)) == {"mine"}
+        assert conf == "requirepass a-users-own-password-0123\n"
+        assert set(_secrets(run)) == {"mine", "bad"}
 
 
 class _Rival(KubeClient):
