@@ -51,7 +51,7 @@ class ChartRedis:
         self.port = free_port()
         data = directory / "data"
         data.mkdir(parents=True)
-        auth = directory / "auth.conf"
+        auth = self.auth = directory / "auth.conf"
         write_config(auth, PASSWORD)
         local = [
             f"dir {data}" if line.startswith("dir ") else line.replace(AUTH, str(auth))
@@ -105,6 +105,28 @@ def test_the_password_is_in_no_command_line(chart_redis: ChartRedis) -> None:
     with pytest.raises(redis.AuthenticationError):
         redis.Redis(port=chart_redis.port).ping()
     assert redis.Redis.from_url(chart_redis.url).ping()
+
+
+def test_the_readiness_probe_authenticates_from_the_file(
+    chart_redis: ChartRedis, tmp_path: Path
+) -> None:
+    """The probe reads the password from the included file into the client's environment (no
+    argument holds it) and passes; with another password in the file it fails."""
+    rendered = render().one("StatefulSet", f"{RELEASE}-gitops-reverser-redis")
+    probe = rendered["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["exec"]
+    assert PASSWORD not in " ".join(probe["command"])
+
+    def run(auth: Path) -> int:
+        local = [
+            part.replace(AUTH, str(auth)).replace(" ping", f" -p {chart_redis.port} ping")
+            for part in probe["command"]
+        ]
+        return subprocess.run(local, check=False, capture_output=True).returncode
+
+    assert run(chart_redis.auth) == 0
+    wrong = tmp_path / "wrong.conf"
+    write_config(wrong, "not-the-password-0123")
+    assert run(wrong) != 0
 
 
 @pytest.fixture
