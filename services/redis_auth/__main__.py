@@ -5,7 +5,7 @@ The chart renders no password: a GitOps tool renders the chart again and again, 
 one would change on every sync under a running Redis (docs/install.md "GitOps-safe"). This
 reads key ``--key`` of Secret ``--secret`` in the pod's namespace; with ``--create`` (the
 chart's own Secret) a missing one is created first with a random password, create-if-absent
-(``shared.kube.secrets.ensure_secret_key``: never replaced, so no restart, upgrade or sync
+(``shared.kube.install_secrets.ensure_secret_key``: never replaced, so no restart, upgrade or sync
 rotates it). It writes ``requirepass <password>`` to ``--out`` (mode 0600), the file the
 chart's redis.conf includes: the password is on no command line. The processes read the same
 Secret into their environment. Exit 1 with the reason when the Secret cannot be used.
@@ -26,7 +26,7 @@ from pathlib import Path
 from shared.kube.clients import ClientFactory
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
-from shared.kube.secrets import ensure_secret_key
+from shared.kube.install_secrets import ensure_secret_key
 from shared.settings import Settings
 
 logger = logging.getLogger("services.redis_auth")

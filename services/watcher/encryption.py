@@ -31,7 +31,7 @@ from typing import Any
 from shared.kube.api import KubeClient
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
-from shared.kube.secrets import ensure_secret_key
+from shared.kube.install_secrets import ensure_secret_key
 from shared.model.crds import GitTargetView
 from shared.model.sops import RandomBytes, SopsError, parse_recipients, seal
 

@@ -4,8 +4,9 @@ again and again (Argo CD renders offline, without ``lookup``) never changes a Se
 The built-in Redis's password and the SOPS fingerprint key are made in the cluster, once, by
 the product: the Redis pod's init container (``services.redis_auth``) and the watcher
 (``services.watcher.encryption.ensure_master``), each a create-if-absent
-(``shared.kube.secrets.ensure_secret_key``). The install below is Argo CD's: render, apply, the
-pods start, render again, apply again, the pods restart; the Secrets stay as they were.
+(``shared.kube.install_secrets.ensure_secret_key``). The install below is Argo CD's: render,
+apply, the pods start, render again, apply again, the pods restart; the Secrets stay as they
+were.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from kubernetes import client
 from services.redis_auth import __main__ as redis_auth
 from services.watcher.encryption import FINGERPRINT_KEY, ensure_master
 from shared.kube.api import KubeClient, Obj
+from shared.kube.errors import Conflict
+from shared.kube.install_secrets import ensure_secret_key
 from shared.kube.kinds import SECRETS
-from shared.kube.secrets import ensure_secret_key
 from tests.integration.chart.harness import ChartRun, user_of
 from tests.integration.chart.render import NAMESPACE, RELEASE, render, render_files
 from tests.integration.chart.test_chart_runs import chart_running
@@ -156,3 +158,7 @@ def test_a_lost_race_reads_the_winners_value(tmp_path: Path) -> None:
         assert made == b"their-key"
         stored = admin.get(SECRETS, NAMESPACE, "raced")
         assert stored["data"] == {"key": theirs}
+        # a Secret of that name without the key is someone else's: refused, left as it is
+        with pytest.raises(Conflict, match="without the key 'other'"):
+            ensure_secret_key(admin, NAMESPACE, "raced", "other", make=lambda: b"x", annotations={})
+        assert admin.get(SECRETS, NAMESPACE, "raced")["data"] == {"key": theirs}
