@@ -69,3 +69,11 @@ demo: $(VENV)
 
 clean:
 	rm -rf .venv .demo .sandbox .up .mypy_cache .ruff_cache .pytest_cache
+
+# The chart for installs without a checkout (docs/install.md): dist/gitops-reverser-<version>.tgz
+# (Helm's package, written reproducibly) and dist/install.yaml (the Namespace, the CRDs and the
+# default-values render, for kubectl apply and kustomize). Helm is the embedded one of the
+# helm-python-sdk dev dependency; no helm binary is needed.
+.PHONY: chart
+chart: $(VENV)
+	$(PY) scripts/package_chart.py --out dist

@@ -8,9 +8,12 @@ ciphertext. Nothing here decrypts.
 
 The fingerprint that lets the writer skip a no-op (M3) is keyed per GitTarget from a key that
 lives only in the cluster: the Secret ``settings.sops_fingerprint_secret`` (key ``key``) in the
-product's namespace, read on every pass. Without that Secret each process uses a random key of
-its own, so fingerprints do not survive a restart: after one, each Secret's next event
-re-encrypts it once (a commit whose plaintext did not change), never a wrong file.
+product's namespace, read on every pass. The watcher creates it when it is missing
+(create-if-absent: the first watcher writes it, another one that raced reads that one), so the
+chart never renders a key and no upgrade or GitOps sync can rotate it. Only when it can be
+neither read nor created does a process use a random key of its own: fingerprints then do not
+survive a restart, and each Secret's next event re-encrypts it once (a commit whose plaintext
+did not change), never a wrong file.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from shared.kube.api import KubeClient
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
+from shared.kube.install_secrets import ensure_secret_key
 from shared.model.crds import GitTargetView
 from shared.model.sops import RandomBytes, SopsError, parse_recipients, seal
 
@@ -34,8 +39,10 @@ logger = logging.getLogger(__name__)
 
 #: The data key of the fingerprint Secret.
 FINGERPRINT_KEY = "key"
-#: Bytes of a process's own random key when there is no fingerprint Secret.
+#: Bytes of a fingerprint key (the cluster's when created, or a process's own).
 RANDOM_KEY_BYTES = 32
+#: The annotation on a fingerprint Secret the watcher created.
+GENERATED = "gitopsreverser.io/generated"
 
 
 class Sealer:
@@ -82,14 +89,25 @@ class Sealer:
         )
 
 
-def read_master(reader: CrdReader, namespace: str, name: str) -> bytes | None:
-    """The fingerprint master key from the cluster, or None when its Secret is missing."""
-    try:
-        data = reader.secret_data(namespace, name) if name else None
-    except KubeError as err:
-        logger.warning("cannot read the SOPS fingerprint Secret: %s", type(err).__name__)
+def ensure_master(
+    client: KubeClient, namespace: str, name: str, random: RandomBytes = os.urandom
+) -> bytes | None:
+    """The fingerprint master key from the cluster, created there first when missing; None
+    when it can be neither read nor created (the caller keeps the key it has)."""
+    if not name:
         return None
-    return (data or {}).get(FINGERPRINT_KEY) or None
+    try:
+        return ensure_secret_key(
+            client,
+            namespace,
+            name,
+            FINGERPRINT_KEY,
+            make=lambda: random(RANDOM_KEY_BYTES),
+            annotations={GENERATED: "true"},
+        )
+    except KubeError as err:
+        logger.warning("cannot read or create the SOPS fingerprint Secret: %s", type(err).__name__)
+        return None
 
 
 def with_recipients(targets: list[GitTargetView], reader: CrdReader) -> list[GitTargetView]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from services.watcher.applier_status import ApplierStatus
 from services.watcher.appliers import ApplierChecker
 from services.watcher.clusters import audit_routes, read_tokens, reconcile_clusters
-from services.watcher.encryption import Sealer, read_master, with_recipients
+from services.watcher.encryption import Sealer, ensure_master, with_recipients
 from services.watcher.metrics import WatcherMetrics
 from services.watcher.probe import Prober
 from services.watcher.providers import reconcile_providers
@@ -155,8 +155,8 @@ class Reconciler:
         self._check_epoch()
         if self._sealer is not None and any(t.encryption for t in snap.targets):
             self._sealer.use_master(
-                read_master(
-                    self._reader, self._settings.namespace, self._settings.sops_fingerprint_secret
+                ensure_master(
+                    self._local, self._settings.namespace, self._settings.sops_fingerprint_secret
                 )
             )
         states = reconcile_clusters(

@@ -3,11 +3,13 @@ One Deployment of a product process. Arguments (dict):
   root: $; component: watcher|branch-worker|dispatcher|receiver; values: the component's values;
   command: the console script; port: the port of /healthz, /readyz and /metrics;
   metricsPort: that port again when it is GITOPS_REVERSER_METRICS_PORT (0 for the receiver);
-  extraEnv, extraMounts, extraVolumes: YAML lists (strings) for the component's own needs.
+  extraEnv, extraMounts, extraVolumes: YAML lists (strings) for the component's own needs;
+  the user's extraEnv, extraVolumeMounts and extraVolumes (global, then the component's) follow.
 */}}
 {{- define "gr.deployment" -}}
 {{- $root := .root -}}
 {{- $v := .values -}}
+{{- $pod := dict "root" $root "values" $v "component" .component -}}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -25,12 +27,10 @@ spec:
   template:
     metadata:
       labels:
-        {{- include "gr.selector" (dict "root" $root "component" .component) | nindent 8 }}
+        {{- include "gr.podLabels" $pod | nindent 8 }}
       annotations:
-        checksum/settings: {{ include (print $root.Template.BasePath "/settings.yaml") $root | sha256sum }}
-        {{- with $v.podAnnotations }}
-        {{- toYaml . | nindent 8 }}
-        {{- end }}
+        {{- $checksum := include (print $root.Template.BasePath "/settings.yaml") $root | sha256sum }}
+        {{- include "gr.podAnnotations" (dict "own" (dict "checksum/settings" $checksum) "values" $v) | nindent 8 }}
     spec:
       serviceAccountName: {{ include "gr.serviceAccountName" (dict "root" $root "component" .component) }}
       automountServiceAccountToken: true
@@ -41,7 +41,7 @@ spec:
       securityContext:
         {{- toYaml $root.Values.podSecurityContext | nindent 8 }}
       terminationGracePeriodSeconds: {{ .grace | default 30 }}
-      {{- include "gr.scheduling" $v | nindent 6 }}
+      {{- include "gr.scheduling" $pod | nindent 6 }}
       containers:
         - name: {{ .component }}
           image: {{ include "gr.image" $root }}
@@ -58,6 +58,9 @@ spec:
             {{- with .extraEnv }}
             {{- . | nindent 12 }}
             {{- end }}
+            {{- with include "gr.extra" (dict "root" $root "values" $v "key" "extraEnv") }}
+            {{- . | nindent 12 }}
+            {{- end }}
           {{- include "gr.probes" (.portName | default "metrics") | nindent 10 }}
           resources:
             {{- toYaml $v.resources | nindent 12 }}
@@ -69,11 +72,17 @@ spec:
             {{- with .extraMounts }}
             {{- . | nindent 12 }}
             {{- end }}
+            {{- with include "gr.extra" (dict "root" $root "values" $v "key" "extraVolumeMounts") }}
+            {{- . | nindent 12 }}
+            {{- end }}
       volumes:
         - name: tmp
           emptyDir:
             sizeLimit: 256Mi
         {{- with .extraVolumes }}
+        {{- . | nindent 8 }}
+        {{- end }}
+        {{- with include "gr.extra" (dict "root" $root "values" $v "key" "extraVolumes") }}
         {{- . | nindent 8 }}
         {{- end }}
 {{- end -}}

@@ -37,11 +37,17 @@ app.kubernetes.io/component: {{ .component }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/* repository:tag, or repository@sha256:... when image.digest is set (the tag is then only
+informative and left out, so the digest alone decides). */}}
 {{- define "gr.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
+{{- end -}}
 
-{{/* The Secret and key holding the Redis URL, whichever way Redis is configured. */}}
+{{/* The Secret and key holding the Redis URL of an external Redis. */}}
 {{- define "gr.redisSecretName" -}}
 {{- if .Values.redis.existingSecret.name -}}
 {{ .Values.redis.existingSecret.name }}
@@ -55,6 +61,38 @@ app.kubernetes.io/component: {{ .component }}
 {{ .Values.redis.existingSecret.key }}
 {{- else -}}
 url
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the built-in Redis's password: the user's, or the one the Redis pod's
+init container creates in the cluster when missing (never rendered: docs/install.md). */}}
+{{- define "gr.redisAuthSecret" -}}
+{{- if .Values.redis.auth.existingSecret -}}
+{{ .Values.redis.auth.existingSecret }}
+{{- else -}}
+{{ include "gr.fullname" . }}-redis
+{{- end -}}
+{{- end -}}
+
+{{/* The environment giving a container the Redis URL as variable `name`: (dict "root" $
+"name" "GITOPS_REVERSER_REDIS_URL"). The built-in Redis's URL is spelt around
+$(REDIS_PASSWORD), which Kubernetes expands from the Secret: no password is rendered. */}}
+{{- define "gr.redisEnv" -}}
+{{- $root := .root -}}
+{{- if $root.Values.redis.builtin -}}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "gr.redisAuthSecret" $root }}
+      key: {{ $root.Values.redis.auth.existingSecretKey }}
+- name: {{ .name }}
+  value: {{ printf "redis://:$(REDIS_PASSWORD)@%s-redis.%s.svc:6379/0" (include "gr.fullname" $root) $root.Release.Namespace | quote }}
+{{- else -}}
+- name: {{ .name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "gr.redisSecretName" $root }}
+      key: {{ include "gr.redisSecretKey" $root }}
 {{- end -}}
 {{- end -}}
 
@@ -77,11 +115,7 @@ url
 
 {{/* The environment of a product container: (dict "root" $ "settings" .Values.watcher.settings "metricsPort" 9090) */}}
 {{- define "gr.env" -}}
-- name: GITOPS_REVERSER_REDIS_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "gr.redisSecretName" .root }}
-      key: {{ include "gr.redisSecretKey" .root }}
+{{ include "gr.redisEnv" (dict "root" .root "name" "GITOPS_REVERSER_REDIS_URL") }}
 - name: GITOPS_REVERSER_NAMESPACE
   valueFrom:
     fieldRef:
@@ -119,22 +153,84 @@ startupProbe:
   failureThreshold: 30
 {{- end -}}
 
-{{/* Pod-level scheduling: (the component's values) */}}
+{{/*
+Pod-level settings, the global values under the component's own: (dict "root" $ "values"
+.Values.watcher "component" "watcher"). nodeSelector maps are merged (the component's key wins),
+tolerations joined (global first); priorityClassName, affinity and topologySpreadConstraints
+are the component's when it sets them, else the global ones. A spread constraint without a
+labelSelector gets the pod's own selector labels (one without any selects nothing).
+*/}}
 {{- define "gr.scheduling" -}}
-{{- with .nodeSelector }}
+{{- $g := .root.Values -}}
+{{- $v := .values -}}
+{{- with ($v.priorityClassName | default $g.priorityClassName) }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- with (merge (dict) ($v.nodeSelector | default dict) ($g.nodeSelector | default dict)) }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .tolerations }}
+{{- with (concat ($g.tolerations | default list) ($v.tolerations | default list)) }}
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .affinity }}
+{{- with ($v.affinity | default $g.affinity) }}
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with ($v.topologySpreadConstraints | default $g.topologySpreadConstraints) }}
+{{- $own := dict "labelSelector" (dict "matchLabels" (include "gr.selector" $ | fromYaml)) }}
+topologySpreadConstraints:
+{{- range . }}
+  - {{- toYaml (merge (dict) . $own) | nindent 4 }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* A pod's labels: its selector labels, then podLabels (global under the component's); a
+podLabels key never replaces a selector label. (dict "root" $ "values" ... "component" ...) */}}
+{{- define "gr.podLabels" -}}
+{{- $selector := include "gr.selector" . | fromYaml -}}
+{{- $labels := merge $selector (.values.podLabels | default dict) (.root.Values.podLabels | default dict) -}}
+{{- toYaml $labels -}}
+{{- end -}}
+
+{{/* A pod's annotations (the component's podAnnotations) under the chart's own: (dict "own" (dict ...) "values" ...) */}}
+{{- define "gr.podAnnotations" -}}
+{{- $annotations := merge (.own | default dict) (.values.podAnnotations | default dict) -}}
+{{- with $annotations }}
+{{- toYaml . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* extraEnv, extraVolumes or extraVolumeMounts of a product container, the global list first:
+(dict "root" $ "values" ... "key" "extraEnv") */}}
+{{- define "gr.extra" -}}
+{{- with (concat (index .root.Values .key | default list) (index .values .key | default list)) }}
+{{- toYaml . -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "gr.serviceAccountName" -}}
 {{ include "gr.fullname" .root }}-{{ .component }}
+{{- end -}}
+
+{{/* Redis's containers (the init container too, so the file it writes is Redis's own). */}}
+{{- define "gr.redisSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 999
+runAsGroup: 999
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities: {drop: [ALL]}
+seccompProfile: {type: RuntimeDefault}
+{{- end -}}
+
+{{/* A ServiceAccount's annotations: serviceAccount.annotations, the component's over the
+global ones. (dict "root" $ "values" ...) */}}
+{{- define "gr.serviceAccountAnnotations" -}}
+{{- $own := (.values.serviceAccount | default dict).annotations | default dict -}}
+{{- with merge (dict) $own (.root.Values.serviceAccount.annotations | default dict) }}
+{{- toYaml . -}}
+{{- end -}}
 {{- end -}}

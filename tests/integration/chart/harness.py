@@ -8,10 +8,12 @@
 - creates the rendered ServiceAccounts, Roles, RoleBindings, ConfigMaps and Secrets in the API
   (the double serves no ClusterRole kinds: those exist only as access rules);
 - starts each Deployment's container as a local process with exactly its rendered command and
-  environment, the Secrets and ConfigMaps it names read back from the API, and its
-  ServiceAccount's token in a kubeconfig (``GITOPS_REVERSER_KUBECONFIG`` stands for the token
-  the kubelet mounts); each volume mount is a local folder, and a variable naming a mount path
-  names that folder;
+  environment (``$(VAR)`` expanded as the kubelet does), the Secrets and ConfigMaps it names
+  read back from the API, and its ServiceAccount's token in a kubeconfig
+  (``GITOPS_REVERSER_KUBECONFIG`` stands for the token the kubelet mounts); each volume mount
+  is a local folder, and a variable or argument naming a mount path names that folder; a pod's
+  init containers run the same way, to completion (``run_init``);
+- applies a later render over the installed objects (``apply``), as a GitOps tool syncs;
 - records every request the API decided and the rule that allowed it (``Audit``), so a test
   sees both a permission that is missing and one that is never used.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +31,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client, utils
@@ -55,6 +59,12 @@ FALLBACK = {
 }
 #: How long a process may take to finish the work in hand after SIGTERM.
 STOP_S = 30.0
+#: How long an init container may take to finish.
+INIT_S = 60.0
+#: The kinds ``install`` and ``apply`` write (the double serves these; RBAC kinds that are
+#: cluster-wide exist only as access rules).
+INSTALLED = ("ServiceAccount", "ConfigMap", "Secret", "Role", "RoleBinding")
+_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
 def command_line(command: list[str]) -> list[str]:
@@ -185,17 +195,52 @@ class ChartRun:
         }
         for name in sorted(namespaces):
             core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-        kinds = ("ServiceAccount", "ConfigMap", "Secret", "Role", "RoleBinding")
         for obj in self.rendered:
-            if obj["kind"] in kinds:
+            if obj["kind"] in INSTALLED:
                 utils.create_from_dict(self.api, obj, namespace=obj["metadata"].get("namespace"))
+
+    def apply(self, rendered: Rendered) -> None:
+        """A later render applied over the installed objects (created or replaced whole)."""
+        core, rbac = client.CoreV1Api(self.api), client.RbacAuthorizationV1Api(self.api)
+        replace = {
+            "ServiceAccount": core.replace_namespaced_service_account,
+            "ConfigMap": core.replace_namespaced_config_map,
+            "Secret": core.replace_namespaced_secret,
+            "Role": rbac.replace_namespaced_role,
+            "RoleBinding": rbac.replace_namespaced_role_binding,
+        }
+        for obj in rendered:
+            if obj["kind"] not in INSTALLED:
+                continue
+            meta = obj["metadata"]
+            try:
+                utils.create_from_dict(self.api, obj, namespace=meta.get("namespace"))
+            except utils.FailToCreateError:
+                replace[obj["kind"]](meta["name"], meta["namespace"], obj)
+
+    def home(self, name: str) -> Path:
+        """The local folder standing for the pod ``name``'s volumes."""
+        return self.directory / name
 
     def start(self, component: str) -> None:
         """Start one Deployment's container as a local process."""
-        deployment = self.rendered.deployment(component)
-        pod = deployment["spec"]["template"]["spec"]
-        container = pod["containers"][0]
-        home = self.directory / component
+        pod = self.rendered.deployment(component)["spec"]["template"]["spec"]
+        log = (self.directory / f"{component}.log").open("ab")
+        self.procs[component] = self._popen(component, pod, pod["containers"][0], log)
+
+    def run_init(self, kind: str, name: str) -> None:
+        """Run the init containers of the rendered ``kind`` ``name`` in order, each to exit 0
+        (as the kubelet does before the pod's containers start)."""
+        pod = self.rendered.one(kind, name)["spec"]["template"]["spec"]
+        for container in pod.get("initContainers", []):
+            path = self.directory / f"{name}-{container['name']}.log"
+            with path.open("ab") as log:
+                proc = self._popen(name, pod, container, log)
+                code = proc.wait(timeout=INIT_S)
+            assert code == 0, f"init container {container['name']}: {path.read_text()}"
+
+    def _popen(self, name: str, pod: Obj, container: Obj, log: Any) -> subprocess.Popen[bytes]:
+        home = self.home(name)
         mounts = {m["mountPath"]: home / m["name"] for m in container.get("volumeMounts", [])}
         for folder in mounts.values():
             folder.mkdir(parents=True, exist_ok=True)
@@ -206,12 +251,12 @@ class ChartRun:
             "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
             "HOME": str(home),
             "PYTHONDONTWRITEBYTECODE": "1",
-            **{k: _local(v, mounts) for k, v in self._environment(container).items()},
+            **{k: _local(v, mounts) for k, v in self.environment(container).items()},
             "GITOPS_REVERSER_KUBECONFIG": str(kubeconfig),
         }
-        log = (self.directory / f"{component}.log").open("ab")
-        self.procs[component] = subprocess.Popen(
-            command_line(container["command"]) + list(container.get("args", [])),
+        args = [_local(a, mounts) for a in container.get("args", [])]
+        return subprocess.Popen(
+            command_line(container["command"]) + args,
             cwd=REPO_ROOT,
             env=env,
             stdout=log,
@@ -222,19 +267,20 @@ class ChartRun:
     def log(self, component: str) -> str:
         return (self.directory / f"{component}.log").read_text(errors="replace")
 
-    def _environment(self, container: Obj) -> dict[str, str]:
+    def environment(self, container: Obj) -> dict[str, str]:
         core = client.CoreV1Api(self.api)
         env: dict[str, str] = {}
         for source in container.get("envFrom", []):
             name = source["configMapRef"]["name"]
             env |= core.read_namespaced_config_map(name, self.namespace).data or {}
         for entry in container.get("env", []):
-            env[entry["name"]] = self._value(entry)
+            env[entry["name"]] = self._value(entry, env)
         return env
 
-    def _value(self, entry: Obj) -> str:
+    def _value(self, entry: Obj, earlier: dict[str, str]) -> str:
         if "value" in entry:
-            return str(entry["value"])
+            # $(NAME) names a variable defined before it, as the kubelet expands it
+            return _REFERENCE.sub(lambda m: earlier.get(m[1], m[0]), str(entry["value"]))
         source = entry["valueFrom"]
         if "fieldRef" in source:
             assert source["fieldRef"]["fieldPath"] == "metadata.namespace"

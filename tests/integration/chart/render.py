@@ -66,12 +66,20 @@ class Rendered:
         }
 
 
-def render(values: Mapping[str, Any] | None = None, namespace: str = NAMESPACE) -> Rendered:
-    """Validate ``values`` against the schema and render the chart as release ``gr``."""
+def render_files(
+    values: Mapping[str, Any] | None = None, namespace: str = NAMESPACE, release: str = RELEASE
+) -> dict[str, str]:
+    """The rendered text of each template (values validated against the schema first)."""
     given = dict(values or {})
     with helm.Chart.load(str(CHART)) as chart:
         chart.validate_schema(given)
-        files = chart.render(given, name=RELEASE, namespace=namespace)
+        files: dict[str, str] = chart.render(given, name=release, namespace=namespace)
+    return files
+
+
+def render(values: Mapping[str, Any] | None = None, namespace: str = NAMESPACE) -> Rendered:
+    """Validate ``values`` against the schema and render the chart as release ``gr``."""
+    files = render_files(values, namespace)
     objects: list[Obj] = []
     notes = ""
     for path, text in sorted(files.items()):

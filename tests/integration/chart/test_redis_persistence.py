@@ -2,8 +2,9 @@
 write (docs/architecture.md "Redis persistence"; M8: an event is acknowledged only after the
 push that holds it).
 
-A redis-server runs with the rendered ``redis.conf`` and the StatefulSet's arguments (only
-``dir`` and ``port`` are local). An edit is published (Redis acknowledged the event), the
+A redis-server runs with the rendered ``redis.conf``, the password file its init container
+writes, and the StatefulSet's command (only ``dir``, ``port`` and the files' paths are
+local). An edit is published (Redis acknowledged the event), the
 watcher is stopped so nothing can publish it again, and Redis is killed while the branch's
 commit window is open. After a restart the branch worker claims the event and pushes it.
 Without AOF the event would be gone and, with no watcher to list again, never reach Git.
@@ -24,6 +25,7 @@ from kubernetes import client
 
 from sandbox.githost.outside import git
 from sandbox.processes import free_port
+from services.redis_auth.__main__ import write_config
 from shared.model.ids import Branch
 from shared.store.keys import Keys
 from tests.helpers import wait_until
@@ -31,7 +33,8 @@ from tests.integration.chart.render import RELEASE, render
 from tests.integration.chart.test_chart_runs import TENANT, chart_running, chart_values, tenant
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
-PASSWORD = "chart-redis-password"
+PASSWORD = "chart-redis-password-0123"
+CONF, AUTH = "/etc/redis/redis.conf", "/run/redis-auth/auth.conf"
 WAIT_S = 90.0
 #: How long a started redis-server may take to load its AOF and answer.
 START_S = 30.0
@@ -48,20 +51,17 @@ class ChartRedis:
         self.port = free_port()
         data = directory / "data"
         data.mkdir(parents=True)
+        auth = self.auth = directory / "auth.conf"
+        write_config(auth, PASSWORD)
         local = [
-            f"dir {data}" if line.startswith("dir ") else line
+            f"dir {data}" if line.startswith("dir ") else line.replace(AUTH, str(auth))
             for line in conf.splitlines()
             if not line.startswith("port ")
         ]
         self.conf = directory / "redis.conf"
         self.conf.write_text("\n".join([*local, f"port {self.port}", "bind 127.0.0.1", ""]))
-        assert container["command"] == ["redis-server"]
-        self.args = [
-            str(self.conf)
-            if a == "/etc/redis/redis.conf"
-            else a.replace("$(REDIS_PASSWORD)", PASSWORD)
-            for a in container["args"]
-        ]
+        assert "args" not in container and "env" not in container
+        self.command = [part.replace(CONF, str(self.conf)) for part in container["command"]]
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -69,7 +69,7 @@ class ChartRedis:
         return f"redis://:{PASSWORD}@127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        self.process = subprocess.Popen(["redis-server", *self.args], stdout=subprocess.DEVNULL)
+        self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL)
         probe = redis.Redis.from_url(self.url, socket_connect_timeout=0.2)
         deadline = time.monotonic() + START_S
         while True:
@@ -81,10 +81,52 @@ class ChartRedis:
                 assert time.monotonic() < deadline and self.process.poll() is None
                 time.sleep(0.1)
 
+    def command_line(self) -> bytes:
+        """What ``ps`` shows of the server (``sh -c`` execs it: the same process)."""
+        assert self.process is not None
+        return Path(f"/proc/{self.process.pid}/cmdline").read_bytes()
+
     def kill(self) -> None:
         assert self.process is not None
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
+
+
+def test_the_password_is_in_no_command_line(chart_redis: ChartRedis) -> None:
+    """Issue 24 §8: Redis answers only with the password, which is in its config file, not
+    in its arguments or environment (``ps`` and /proc show none)."""
+    assert b"redis-server" in chart_redis.command_line() or b"valkey" in chart_redis.command_line()
+    assert PASSWORD.encode() not in chart_redis.command_line()
+    assert chart_redis.process is not None
+    environ = Path(f"/proc/{chart_redis.process.pid}/environ").read_bytes()
+    assert PASSWORD.encode() not in environ
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(port=chart_redis.port, password="wrong").ping()
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(port=chart_redis.port).ping()
+    assert redis.Redis.from_url(chart_redis.url).ping()
+
+
+def test_the_readiness_probe_authenticates_from_the_file(
+    chart_redis: ChartRedis, tmp_path: Path
+) -> None:
+    """The probe reads the password from the included file into the client's environment (no
+    argument holds it) and passes; with another password in the file it fails."""
+    rendered = render().one("StatefulSet", f"{RELEASE}-gitops-reverser-redis")
+    probe = rendered["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["exec"]
+    assert PASSWORD not in " ".join(probe["command"])
+
+    def run(auth: Path) -> int:
+        local = [
+            part.replace(AUTH, str(auth)).replace(" ping", f" -p {chart_redis.port} ping")
+            for part in probe["command"]
+        ]
+        return subprocess.run(local, check=False, capture_output=True).returncode
+
+    assert run(chart_redis.auth) == 0
+    wrong = tmp_path / "wrong.conf"
+    write_config(wrong, "not-the-password-0123")
+    assert run(wrong) != 0
 
 
 @pytest.fixture

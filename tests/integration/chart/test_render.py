@@ -19,6 +19,56 @@ import yaml
 from shared.settings import Settings
 from tests.integration.chart.render import CHART, COMMANDS, RELEASE, Rendered, lint, render
 
+CA_VOLUME = {"name": "ca", "configMap": {"name": "corp-ca"}}
+CA_MOUNT = {"name": "ca", "mountPath": "/etc/corp-ca", "readOnly": True}
+SPREAD = {
+    "maxSkew": 1,
+    "topologyKey": "topology.kubernetes.io/zone",
+    "whenUnsatisfiable": "DoNotSchedule",
+}
+TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gitops", "effect": "NoSchedule"}
+DIGEST = "sha256:" + "ab" * 32
+REAL_CLUSTER: dict[str, Any] = {
+    "image": {"digest": DIGEST},
+    "extraEnv": [
+        {"name": "HTTPS_PROXY", "value": "http://proxy.corp:3128"},
+        {"name": "SSL_CERT_FILE", "value": "/etc/corp-ca/ca.crt"},
+    ],
+    "extraVolumes": [CA_VOLUME],
+    "extraVolumeMounts": [CA_MOUNT],
+    "podLabels": {"team": "platform"},
+    "priorityClassName": "platform",
+    "nodeSelector": {"kubernetes.io/os": "linux"},
+    "tolerations": [TOLERATION],
+    "topologySpreadConstraints": [SPREAD],
+    "serviceAccount": {"annotations": {"iam.example.com/role": "gitops"}},
+    "redis": {
+        "image": f"docker.io/valkey/valkey:8.1.11-alpine@{DIGEST}",
+        "nodeSelector": {"disk": "ssd"},
+        "priorityClassName": "storage",
+        "podLabels": {"tier": "store"},
+    },
+    "watcher": {
+        "extraEnv": [{"name": "NO_PROXY", "value": ".svc,.cluster.local"}],
+        "podLabels": {"team": "watchers"},
+        "serviceAccount": {"annotations": {"iam.example.com/role": "watcher"}},
+    },
+    "branchWorker": {
+        "replicas": 3,
+        "tolerations": [{"key": "git", "operator": "Exists", "effect": "NoSchedule"}],
+        "priorityClassName": "git-heavy",
+    },
+    "receiver": {
+        "enabled": True,
+        "ingress": {"enabled": True, "host": "hooks.example.com", "audit": {"enabled": True}},
+    },
+    "dashboard": {"enabled": True, "nodeSelector": {"pool": "tools"}},
+    "networkPolicy": {
+        "metricsFrom": [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+        ]
+    },
+}
 #: Realistic installs: the default; an external TLS Redis with the receiver behind an Ingress
 #: and an autoscaler, Flux's grant in two namespaces; an existing Secret, Argo CD's grant
 #: cluster-wide, everything optional on and several replicas.
@@ -46,6 +96,10 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
         "keyPrefix": "team-b:v1",
     },
+    # What a real cluster sets (issue 24 §5, §7): a CA bundle and a proxy for every process,
+    # scheduling, labels and priority globally and per process, Redis pinned by digest on its
+    # own nodes, workload identity, Prometheus allowed to scrape.
+    "real-cluster": REAL_CLUSTER,
 }
 #: Kinds the Kubernetes OpenAPI does not describe (the Prometheus Operator's CRD).
 NOT_BUILT_IN = {"ServiceMonitor"}
@@ -97,7 +151,9 @@ def test_a_wrong_manifest_is_caught() -> None:
 
 
 def test_defaults_run_three_processes_with_redis_built_in() -> None:
-    """O4: receiver and dashboard off, no grant, Redis built in with AOF on every write."""
+    """O4: receiver and dashboard off, no grant, Redis built in with AOF on every write; its
+    password is not rendered (no Secret at all): the only Role lets Redis's init container
+    read or create it."""
     found = render()
     assert found.components() == {"watcher", "branch-worker", "dispatcher"}
     assert found.names("StatefulSet") == {f"{RELEASE}-gitops-reverser-redis"}
@@ -105,12 +161,15 @@ def test_defaults_run_three_processes_with_redis_built_in() -> None:
         f"{RELEASE}-gitops-reverser-redis"
     }
     assert not found.of_kind("Ingress") and not found.of_kind("HorizontalPodAutoscaler")
-    assert not found.of_kind("Role") and not found.of_kind("RoleBinding")
+    assert (
+        found.names("Role")
+        == found.names("RoleBinding")
+        == {f"{RELEASE}-gitops-reverser-redis-auth"}
+    )
     config = found.one("ConfigMap", f"{RELEASE}-gitops-reverser-redis")["data"]["redis.conf"]
     assert "appendonly yes" in config.splitlines()
     assert "appendfsync always" in config.splitlines()
-    password = found.one("Secret", f"{RELEASE}-gitops-reverser-redis")["data"]["password"]
-    assert len(password) >= 32
+    assert not found.of_kind("Secret")
     claims = found.one("StatefulSet", f"{RELEASE}-gitops-reverser-redis")["spec"][
         "volumeClaimTemplates"
     ]

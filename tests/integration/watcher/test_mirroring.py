@@ -270,3 +270,36 @@ def _secret(ns: str, name: str, values: dict[str, str]) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": ns},
         "data": data,
     }
+
+
+def test_the_watcher_creates_a_missing_fingerprint_secret_once(rig: Rig, repo_url: str) -> None:
+    """Issue 24 §4: no fingerprint Secret (the chart renders none): the watcher's pass creates
+    it with a random key and keys the fingerprints from it; the next pass keeps it."""
+    identity = pyrage.x25519.Identity.generate()
+    c = rig.cluster
+    c.namespace("gitops-reverser")
+    uid = mirror_setup(
+        rig,
+        repo_url,
+        rules=[{"apiGroups": [""], "resources": ["secrets"]}],
+        encryption={"age": {"recipients": [str(identity.to_public())]}},
+    )
+    c.create(_secret("team-a", "db", {"password": "pw"}))
+    rig.burst()
+    made = c.get("v1", "Secret", "gitops-reverser-sops-fingerprint", "gitops-reverser")
+    key = base64.b64decode(made["data"]["key"])
+    assert len(key) == 32
+    (sealed,) = [e for e in rig.events(repo_url) if e.object_id.name == "db"]
+    assert sealed.body is not None
+    plain = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "db", "namespace": "team-a"},
+        "data": {"password": base64.b64encode(b"pw").decode()},
+        "type": "Opaque",
+    }
+    expected = fingerprint(plain, (str(identity.to_public()),), Sealer(key).key_for(uid))
+    assert stored_fingerprint(sealed.body) == expected
+    rig.burst()
+    again = c.get("v1", "Secret", "gitops-reverser-sops-fingerprint", "gitops-reverser")
+    assert again["metadata"]["resourceVersion"] == made["metadata"]["resourceVersion"]

@@ -277,13 +277,28 @@ def test_printer_columns(crds: dict[str, dict[str, Any]]) -> None:
         }
 
 
+#: Short names a cluster beside ours is likely to serve: Kubernetes' own, cert-manager's
+#: (CertificateRequest is ``cr``), Flux's and Argo CD's. kubectl picks one resource for a
+#: short name, so a collision hides ours or theirs (issue 24 §10).
+TAKEN = {
+    "cm", "svc", "sa", "ev", "deploy", "ns", "po", "pv", "pvc", "rs", "sts", "ds", "cj",
+    "ing", "netpol", "pdb", "hpa", "crd", "crds", "ep", "no", "rc", "quota", "limits", "csr",
+    "pc", "sc", "cs",
+    "cr", "crs", "cert", "certs", "issuer", "clusterissuer",
+    "gitrepo", "ks", "hr", "hc", "ocirepo", "bucket",
+    "app", "apps", "appproj", "appprojs", "appset", "appsets",
+}  # fmt: skip
+
+
 def test_short_names_are_unique(crds: dict[str, dict[str, Any]]) -> None:
-    """kubectl resolves a short name to one resource, so ours must not collide."""
+    """kubectl resolves a short name to one resource, so ours must not collide, with each
+    other or with a well-known one."""
     short = {kind: crd["spec"]["names"]["shortNames"] for kind, crd in crds.items()}
+    assert not TAKEN & {name for names in short.values() for name in names}
     assert short == {
         "GitProvider": ["gp"],
         "ClusterProvider": ["cp"],
-        "CommitRequest": ["cr"],
+        "CommitRequest": ["creq"],
         "GitTarget": ["gt"],
         "WatchRule": ["wr"],
         "ClusterWatchRule": ["cwr"],

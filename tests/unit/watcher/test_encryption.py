@@ -11,7 +11,7 @@ from typing import Any
 import pyrage
 
 from services.watcher.emit import object_event
-from services.watcher.encryption import Sealer, read_master, with_recipients
+from services.watcher.encryption import Sealer, with_recipients
 from shared.decide.targets import INVALID_ENCRYPTION, Surroundings, validate
 from shared.decide.watches import ServedTarget, watch_spec
 from shared.model.crds import GitTargetView, parse_git_target
@@ -121,11 +121,9 @@ def test_bad_listed_recipients_are_a_validation_problem() -> None:
 
 
 def test_the_fingerprint_key_comes_from_the_clusters_secret() -> None:
-    """The master key lives in a Secret of the product's namespace, never in Redis."""
+    """The master key lives in a Secret of the product's namespace, never in Redis (read or
+    created there: tests/integration/chart/test_gitops_safe.py)."""
     key = base64.b64decode(base64.b64encode(b"k" * 32))
-    reader = Reader({("gitops-reverser", "fp"): {"key": key}})
-    assert read_master(reader, "gitops-reverser", "fp") == key  # type: ignore[arg-type]
-    assert read_master(Reader({}), "gitops-reverser", "fp") is None  # type: ignore[arg-type]
     sealer = Sealer()
     before = sealer.key_for("u")
     sealer.use_master(key)
