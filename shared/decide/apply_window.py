@@ -16,9 +16,9 @@ Only proof withholds (W2). An event is withheld when all of these hold:
   write that changes no value reverts nothing: an apply of a tip that already holds the API
   edit, or an applier taking ownership of a field without changing its value (Flux merges the
   ``kubectl`` entries into its own before it applies). Such a write also says nothing about
-  *when* it was made: its manager's ``managedFields`` time did not move (the outside checks'
-  O3: judged at that older second, against an older request, it was withheld and counted,
-  and an Application was owed a needless Repair);
+  *when* it was made: its manager's ``managedFields`` time did not move (found by the outside
+  checks of 2026-12-06: judged at that older second, against an older request, it was
+  withheld and counted, and an Application was owed a needless Repair);
 - the applier's request is out, or finished less than ``AFTER_FINISH_S`` ago (the window);
 - the object is in the applier's folders (the caller passes the window of the applier the
   event's GitTarget names, or none);

@@ -561,9 +561,10 @@ def test_the_recent_requests_are_read_again_only_when_the_ledger_entry_moved(rig
 
 
 def api_edit_after_an_apply(rig: Rig, loop: BranchLoop, ledger_reason: str) -> float:
-    """O3's first two steps: a request (``ledger_reason``) went out at ``sent`` and its apply
-    finished at sent + 3 (Git holds ``steady``, the applier's entry is stamped sent + 1); 15 s
-    later, after that window shut, an API edit sets ``api``, mirrored and pushed. ``sent``."""
+    """The no-op apply's first two steps (issue 23): a request (``ledger_reason``) went out
+    at ``sent`` and its apply finished at sent + 3 (Git holds ``steady``, the applier's entry
+    is stamped sent + 1); 15 s later, after that window shut, an API edit sets ``api``,
+    mirrored and pushed. ``sent``."""
     publish_and_push(rig, loop, "steady", EDIT)
     sent = rig.clock.now
     Ledger(rig.client, rig.keys).record(
@@ -577,7 +578,7 @@ def api_edit_after_an_apply(rig: Rig, loop: BranchLoop, ledger_reason: str) -> f
 
 
 def test_a_no_op_apply_after_an_api_edit_is_no_revert(rig: Rig) -> None:
-    """O3, W2: the CatchUp of the edit's push has Flux apply the tip, which holds ``api``:
+    """Issue 23, W2: the CatchUp of the edit's push has Flux apply the tip, which holds ``api``:
     no value changes, only the field's owner goes back to kustomize-controller, whose entry
     keeps its older second (sent + 1, inside the first request's window). Judged at that
     second it was withheld and counted; a write that changes no value reverts nothing."""
@@ -598,7 +599,7 @@ def test_a_no_op_apply_after_an_api_edit_is_no_revert(rig: Rig) -> None:
 
 
 def test_a_no_op_sync_after_an_api_edit_owes_an_application_no_repair(rig: Rig) -> None:
-    """O3, W2 for Argo CD: a sync of the tip that holds the API edit changes no value; taken
+    """Issue 23, W2 for Argo CD: a sync of the tip that holds the API edit changes no value; taken
     for a withheld revert, it owed the Application a needless Repair sync."""
     loop = guarded(rig, ARGO)
     sent = api_edit_after_an_apply(rig, loop, "ForeignCommit")
@@ -613,7 +614,7 @@ def test_a_no_op_sync_after_an_api_edit_owes_an_application_no_repair(rig: Rig) 
 
 
 def test_a_flux_round_that_reverts_an_edit_counts_one_collision(rig: Rig) -> None:
-    """O3, W3: Flux's round over an edit made inside its apply is two writes: it first merges
+    """Issue 23, W3: Flux's round over an edit made inside its apply is two writes: it first merges
     the kubectl entry into its own (no value moves; its entry keeps its older second), then
     applies (the revert). Only the revert is withheld and counted: one, not two."""
     loop = guarded(rig)
@@ -637,7 +638,7 @@ def test_a_flux_round_that_reverts_an_edit_counts_one_collision(rig: Rig) -> Non
 
 
 def test_a_no_op_apply_in_a_kustomize_folder_is_no_revert(rig: Rig) -> None:
-    """O3, W2 where the objects are a kustomization's render: the apply of a tip whose render
+    """Issue 23, W2 where the objects are a kustomization's render: the apply of a tip whose render
     already holds the API edit changes no value either, so it is no collision."""
     document = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  k: steady\n"
     push(

@@ -139,7 +139,7 @@ CASES = [
         edited=None,
         older=True,
     ),
-    # O3: a write that changes no value reverts nothing (an apply of a tip that already holds
+    # Issue 23: a write that changes no value reverts nothing (an apply of a tip that already holds
     # the API edit; Flux merging the kubectl entries into its own), whatever its time says.
     Case("W2 a no-op apply after an API edit", Verdict.MIRROR, unchanged=True),
     Case(
