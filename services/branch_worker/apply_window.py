@@ -26,6 +26,12 @@ than the tip; ``shared.decide.apply_window``). The caller passes how to find tha
 when the decision depends on it (``asks_history``): an applier-only write, inside an open
 window, with no API edit since the request was sent.
 
+Only a write that changes a value can revert an edit (W2): the caller passes how to find out
+whether Git (the work tree: the tip with the pending writes) already holds the event's object
+as it is (``unchanged``), asked only for an event the window would otherwise withhold or count.
+Such a write is mirrored (it makes no write, M3) and is no collision; its ``managedFields``
+time, which did not move, is never taken for the time of a revert.
+
 A withheld event is not mirrored (the caller acknowledges it as no write, and owes an Argo CD
 Application a Repair: ``ApplierDesk.on_withheld``); every collision is
 logged, counted in ``apply_window_collisions_total{outcome}`` and kept for ``inspect`` (W3).
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from services.branch_worker import metrics
 from services.branch_worker.writer import key_of
@@ -45,6 +52,7 @@ from shared.decide.apply_window import (
     ApplyWindow,
     Decision,
     Verdict,
+    asks_change,
     asks_history,
     decide,
     is_api_edit,
@@ -68,6 +76,21 @@ log = logging.getLogger(__name__)
 REMEMBER_S = 900.0
 
 EditKey = tuple[str, str, str, str, str]
+
+
+def _no() -> bool:
+    """Nothing is known: no proof (W2)."""
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class GitView:
+    """What the branch's Git says of one event's object, asked only when a verdict depends on
+    it: whether it is what Git held at an older commit but not at the tip (``older_only``,
+    a history read), and whether the work tree holds it as it is (``unchanged``)."""
+
+    older_only: Callable[[], bool] = _no
+    unchanged: Callable[[], bool] = _no
 
 
 class ApplyWindowGuard:
@@ -98,11 +121,13 @@ class ApplyWindowGuard:
         self,
         target: TargetConfig,
         event: ObjectEvent,
-        older_only: Callable[[], bool] = lambda: False,
+        older_only: Callable[[], bool] = _no,
+        unchanged: Callable[[], bool] = _no,
     ) -> bool:
         """True to mirror ``event``; False when the apply window withholds it (W1).
         ``older_only`` says whether the event's object is what Git held at an older commit
-        but not at the tip; it is asked only when the decision depends on it."""
+        but not at the tip; ``unchanged`` whether Git already holds it as it is (a write that
+        changes no value, W2); each is asked only when the decision depends on it."""
         ref = target.applier
         if not self._enabled or ref is None:
             return True
@@ -110,10 +135,11 @@ class ApplyWindowGuard:
         if is_api_edit(event.operation, event.managers, ref.kind):
             decision = Decision(Verdict.MIRROR, "an API edit")
             if {m.manager for m in event.managers} & managers_of(ref.kind):
-                decision = self._judge(ref, target, event, key)  # a same-second tie (W2)
+                # a same-second tie (W2)
+                decision = self._judge(ref, target, event, key, GitView(unchanged=unchanged))
             self._remember(key, event.observed_at)
         else:
-            decision = self._judge(ref, target, event, key, older_only)
+            decision = self._judge(ref, target, event, key, GitView(older_only, unchanged))
         if decision.collision:
             self._report(ref, target, event, decision)
         return decision.mirrored
@@ -124,8 +150,10 @@ class ApplyWindowGuard:
         target: TargetConfig,
         event: ObjectEvent,
         key: EditKey,
-        older_only: Callable[[], bool] = lambda: False,
+        git: GitView,
     ) -> Decision:
+        """W1-W2 for one event; the work tree and the branch's history are read only when
+        the verdict depends on them (``asks_change``, ``asks_history``)."""
         written = write_bound(event.managers, event.observed_at, self._clock())
         window = window_in_force(self._windows(ref, target), written)
         edited_at = self._edited_at(key)
@@ -137,6 +165,19 @@ class ApplyWindowGuard:
             api_edited_at=edited_at,
             now=written,
         )
+        older = asked and git.older_only()
+        same = (
+            asks_change(
+                operation=event.operation,
+                newest=event.managers,
+                applier_kind=ref.kind,
+                window=window,
+                api_edited_at=edited_at,
+                now=written,
+                older_only=older,
+            )
+            and git.unchanged()
+        )
         return decide(
             operation=event.operation,
             newest=event.managers,
@@ -144,7 +185,8 @@ class ApplyWindowGuard:
             window=window,
             api_edited_at=edited_at,
             now=written,
-            older_only=asked and older_only(),  # history is read only when it matters
+            older_only=older,
+            unchanged=same,
         )
 
     def _windows(self, ref: ApplierRef, target: TargetConfig) -> list[ApplyWindow]:

@@ -32,7 +32,13 @@ from services.branch_worker.signing import (
     SigningUnavailable,
     unsigned,
 )
-from services.branch_worker.writer import Applied, apply_event, key_of, only_in_history
+from services.branch_worker.writer import (
+    Applied,
+    apply_event,
+    held_as_is,
+    key_of,
+    only_in_history,
+)
 from shared.decide.tips import TipKind, classify_tip, on_notices, steady_tick_due
 from shared.decide.window import Window, closes_at, is_due, open_window
 from shared.git.errors import GitTemporary, WriteNotHeld
@@ -280,7 +286,10 @@ class BranchLoop:
             not judged
             and self.guard is not None
             and not self.guard.admits(
-                target, event, lambda: only_in_history(self.ws, target, event, self._folder(target))
+                target,
+                event,
+                lambda: only_in_history(self.ws, target, event, self._folder(target)),
+                lambda: held_as_is(event, self._folder(target)),
             )
         ):
             # W1: withheld; Git keeps the API edit (or the tip's newer content, when the

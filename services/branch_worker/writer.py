@@ -121,6 +121,24 @@ def apply_event(
     return applied
 
 
+def held_as_is(event: ObjectEvent, folder: Folder) -> bool:
+    """W2: whether the work tree (the tip with the pending writes) already holds the event's
+    object as it came, so mirroring it makes no write (M3) and it reverts nothing Git holds:
+    the document equals it (or carries the same plaintext, P3), or, in a kustomize folder, the
+    render does. False for a DELETE and for an object the folder does not hold."""
+    body = event.body
+    if event.operation == "DELETE" or body is None:
+        return False
+    if folder.tree is not None:
+        found = folder.tree.find(key_of(event))
+        return found is not None and found.obj == body
+    located = folder.find(key_of(event))
+    if located is None:
+        return False
+    held = located.documents[located.index]
+    return held == body or _same_plaintext(held, body)
+
+
 def only_in_history(
     workspace: Workspace,
     target: TargetConfig,

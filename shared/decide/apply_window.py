@@ -11,6 +11,14 @@ applies it back (an Argo CD Application, owed no CatchUp, is owed a Repair:
 Only proof withholds (W2). An event is withheld when all of these hold:
 
 - it is not a DELETE;
+- it changes a value: Git (the branch's tip with the pending writes) does not already hold the
+  object as the event has it (``unchanged``, which the caller reads from its work tree). A
+  write that changes no value reverts nothing: an apply of a tip that already holds the API
+  edit, or an applier taking ownership of a field without changing its value (Flux merges the
+  ``kubectl`` entries into its own before it applies). Such a write also says nothing about
+  *when* it was made: its manager's ``managedFields`` time did not move (found by the outside
+  checks of 2026-12-06: judged at that older second, against an older request, it was
+  withheld and counted, and an Application was owed a needless Repair);
 - the applier's request is out, or finished less than ``AFTER_FINISH_S`` ago (the window);
 - the object is in the applier's folders (the caller passes the window of the applier the
   event's GitTarget names, or none);
@@ -20,7 +28,8 @@ Only proof withholds (W2). An event is withheld when all of these hold:
   ``sent_at``).
 
 A newest time shared by the applier's manager and another manager (same second) could be the
-API edit itself: it is mirrored, and counted as ``ambiguous``.
+API edit itself: it is mirrored, and counted as ``ambiguous`` (unless it changes no value: then
+it is no revert, and no collision).
 
 An applier can also apply an artifact *older* than the branch tip: it fetched its source
 between two pushes (an outside push after ours, say), applied that older commit, and its write
@@ -30,7 +39,8 @@ over the newer push: that push's value lost, a value written twice (M7; the safe
 window, with no API edit since the request was sent, the newest entries are the applier's
 alone (no tie) and the object equals what Git held at an older commit but not what the tip
 holds (``older_only``, which the caller reads from the branch's history; ``asks_history`` says
-when it matters, so the read is made only then). The request owed for the tip (the newer
+when it matters, so the read is made only then; ``asks_change`` says the same of
+``unchanged``). The request owed for the tip (the newer
 push's ForeignCommit, or our push's CatchUp) applies the newer value.
 
 Everything else is mirrored and is no collision. This module decides; it does no IO (the
@@ -47,7 +57,9 @@ after the revert happened, often a Stale one decided while the watch was behind)
 while Redis was down. The write's time is bounded above by the applier's own ``managedFields``
 time (API server clock, whole seconds: the write happened before that second ended), by when
 the watcher observed it, and by now; the latest of these bounds that the window can use is
-their minimum. On the product's clock that never makes a window look open that was not (W2:
+their minimum. The ``managedFields`` bound holds for a write that changes a value (the
+manager's entry takes the write's second then); a write that changes none is mirrored before
+any time is read. On the product's clock that never makes a window look open that was not (W2:
 only proof withholds); the ``managedFields`` bound is the API server's clock, though, and an
 API server whose clock is behind the product's by more than a second can make a write look
 older than it is, judged against an older request whose window is still open (the caveat
@@ -77,6 +89,10 @@ APPLIER_MANAGERS: dict[str, frozenset[str]] = {
     "Kustomization": frozenset({"kustomize-controller"}),
     "Application": frozenset({"argocd-controller", "argocd-application-controller"}),
 }
+
+
+#: Why a write that changes no value is mirrored (W2).
+NO_CHANGE = "changes no value Git holds"
 
 
 class Verdict(Enum):
@@ -134,7 +150,9 @@ def entry_time(text: str) -> float | None:
 def write_bound(newest: Iterable[ManagerEntry], observed_at: float, now: float) -> float:
     """The latest moment the write behind an event can have happened: before the end of the
     second its newest ``managedFields`` entries name, before the watcher observed it, and
-    before now (each bound alone holds; the tightest is used)."""
+    before now (each bound alone holds; the tightest is used). The first holds only for a
+    write that changed a value (a manager's entry keeps its older time when its write changed
+    none); ``decide`` never withholds one that did not, so that is the only kind it bounds."""
     bounds = [now, observed_at]
     times = [t for t in (entry_time(e.time) for e in newest) if t is not None]
     if times:
@@ -187,6 +205,7 @@ def decide(
     api_edited_at: float | None,
     now: float,
     older_only: bool = False,
+    unchanged: bool = False,
 ) -> Decision:
     """W1-W2 for one event of an object in the folder of the applier of ``applier_kind``
     (None: the event's GitTarget names no applier).
@@ -196,10 +215,14 @@ def decide(
     the last time an API-side edit of this object was seen (None: none seen); ``now`` the time
     the write is judged at (``write_bound``), not the time its event is read; ``older_only``
     whether the event's object equals what Git held at an older commit of the branch but not
-    what its tip holds (the applier applied an older artifact; see the module's docstring).
+    what its tip holds (the applier applied an older artifact; see the module's docstring);
+    ``unchanged`` whether Git already holds the event's object as it is (the write changes no
+    value, so it reverts nothing, W2).
     """
     if operation == "DELETE":
         return Decision(Verdict.MIRROR, "a DELETE is never withheld")
+    if unchanged:
+        return Decision(Verdict.MIRROR, NO_CHANGE)
     if applier_kind is None or window is None or not window.open_at(now):
         return Decision(Verdict.MIRROR, "no apply window open")
     own = managers_of(applier_kind)
@@ -242,3 +265,27 @@ def asks_history(
         older_only=True,
     )
     return asked.verdict is Verdict.HISTORICAL
+
+
+def asks_change(
+    *,
+    operation: Operation,
+    newest: Iterable[ManagerEntry],
+    applier_kind: str | None,
+    window: ApplyWindow | None,
+    api_edited_at: float | None,
+    now: float,
+    older_only: bool = False,
+) -> bool:
+    """Whether ``decide``'s verdict for these inputs depends on ``unchanged``: only for a
+    collision (a write that changes no value is no collision), so the work tree is read only
+    for an event the window would otherwise withhold or count."""
+    return decide(
+        operation=operation,
+        newest=tuple(newest),
+        applier_kind=applier_kind,
+        window=window,
+        api_edited_at=api_edited_at,
+        now=now,
+        older_only=older_only,
+    ).collision

@@ -73,28 +73,29 @@ def admission(
     cluster: ClusterProviderView | None,
     namespace_labels: Mapping[str, str],
 ) -> Problem | None:
-    """Why the rule may not feed its GitTarget (None when it may)."""
+    """Why the rule may not feed its GitTarget (None when it may). Each message names the
+    GitTarget (namespace/name) and, once the GitTarget is found, its ClusterProvider: the rule
+    is cluster-scoped, so its status is read by an administrator who needs both to act
+    (docs/crds.md)."""
     where = f"GitTarget {rule.target_namespace}/{rule.target}"
     if target is None:
         return Problem(GIT_TARGET_NOT_FOUND, f"{where} not found")
-    if verdict is not None and verdict.reason == CLUSTER_PROVIDER_NOT_FOUND:
-        return Problem(verdict.reason, verdict.message)
-    if cluster is None:
-        message = f"ClusterProvider {target.cluster_provider} not found"
-        return Problem(CLUSTER_PROVIDER_NOT_FOUND, message)
+    provider = f"ClusterProvider {target.cluster_provider}"
+    if cluster is None or (verdict is not None and verdict.reason == CLUSTER_PROVIDER_NOT_FOUND):
+        return Problem(CLUSTER_PROVIDER_NOT_FOUND, f"{where}: {provider} not found")
     ns = target.meta.namespace
     if (verdict is not None and verdict.reason == NOT_ADMITTED) or not admits(
         cluster.access_from, ns, namespace_labels
     ):
         return Problem(
             NAMESPACE_NOT_AUTHORIZED,
-            f"ClusterProvider {cluster.meta.name} does not admit namespace {ns} (spec.accessFrom)",
+            f"{where}: {provider} does not admit namespace {ns} (spec.accessFrom)",
         )
     if not admits(cluster.cluster_scoped, ns, namespace_labels):
         return Problem(
             CLUSTER_SCOPE_NOT_ADMITTED,
-            f"ClusterProvider {cluster.meta.name} does not let namespace {ns} receive "
-            "cluster-scoped objects (spec.clusterScoped.accessFrom)",
+            f"{where}: {provider} does not let namespace {ns} receive cluster-scoped objects "
+            "(spec.clusterScoped.accessFrom)",
         )
     return None
 

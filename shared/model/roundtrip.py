@@ -8,6 +8,9 @@ multi-document file are kept. It is done in three steps, each checked:
 1. Fields the API object lacks are cut out of the text, line by line, using the positions the
    YAML composer gives every node: a field's lines run from its key to the last line holding
    its value, so a comment *below* a removed field (about what follows) stays.
+   Then each multi-line scalar the edit leaves as it is stands in as a one-line token, in the
+   text and in the loaded documents (``shared.model.kept_scalars``): ruamel writes such
+   scalars in its own style, and the file's own text comes back for the token at the end.
 2. What is left is loaded with ruamel's round-trip loader, changed to the API object (changed
    scalars replaced, new keys inserted after their predecessor, lists edited item by item) and
    dumped twice, unedited and edited, with the indentation the file uses.
@@ -17,7 +20,8 @@ multi-document file are kept. It is done in three steps, each checked:
 
 The result must decode (YAML 1.2, as the folder is read, and YAML 1.1, as kubectl and Argo CD
 read it) to exactly the documents intended; when it does not, ruamel's whole edited dump is
-tried, and when that fails too, ``None`` tells the caller to write the file canonically.
+tried, then both again without tokens, and when all fail, ``None`` tells the caller to write
+the file canonically.
 Pure: no IO.
 """
 
@@ -27,14 +31,17 @@ import difflib
 import io
 import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
+from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString, PlainScalarString
 
+from shared.model import kept_scalars
+from shared.model.kept_scalars import Kept, scalar_text
 from shared.model.manifest import canonical_value, parse, yaml11_safe_representer
 
 #: Indentation of the product's own files (mapping, sequence item, dash offset): the guess when
@@ -65,14 +72,55 @@ def edit_file(
         nodes = [node for node in composed if isinstance(node, MappingNode)]
         styled = index if body is not None or len(nodes) == 1 else (index + 1) % len(nodes)
         trimmed = _cut_removed_fields(text, nodes[index], body)
-        reuse = composed if trimmed == text else None  # nothing cut: the same text, composed
-        merged, whole = _merge_edit(trimmed, index, body, _guess_indent(nodes[styled]), reuse)
+        if trimmed != text:  # something cut: compose what is left (else the same, composed)
+            composed = _compose(trimmed)
+        kept = kept_scalars.find(trimmed, composed, _per_document(composed, documents, index, body))
+        edit = Edit(index, body, _guess_indent(nodes[styled]), kept)
+        found = _first_decoding(trimmed, edit, composed, wanted)
+        if found is None and kept:  # a file whose maps are indented in more than one way
+            found = _first_decoding(trimmed, replace(edit, kept=[]), composed, wanted)
     except Exception:  # any text ruamel cannot round-trip: the caller writes it canonically
         return None
-    for candidate in (merged, whole):
-        if _decodes_to(candidate, wanted, None if body is None else index):
-            return candidate.encode()
+    return None if found is None else found.encode()
+
+
+def _first_decoding(
+    text: str, edit: Edit, composed: list[Node], wanted: list[dict[str, Any]]
+) -> str | None:
+    """The first candidate of an edit (the file's lines with the touched stretches, ruamel's
+    whole dump) that decodes to what is wanted, the kept scalars' text put back; None when
+    neither does. A kept scalar's own text is the file's, indented for where the file has it:
+    when ruamel writes its key elsewhere (a file whose maps are indented in more than one
+    way), it does not decode, and the caller tries again without keeping any."""
+    for candidate in _merge_edit(kept_scalars.shield(text, edit.kept), edit, composed):
+        restored = kept_scalars.restore(candidate, text, edit.kept)
+        edited = None if edit.body is None else edit.index
+        if restored is not None and _decodes_to(restored, wanted, edited):
+            return restored
     return None
+
+
+def _per_document(
+    composed: list[Node],
+    documents: Sequence[Mapping[str, Any]],
+    index: int,
+    body: Mapping[str, Any] | None,
+) -> list[Any]:
+    """Per composed document, the object it must hold after the edit (None: a document that
+    holds no object, or the one removed)."""
+    objects = iter([*documents[:index], body, *documents[index + 1 :]])
+    return [next(objects) if isinstance(node, MappingNode) else None for node in composed]
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """One in-place edit: the object document's index, what it becomes (None: removed), the
+    indentation to write with, and the untouched multi-line scalars standing in as tokens."""
+
+    index: int
+    body: Mapping[str, Any] | None
+    indent: Indent
+    kept: list[Kept]
 
 
 # Step 1: cutting removed fields out of the text -------------------------------------------
@@ -154,7 +202,7 @@ def _replaced_whole(key: Node, value: Node, new: Any, lines: Lines) -> bool:
     """A block map or list that ``new`` replaces with another kind of value, or a block scalar
     ``new`` changes, written on the lines below its key."""
     if isinstance(value, ScalarNode):
-        changed = value.style in ("|", ">") and value.value != new
+        changed = value.style in ("|", ">") and scalar_text(value) != new
     else:
         changed = _kind_changed(value, new)
     return changed and value.end_mark.line > key.start_mark.line and _starts_its_line(key, lines)
@@ -198,31 +246,45 @@ def _field_end(key: Node, value: Node) -> int:
 # Step 2: the round-trip edit ---------------------------------------------------------------
 
 
-def _merge_edit(
-    text: str,
-    index: int,
-    body: Mapping[str, Any] | None,
-    indent: Indent,
-    composed: list[Node] | None = None,
-) -> tuple[str, str]:
-    """(the text with only the touched stretches taken from the edited dump, that dump);
-    ``composed``: the documents of ``text`` composed already, constructed instead of parsing
-    the text a second time (the parse was a third of an in-place edit's cost)."""
-    dumper = _dumper(text, indent)
-    if composed is None:
-        loaded = list(dumper.load_all(text))
-    else:
-        loaded = [dumper.constructor.construct_document(node) for node in composed]
+def _merge_edit(text: str, edit: Edit, composed: list[Node]) -> tuple[str, str]:
+    """(the text with only the touched stretches taken from the edited dump, that dump), both
+    with the kept scalars' tokens. ``text`` is the file with those tokens; ``composed`` the
+    documents of the file without them (their values are what the tokens replace), constructed
+    instead of parsing the text again (the parse was a third of an in-place edit's cost)."""
+    dumper = _dumper(text, edit.indent)
+    loaded = [dumper.constructor.construct_document(node) for node in composed]
+    for item in edit.kept:
+        _put_token(loaded[item.document], item)
     positions = [i for i, doc in enumerate(loaded) if isinstance(doc, Mapping)]
     before = _dump(dumper, loaded)
-    if body is None:
-        del loaded[positions[index]]
+    if edit.body is None:
+        del loaded[positions[edit.index]]
     else:
-        loaded[positions[index]] = _merged(loaded[positions[index]], body)
+        ours = [k for k in edit.kept if k.document == positions[edit.index]]
+        body = kept_scalars.shield_object(edit.body, ours)
+        loaded[positions[edit.index]] = _merged(loaded[positions[edit.index]], body)
     after = _dump(dumper, loaded)
     if after == before:
         return text, text
     return "".join(_three_way(text.splitlines(True), before, after)), "".join(after)
+
+
+def _put_token(document: Any, item: Kept) -> None:
+    """The kept scalar at ``item.path`` of a round-trip loaded document replaced by its token,
+    written plain (a map keeps a replaced block's style for a bare string), with the comment
+    lines after it kept on their own lines (``_replace``)."""
+    parent = document
+    for step in item.path[:-1]:
+        parent = parent[_key_in(parent, step)]
+    _replace(parent, _key_in(parent, item.path[-1]), PlainScalarString(item.token))
+
+
+def _key_in(parent: Any, step: str | int) -> Any:
+    """The round-trip key of a path step: a list index, or the map key written as ``step``
+    (a plain ``1:`` loads as the number 1, the plain object's key is the string)."""
+    if not isinstance(parent, Mapping):
+        return step
+    return step if step in parent else next(k for k in parent if str(k) == step)
 
 
 def _dumper(text: str, indent: Indent) -> YAML:

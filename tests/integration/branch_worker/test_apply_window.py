@@ -558,3 +558,116 @@ def test_the_recent_requests_are_read_again_only_when_the_ledger_entry_moved(rig
     event(rig, "d", FLUX)
     rig.drain(loop)
     assert reads == [rig.target.uid] * 2
+
+
+def api_edit_after_an_apply(rig: Rig, loop: BranchLoop, ledger_reason: str) -> float:
+    """The no-op apply's first two steps (issue 23): a request (``ledger_reason``) went out
+    at ``sent`` and its apply finished at sent + 3 (Git holds ``steady``, the applier's entry
+    is stamped sent + 1); 15 s later, after that window shut, an API edit sets ``api``,
+    mirrored and pushed. ``sent``."""
+    publish_and_push(rig, loop, "steady", EDIT)
+    sent = rig.clock.now
+    Ledger(rig.client, rig.keys).record(
+        [rig.target.uid],
+        LastRequest("t-1", rig.head(), (ledger_reason,), sent, sent + 3.0, "Delivered"),
+    )
+    rig.clock.now = sent + 15.0
+    publish_and_push(rig, loop, "api", EDIT)
+    assert value_in_git(rig) == "api"
+    return sent
+
+
+def test_a_no_op_apply_after_an_api_edit_is_no_revert(rig: Rig) -> None:
+    """Issue 23, W2: the CatchUp of the edit's push has Flux apply the tip, which holds ``api``:
+    no value changes, only the field's owner goes back to kustomize-controller, whose entry
+    keeps its older second (sent + 1, inside the first request's window). Judged at that
+    second it was withheld and counted; a write that changes no value reverts nothing."""
+    loop = guarded(rig)
+    sent = api_edit_after_an_apply(rig, loop, "ForeignCommit")
+    send_catch_up(rig, loop)
+    before = (collisions("withheld"), collisions("ambiguous"), collisions("historical"))
+    commits = rig.commits()
+    rig.clock.now += 1.0
+    event(rig, "api", FLUX, second=stamp(sent + 1.0))  # the apply of the tip: no value moves
+    rig.drain(loop)
+    rig.clock.now += 6.0
+    loop.flush()
+    assert value_in_git(rig) == "api"
+    assert rig.commits() == commits
+    assert (collisions("withheld"), collisions("ambiguous"), collisions("historical")) == before
+    assert Collisions(rig.client, rig.keys).latest(rig.bk) == []
+
+
+def test_a_no_op_sync_after_an_api_edit_owes_an_application_no_repair(rig: Rig) -> None:
+    """Issue 23, W2 for Argo CD: a sync of the tip that holds the API edit changes no value; taken
+    for a withheld revert, it owed the Application a needless Repair sync."""
+    loop = guarded(rig, ARGO)
+    sent = api_edit_after_an_apply(rig, loop, "ForeignCommit")
+    before = collisions("withheld")
+    rig.clock.now += 2.0
+    event(rig, "api", "argocd-controller", second=stamp(sent + 1.0))
+    rig.drain(loop)
+    assert collisions("withheld") == before
+    owed = rig.appliers.load(ARGO.key, ARGO.kind)
+    assert owed.repairs == frozenset()
+    assert "Repair" not in owed.owes()
+
+
+def test_a_flux_round_that_reverts_an_edit_counts_one_collision(rig: Rig) -> None:
+    """Issue 23, W3: Flux's round over an edit made inside its apply is two writes: it first merges
+    the kubectl entry into its own (no value moves; its entry keeps its older second), then
+    applies (the revert). Only the revert is withheld and counted: one, not two."""
+    loop = guarded(rig)
+    publish_and_push(rig, loop, "first", EDIT)
+    sent = send_catch_up(rig, loop)
+    before = collisions("withheld")
+    rig.clock.now = sent + 1.0
+    event(rig, "first", FLUX, second=stamp(sent + 1.0))  # the apply: Git holds it already
+    rig.clock.now = sent + 2.0
+    event(rig, "api", EDIT)  # the API edit, inside the apply
+    rig.clock.now = sent + 4.0
+    event(rig, "api", FLUX, second=stamp(sent + 1.0))  # the entries merged: nothing moved
+    event(rig, "first", FLUX, second=stamp(sent + 4.0))  # the revert
+    rig.drain(loop)
+    rig.clock.now += 6.0
+    loop.flush()
+    assert value_in_git(rig) == "api"
+    assert collisions("withheld") == before + 1
+    kept = Collisions(rig.client, rig.keys).latest(rig.bk)
+    assert [c.outcome for c in kept] == ["withheld"]
+
+
+def test_a_no_op_apply_in_a_kustomize_folder_is_no_revert(rig: Rig) -> None:
+    """Issue 23, W2 where the objects are a kustomization's render: the apply of a tip whose render
+    already holds the API edit changes no value either, so it is no collision."""
+    document = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  k: steady\n"
+    push(
+        str(rig.bare),
+        rig.tmp / "kustomize-seed",
+        {
+            "apps/kustomization.yaml": "namespace: team\nresources:\n- app.yaml\n",
+            "apps/app.yaml": document,
+        },
+        "a kustomize folder",
+    )
+    loop = guarded(rig)
+    sent = rig.clock.now
+    Ledger(rig.client, rig.keys).record(
+        [rig.target.uid],
+        LastRequest("t-1", rig.head(), ("ForeignCommit",), sent, sent + 3.0, "Delivered"),
+    )
+    rig.clock.now = sent + 15.0
+    publish_and_push(rig, loop, "api", EDIT)
+    assert yaml.safe_load(rig.show("apps/app.yaml"))["data"] == {"k": "api"}
+    send_catch_up(rig, loop)
+    before = collisions("withheld")
+    rig.clock.now += 1.0
+    event(rig, "api", FLUX, second=stamp(sent + 1.0))
+    rig.drain(loop)
+    assert collisions("withheld") == before
+    assert Collisions(rig.client, rig.keys).latest(rig.bk) == []
+    rig.clock.now += 1.0
+    event(rig, "api-2", EDIT)  # an API edit inside the CatchUp's apply ...
+    event(rig, "api", FLUX)  # ... that the apply reverts is still withheld
+    rig.drain(loop)
+    assert collisions("withheld") == before + 1

@@ -122,7 +122,9 @@ def test_without_the_cluster_providers_allowance_nothing_is_mirrored(
     rig: Rig, repo_url: str
 ) -> None:
     """P6: a ClusterProvider that admits the namespace but not for cluster-scoped objects
-    refuses the rule (ClusterScopeNotAdmitted, stalled) and no watch runs."""
+    refuses the rule (ClusterScopeNotAdmitted, stalled) and no watch runs; the message names
+    the GitTarget and the ClusterProvider (docs/crds.md; issue 23: it named only the
+    namespace)."""
     setup(rig, repo_url, cluster_scoped=False)
     rig.cluster.create(cluster_watch_rule("rbac", "team-a", CLUSTERROLES))
     rig.cluster.create(cluster_role("reader", ["get"]))
@@ -132,6 +134,8 @@ def test_without_the_cluster_providers_allowance_nothing_is_mirrored(
         "False",
         "ClusterScopeNotAdmitted",
     )
+    message = conditions["Ready"]["message"]
+    assert "GitTarget team-a/target" in message and "ClusterProvider default" in message
     assert conditions["Stalled"]["status"] == "True"
     assert rig.published(repo_url) == []
 
@@ -145,8 +149,10 @@ def test_a_git_target_of_an_unadmitted_namespace_is_not_authorized(rig: Rig, rep
     rig.cluster.create(cluster_watch_rule("rbac-b", "team-b", CLUSTERROLES))
     rig.cluster.create(cluster_role("reader", ["get"]))
     rig.burst()
-    reason = rig.cluster.conditions("ClusterWatchRule", "rbac-b")["Ready"]["reason"]
-    assert reason == "GitTargetNamespaceNotAuthorized"
+    ready = rig.cluster.conditions("ClusterWatchRule", "rbac-b")["Ready"]
+    assert ready["reason"] == "GitTargetNamespaceNotAuthorized"
+    assert "GitTarget team-b/target" in ready["message"]
+    assert "ClusterProvider default" in ready["message"]
     assert [e for e in rig.published(repo_url) if e.target.namespace == "team-b"] == []
 
 

@@ -10,6 +10,7 @@ from shared.decide.apply_window import (
     AFTER_FINISH_S,
     ApplyWindow,
     Verdict,
+    asks_change,
     asks_history,
     decide,
     entry_time,
@@ -44,6 +45,7 @@ class Case:
     now: float = SENT + 3.0
     operation: Operation = "UPDATE"
     older: bool = False  # the object is what Git held at an older commit, not at the tip
+    unchanged: bool = False  # Git already holds the object as it is: the write changes nothing
 
 
 CASES = [
@@ -137,6 +139,26 @@ CASES = [
         edited=None,
         older=True,
     ),
+    # Issue 23: a write that changes no value reverts nothing (an apply of a tip that already holds
+    # the API edit; Flux merging the kubectl entries into its own), whatever its time says.
+    Case("W2 a no-op apply after an API edit", Verdict.MIRROR, unchanged=True),
+    Case(
+        "W2 a no-op apply within 10 s after the finish",
+        Verdict.MIRROR,
+        window=FINISHED,
+        now=FINISHED.finished_at + AFTER_FINISH_S - 0.5,  # type: ignore[operator]
+        unchanged=True,
+    ),
+    Case(
+        "W2 a no-op Argo CD sync",
+        Verdict.MIRROR,
+        newest=ARGO_BOTH,
+        kind="Application",
+        unchanged=True,
+    ),
+    Case("W2 a no-op write in a tie is no collision", Verdict.MIRROR, newest=TIE, unchanged=True),
+    Case("W2 a no-op write is never historical", Verdict.MIRROR, edited=None, unchanged=True),
+    Case("W2 a DELETE of an unchanged object", Verdict.MIRROR, operation="DELETE", unchanged=True),
 ]
 
 
@@ -151,6 +173,7 @@ def test_the_apply_window_decides_each_case(case: Case) -> None:
         api_edited_at=case.edited,
         now=case.now,
         older_only=case.older,
+        unchanged=case.unchanged,
     )
     assert decision.verdict is case.expected, decision.why
     withheld = case.expected in (Verdict.WITHHELD, Verdict.HISTORICAL)
@@ -222,6 +245,40 @@ def test_history_is_asked_for_only_when_the_verdict_depends_on_it(case: Case) ->
     assert asked is (len(verdicts) == 2)
     if asked:
         assert verdicts == {Verdict.MIRROR, Verdict.HISTORICAL}
+
+
+def judged(case: Case, *, unchanged: bool) -> Verdict:
+    """``decide``'s verdict for ``case``, with ``unchanged`` as given."""
+    return decide(
+        operation=case.operation,
+        newest=case.newest,
+        applier_kind=case.kind,
+        window=case.window,
+        api_edited_at=case.edited,
+        now=case.now,
+        older_only=case.older,
+        unchanged=unchanged,
+    ).verdict
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_work_tree_is_asked_for_only_when_the_verdict_depends_on_it(case: Case) -> None:
+    """W2 (a write that changes no value), kept cheap: whether Git already holds the object
+    is asked only for an event the window would otherwise withhold or count, exactly the
+    inputs whose verdict ``unchanged`` changes; a write that changes nothing is never a
+    collision."""
+    asked = asks_change(
+        operation=case.operation,
+        newest=case.newest,
+        applier_kind=case.kind,
+        window=case.window,
+        api_edited_at=case.edited,
+        now=case.now,
+        older_only=case.older,
+    )
+    verdicts = {judged(case, unchanged=same) for same in (False, True)}
+    assert asked is (len(verdicts) == 2)
+    assert judged(case, unchanged=True) is Verdict.MIRROR
 
 
 def test_a_write_is_bounded_by_its_managed_fields_second_by_its_observation_and_by_now() -> None:

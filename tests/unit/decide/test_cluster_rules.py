@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from shared.decide.cluster_rules import (
     CLUSTER_SCOPE_NOT_ADMITTED,
     NAMESPACE_NOT_AUTHORIZED,
@@ -21,7 +23,7 @@ from shared.decide.cluster_rules import (
     desired_cluster_watches,
 )
 from shared.decide.resolution import resolve_rule
-from shared.decide.targets import NOT_ADMITTED, Verdict
+from shared.decide.targets import CLUSTER_PROVIDER_NOT_FOUND, NOT_ADMITTED, Verdict
 from shared.decide.watches import GIT_TARGET_NOT_FOUND, UNRESOLVED_RESOURCES, ServedTarget
 from shared.model.crds import (
     ClusterWatchRuleView,
@@ -103,6 +105,33 @@ def test_without_cluster_scoped_access_nothing_is_watched() -> None:
     problem = admission(rule, _target().target, Verdict(), only_admitted, {})
     assert problem is not None and problem.reason == CLUSTER_SCOPE_NOT_ADMITTED
     assert "team-a" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("cluster", "verdict", "reason"),
+    [
+        (_cluster(accessFrom={"names": ["team-a"]}), Verdict(), CLUSTER_SCOPE_NOT_ADMITTED),
+        (_cluster(accessFrom={"names": ["team-b"]}), Verdict(), NAMESPACE_NOT_AUTHORIZED),
+        (ADMITTING, Verdict(NOT_ADMITTED, "not admitted"), NAMESPACE_NOT_AUTHORIZED),
+        (None, Verdict(), CLUSTER_PROVIDER_NOT_FOUND),
+        (ADMITTING, Verdict(CLUSTER_PROVIDER_NOT_FOUND, "gone"), CLUSTER_PROVIDER_NOT_FOUND),
+    ],
+)
+def test_every_refusal_names_the_git_target_and_the_cluster_provider(
+    cluster: Any, verdict: Verdict, reason: str
+) -> None:
+    """docs/crds.md: a refused ClusterWatchRule's message names the GitTarget (namespace/name)
+    and the ClusterProvider (issue 23: ClusterScopeNotAdmitted named only the namespace)."""
+    problem = admission(_rule(["clusterroles"]), _target().target, verdict, cluster, {})
+    assert problem is not None and problem.reason == reason
+    assert "GitTarget team-a/apps" in problem.message
+    assert "ClusterProvider default" in problem.message
+
+
+def test_a_missing_git_target_is_named() -> None:
+    problem = admission(_rule(["clusterroles"]), None, None, ADMITTING, {})
+    assert problem is not None and problem.reason == GIT_TARGET_NOT_FOUND
+    assert "GitTarget team-a/apps" in problem.message
 
 
 def test_another_namespace_is_not_admitted_by_the_others_allowance() -> None:

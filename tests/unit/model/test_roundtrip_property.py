@@ -7,6 +7,7 @@ list that the API replaced with a value of another kind counts as removed).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -224,3 +225,168 @@ def test_an_edit_decodes_to_the_api_object_and_keeps_the_comments(case: Case) ->
         number = lines.index(comment)
         if number not in removed:
             assert comment in kept, f"{comment!r} was lost"
+
+
+# Untouched scalars kept byte for byte (P1; the outside checks of 2026-12-06: an edit of
+# ``data.mode`` rewrote a ``hosts: >-`` block as one plain line) ---------------------------
+
+#: Words for scalar lines: a colon, a hash and quotes are text inside a block.
+WORDS = st.sampled_from(["alpha.example.com", "beta two", "gamma: x", "#not a comment", "'q'"])
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a hand-written ``data`` map: its key, its lines, and its fields when it is
+    a map."""
+
+    key: str
+    lines: tuple[str, ...]
+    block: bool = False
+    children: tuple[Field, ...] = ()
+
+
+@st.composite
+def _block(draw: st.DrawFn, column: int, lead: str) -> list[str]:
+    """A literal or folded block after ``lead``: any chomping (clip, ``-``, ``+``), with or
+    without an explicit indentation indicator (either order), a comment after the header or
+    not, content indented 1 to 4 past ``column``, more-indented and empty lines inside, and
+    empty lines after it."""
+    step = draw(st.integers(1, 4))
+    chomp = draw(st.sampled_from(["", "-", "+"]))
+    explicit = draw(st.booleans())
+    header = draw(st.sampled_from("|>"))
+    header += draw(st.sampled_from([f"{step}{chomp}", f"{chomp}{step}"])) if explicit else chomp
+    header += draw(st.sampled_from(["", "", "", "  # how to read it"]))
+    lines = [lead + header]
+    count = draw(st.integers(1, 4))
+    for number in range(count):
+        kind = draw(st.sampled_from(["word", "word", "more", "empty"]))
+        if number == count - 1 or (number == 0 and (kind == "empty" or not explicit)):
+            kind = "word"  # a first line more indented needs the explicit indicator
+        extra = draw(st.integers(1, 3)) if kind == "more" else 0
+        lines.append("" if kind == "empty" else " " * (column + step + extra) + draw(WORDS))
+    return lines + [""] * draw(st.integers(0, 2))
+
+
+@st.composite
+def _flow(draw: st.DrawFn, column: int, lead: str) -> list[str]:
+    """A plain or quoted scalar after ``lead``, on one line or folded over several."""
+    more = " " * (column + draw(st.integers(1, 3)))
+    return draw(st.sampled_from([
+        [lead + "two words"],
+        [lead + '"double"'],
+        [lead + "'it''s'"],
+        [lead + "first line", more + "second line"],
+        [lead + '"first', more + 'second\\tx"'],
+        [lead + "'first", "", more + "second'"],
+    ]))  # fmt: skip
+
+
+@st.composite
+def _field(draw: st.DrawFn, key: str, column: int, step: int, depth: int) -> Field:
+    """A scalar, block, list (items plain or blocks) or map field at ``column``; ``step`` is
+    the file's map indentation (one per file: ruamel writes one)."""
+    pad = " " * column
+    kind = draw(st.sampled_from(["block", "scalar", "list", "map"][: 4 if depth < 2 else 2]))
+    if kind == "block":
+        return Field(key, tuple(draw(_block(column, f"{pad}{key}: "))), block=True)
+    if kind == "scalar":
+        return Field(key, tuple(draw(_flow(column, f"{pad}{key}: "))))
+    if kind == "list":
+        lines, dash = [f"{pad}{key}:"], f"{pad}- "
+        for _ in range(draw(st.integers(1, 3))):
+            item = draw(st.one_of(_block(column, dash), _flow(column + 2, dash)))
+            lines += item
+        return Field(key, tuple(lines))
+    count = draw(st.integers(1, 3))
+    children = tuple(draw(_field(f"n{i}", column + step, step, depth + 1)) for i in range(count))
+    return Field(key, (f"{pad}{key}:", *(line for c in children for line in c.lines)), False,
+                 children)  # fmt: skip
+
+
+#: A hand-written ConfigMap, its fields, the API's version of it and the changed paths.
+ScalarCase = tuple[str, tuple[Field, ...], dict[str, Any], set[tuple[str, ...]]]
+
+
+@st.composite
+def _scalar_cases(draw: st.DrawFn) -> ScalarCase:
+    """A file with 2 to 5 such fields (a comment line above some), and an edit elsewhere or of
+    one of them: a field changed or removed, a nested field changed, a key or a label added."""
+    step = draw(st.integers(1, 4))
+    fields = tuple(draw(_field(f"k{i}", step, step, 0)) for i in range(draw(st.integers(2, 5))))
+    lines = ["apiVersion: v1", "kind: ConfigMap", "metadata:", " " * step + "name: app", "data:"]
+    for f in fields:
+        lines += [" " * step + f"# about {f.key}"] if draw(st.booleans()) else []
+        lines += f.lines
+    text = "\n".join(lines) + "\n"
+    (old,) = parse(text.encode())
+    new = {**old, "data": dict(old["data"])}
+    touched: set[tuple[str, ...]] = set()
+    edit = draw(st.sampled_from(["change", "remove", "nested", "add", "label"]))
+    target = draw(st.sampled_from(fields))
+    if edit == "nested" and target.children:
+        child = draw(st.sampled_from(target.children))
+        new["data"][target.key] = {**old["data"][target.key], child.key: "changed"}
+        touched.add((target.key, child.key))
+    elif edit in ("change", "remove", "nested"):
+        new["data"][target.key] = "changed\nvalue\n" if target.block else "changed"
+        if edit == "remove":
+            del new["data"][target.key]
+        touched.add((target.key,))
+    elif edit == "add":
+        new["data"]["added"] = "new"
+    else:
+        new["metadata"] = {**old["metadata"], "labels": {"x": "y"}}
+    return text, fields, new, touched
+
+
+def _assert_kept(
+    out: list[str], f: Field, touched: set[tuple[str, ...]], path: tuple[str, ...]
+) -> None:
+    """``f``'s lines are in ``out`` as they were (up to its last non-empty line), unless the
+    edit changed it; a map the edit went into is checked field by field."""
+    mine = (*path, f.key)
+    if mine in touched:
+        return
+    if any(t[: len(mine)] == mine for t in touched):
+        for child in f.children:
+            _assert_kept(out, child, touched, mine)
+        return
+    lines = list(f.lines)
+    while not lines[-1]:
+        lines.pop()
+    assert lines[0] in out, f"{'.'.join(mine)} lost its first line {lines[0]!r}"
+    first = out.index(lines[0])
+    assert out[first : first + len(lines)] == lines, f"{'.'.join(mine)} was rewritten"
+
+
+#: The outside checks' file (2026-12-06): a folded block indented 3 past its key, in a map
+#: indented 3; ``kubectl patch`` of ``data.mode`` only.
+O2_HOSTS = Field(
+    "hosts", ("   hosts: >-", "      alpha.example.com", "      beta.example.com"), True
+)
+O2_TEXT = (
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n   name: app\n   namespace: team\ndata:\n"
+    + "\n".join(O2_HOSTS.lines)
+    + "\n   mode: fast\n"
+)
+O2_NEW = {**parse(O2_TEXT.encode())[0]}
+O2_NEW["data"] = {**O2_NEW["data"], "mode": "slow"}
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=_scalar_cases())
+@example(case=(O2_TEXT, (O2_HOSTS,), O2_NEW, {("mode",)}))
+def test_an_edit_keeps_every_untouched_scalar_byte_for_byte(case: ScalarCase) -> None:
+    """P1 for scalar styles: literal and folded blocks with every chomping indicator, explicit
+    indentation indicators, content indented differently from the map, and quoted or plain
+    scalars folded over lines stay exactly as written when the edit leaves their value; the
+    file decodes to the API object under YAML 1.2 and 1.1."""
+    text, fields, new, touched = case
+    out = edit_file(text.encode(), parse(text.encode()), 0, new)
+    assert out is not None, "an in-place edit exists for every such edit"
+    assert parse(out) == [new]
+    assert yaml.safe_load(out) == new
+    lines = out.decode().splitlines()
+    for f in fields:
+        _assert_kept(lines, f, touched, ())
