@@ -10,11 +10,12 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import TextIO
 
 import pytest
 
-from sandbox.terminal import Output
+from sandbox.terminal import Helper, Manager, Output
 
 #: Bound on the watch thread seeing the closed reader (an event is awaited, not a sleep).
 SEEN_S = 30.0
@@ -77,3 +78,18 @@ def test_a_reentrant_write_loses_the_line_not_the_caller() -> None:
     output.write("line\n")
     output.flush()
     assert not output.gone and gone == []
+
+
+def test_a_stop_before_a_process_reported_its_pid_skips_it(pipe: tuple[int, TextIO]) -> None:
+    """Ctrl-C while the processes start: honcho's own stop read every process's pid and
+    raised KeyError inside its signal handler, ending its loop with nothing stopped."""
+    _, stream = pipe
+    manager = Manager(Output(stream, lambda: None))
+    manager.add_process("early", "true")
+    manager.add_process("late", "true")
+    manager._processes["early"]["pid"] = 2**22 + 1  # beyond pid_max: nobody to signal
+    sent: list[int] = []
+    manager._procmgr = SimpleNamespace(terminate=sent.append, kill=sent.append)
+    manager.terminate()
+    assert sent == [2**22 + 1]
+    assert isinstance(manager._processes["late"]["obj"], Helper)
