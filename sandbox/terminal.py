@@ -1,4 +1,6 @@
-"""``make up``'s terminal: its output, what happens when nobody reads it any more, and Ctrl-C (O9).
+"""``make up``'s terminal: its output, what happens when nobody reads it, and Ctrl-C.
+
+Outside check 9 (issue 23).
 
 ``make up 2>&1 | tee log``, then Ctrl-C: the terminal's SIGINT reaches ``tee`` too, so the pipe
 has no reader by the time honcho prints "SIGINT received". Python ignores SIGPIPE, so that

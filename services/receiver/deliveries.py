@@ -17,8 +17,8 @@ Bitbucket Cloud ``repo:push`` (``push.changes[]``) and Data Center ``repo:refs_c
 Every host's push names its repository, by URL or by path (GitHub and Gitea ``full_name``,
 GitLab ``path_with_namespace``, Bitbucket Cloud ``full_name``, Bitbucket Data Center its
 project key and slug, which older Data Center payloads give without any link); all of them are
-collected, so routing can always check the repository (O8). Only generic-hmac deliveries name
-none by design (``Push.anonymous``).
+collected, so routing can always check the repository (outside check 8). Only generic-hmac
+deliveries name none by design (``Push.anonymous``).
 """
 
 from __future__ import annotations

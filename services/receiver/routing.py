@@ -3,10 +3,11 @@
 A push becomes one notice per branch it names that a GitTarget of this GitProvider uses (R4);
 a ref no GitTarget uses (another branch, a tag) is answered 202 and dropped. A push whose
 payload names a repository other than the GitProvider's (an organisation-wide hook, a secret
-shared between repositories) is dropped too, and so is a host's push that names none (O8: it
-could be about any repository; only generic-hmac deliveries, which never name one, are tied to
-the GitProvider by its secret alone). Repositories are compared by the tail of their path
-(``owner/repo``, ``group/sub/repo``, or a Bitbucket Data Center ``<key>/<slug>`` against
+shared between repositories) is dropped too, and so is a host's push that names none
+(outside check 8: it could be about any repository; only generic-hmac deliveries, which never
+name one, are tied to the GitProvider by its secret alone). Repositories are compared by the
+tail of their path (``owner/repo``, ``group/sub/repo``, or a Bitbucket Data Center
+``<key>/<slug>`` against
 ``.../scm/<key>/<slug>.git``), case-insensitively, ignoring the scheme, host, port and ``.git``:
 hosts name themselves in payloads by their public URL, which is often not the one the
 GitProvider clones from (an in-cluster Service, SSH instead of HTTPS).

@@ -1,4 +1,6 @@
-"""Every command that starts a process starts, with only the runtime dependencies (O7).
+"""Every command that starts a process starts, with only the runtime dependencies.
+
+Outside check 7 (issue 23).
 
 rq-dashboard 0.9 imports ``six`` without declaring it; once ``six`` was no longer pulled in by
 anything else, ``make up`` died on a fresh clone and the chart's dashboard would crash-loop,

@@ -6,11 +6,11 @@ Redis). Once it prints its ready line, an API edit made as the printed ``kubectl
 it is mirrored to the printed repository; then SIGINT goes to the whole group, as Ctrl-C does,
 and every process stops with status 0, the script exits 0, and nothing printed a traceback.
 
-O9: behind a pipe (``make up 2>&1 | tee log``), Ctrl-C stops ``tee`` first, and the next line
-``make up`` printed ended honcho's loop before it stopped anything. Here the reader of the
-script's output goes away once everything is ready (as ``tee`` does), with and without the
-SIGINT that follows, and every process the script started (Redis, honcho's helpers, the
-product's processes) must be gone, the script exited, within a bounded wait.
+Outside check 9: behind a pipe (``make up 2>&1 | tee log``), Ctrl-C stops ``tee`` first, and
+the next line ``make up`` printed ended honcho's loop before it stopped anything. Here the
+reader of the script's output goes away once everything is ready (as ``tee`` does), with and
+without the SIGINT that follows, and every process the script started (Redis, honcho's
+helpers, the product's processes) must be gone, the script exited, within a bounded wait.
 """
 
 from __future__ import annotations
@@ -174,8 +174,9 @@ def _until_ready(process: subprocess.Popen[str]) -> list[str]:
 def test_make_up_behind_a_pipe_stops_everything_when_its_reader_goes(
     tmp_path: Path, ctrl_c: bool
 ) -> None:
-    """O9: ``make up 2>&1 | tee log``, then Ctrl-C (``tee`` ends first); or the reader just
-    goes (``| head``, a closed terminal): every process the script started is gone."""
+    """Outside check 9: ``make up 2>&1 | tee log``, then Ctrl-C (``tee`` ends first); or the
+    reader just goes (``| head``, a closed terminal): every process the script started is
+    gone."""
     process = make_up(tmp_path / "up")
     family: set[int] = set()
     try:

@@ -47,8 +47,8 @@ VICTIMS = (*ALL, "redis")
 #: Tries of one outside push that loses the race with the product's own push.
 PUSH_TRIES = 6
 #: Bound on each API call of the editor (connect, read). Without one, a request the API never
-#: answered (on a busy machine) held the editor past the soak's end for ever (O10); a request
-#: not answered in time is sent again, unchanged (see ``Editor.write``).
+#: answered (on a busy machine) held the editor past the soak's end for ever (outside check
+#: 10); a request not answered in time is sent again, unchanged (see ``Write``).
 REQUEST_TIMEOUT_S = (5.0, 10.0)
 #: How long one write may stay unanswered, resent, before the editor reports the API hung
 #: (well within the soak's wait for an actor to finish, ``JOIN_S``).
@@ -220,7 +220,7 @@ class Chaos(Actor):
 
 @dataclass
 class Write:
-    """One API write of the editor, sent until its outcome is known (O10).
+    """One API write of the editor, sent until its outcome is known (outside check 10).
 
     Every call is bounded (``REQUEST_TIMEOUT_S``). A request not answered in time may still be
     applied later, so it is sent again as it was, never changed: an update and a delete carry

@@ -1,4 +1,6 @@
-"""Makes an interpreter see only the runtime dependencies (O7), as the image installs them.
+"""Makes an interpreter see only the runtime dependencies, as the image installs them.
+
+Outside check 7 (issue 23).
 
 Python imports ``sitecustomize`` at start-up from ``sys.path``; the console-script test
 (``tests/e2e/test_console_scripts_e2e.py``) puts this folder on ``PYTHONPATH`` and names, in

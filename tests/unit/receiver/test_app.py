@@ -66,13 +66,14 @@ def test_a_ref_no_gittarget_uses_is_dropped(rig: Rig, ref: str) -> None:
     assert rig.notices() == [] and rig.notices("feature") == []
 
 
-# -- the repository check (O8) --------------------------------------------------------------------
+# -- the repository check (outside check 8) ------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", samples.HOSTS)
 def test_a_push_naming_its_repository_by_path_alone_is_checked(rig: Rig, name: str) -> None:
-    """O8: a push naming another repository only by path (a Data Center payload names only
-    its project key and slug) is dropped; one naming the GitProvider's, in any case, stored."""
+    """Outside check 8: a push naming another repository only by path (a Data Center payload
+    names only its project key and slug) is dropped; one naming the GitProvider's, in any
+    case, stored."""
     path = rig.add(kind_of(name))
     other = samples.named_by_path(name, "PRJ/my-repo")
     assert answer(rig.post(path, other)) == (202, "dropped")
@@ -84,7 +85,7 @@ def test_a_push_naming_its_repository_by_path_alone_is_checked(rig: Rig, name: s
 
 @pytest.mark.parametrize("name", samples.HOSTS)
 def test_a_host_push_that_names_no_repository_is_dropped(rig: Rig, name: str) -> None:
-    """O8: no host's push skips the repository check for want of a name."""
+    """Outside check 8: no host's push skips the repository check for want of a name."""
     path = rig.add(kind_of(name))
     assert answer(rig.post(path, samples.named_nowhere(name))) == (202, "dropped")
     assert rig.notices() == []

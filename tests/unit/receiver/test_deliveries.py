@@ -141,8 +141,8 @@ def test_bitbucket_server_clone_links_are_the_repositories() -> None:
 
 @pytest.mark.parametrize("name", samples.HOSTS)
 def test_a_host_push_named_by_path_alone_carries_that_path(name: str) -> None:
-    """O8: a payload without URLs still names its repository (GitHub/Gitea/Bitbucket Cloud
-    ``full_name``, GitLab ``path_with_namespace``, Data Center project key and slug)."""
+    """Outside check 8: a payload without URLs still names its repository (GitHub/Gitea/
+    Bitbucket Cloud ``full_name``, GitLab ``path_with_namespace``, Data Center key and slug)."""
     result = parsed(kind_of(name), samples.named_by_path(name, "PRJ/my-repo"))
     assert isinstance(result, Push) and not result.anonymous
     assert result.repositories == ("PRJ/my-repo",)

@@ -95,7 +95,7 @@ def test_every_branch_push_notifies_all_used_branches() -> None:
 
 
 def test_a_push_that_names_no_repository_is_dropped() -> None:
-    """O8: a host's push without any name of its repository could be about any repository."""
+    """Outside check 8: a host's push naming no repository could be about any repository."""
     routed = route(RECORD, push(RefUpdate("refs/heads/main", ""), repos=()), 0.0)
     assert routed.notices == () and routed.reason == "the delivery names no repository"
 
@@ -127,8 +127,8 @@ def data_center_push(path: str) -> Push:
     ],
 )
 def test_a_bitbucket_key_and_slug_are_compared_with_the_urls_tail(url: str) -> None:
-    """O8: ``PRJ/my-repo`` is the ``/scm/<key>/<slug>`` tail of an HTTP clone URL (and the
-    tail of an SSH one), case-insensitively; another key or slug is another repository."""
+    """Outside check 8: ``PRJ/my-repo`` is the ``/scm/<key>/<slug>`` tail of an HTTP clone URL
+    (and the tail of an SSH one), case-insensitively; another key or slug is another one."""
     record = bitbucket_provider(url)
     assert len(route(record, data_center_push("PRJ/my-repo"), 0.0).notices) == 1
     for other in ("PRJ/other", "OTHER/my-repo", "PRJ/my-repo-old"):

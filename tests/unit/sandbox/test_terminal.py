@@ -1,4 +1,6 @@
-"""``make up``'s output survives its reader, and its going stops ``make up`` once (O9).
+"""``make up``'s output survives its reader, and its going stops ``make up`` once.
+
+Outside check 9 (issue 23).
 
 On a real pipe: a write after the reader closed must neither raise (it did, inside honcho's
 signal handler) nor be the only way to find out (an idle ``make up`` writes nothing).

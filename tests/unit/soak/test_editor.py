@@ -1,4 +1,6 @@
-"""The soak's editor never waits for ever on the API, and always knows its writes' outcome (O10).
+"""The soak's editor never waits for ever on the API, and knows its writes' outcome.
+
+Outside check 10 (issue 23).
 
 A seeded soak on a busy machine failed with the editor stuck for two minutes in an API call
 after it was asked to stop: its calls had no timeout, so a request the API never answered held
@@ -114,7 +116,7 @@ def no_resend_pause(monkeypatch: pytest.MonkeyPatch) -> None:
 def fake() -> Iterator[FakeCore]:
     api = FakeCore()
     yield api
-    api.never.set()  # release a call that waits for ever (the code before O10's fix)
+    api.never.set()  # release a call that waits for ever (the editor before the fix)
 
 
 def editor_on(api: FakeCore) -> Editor:
