@@ -10,7 +10,8 @@ webhook pointed at the receiver); once every process is ready the commands to tr
 
 Ctrl-C (or SIGTERM) stops the processes (honcho sends each one SIGTERM: it finishes the work
 in hand), then the sandbox, then the Redis it started, and exits 0 when every process of
-the product stopped cleanly.
+the product stopped cleanly. So does losing the reader of its output (``make up | tee log``
+and Ctrl-C, which stops ``tee`` first; a terminal closed): see ``sandbox.terminal``.
 """
 
 from __future__ import annotations
@@ -24,14 +25,14 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-
-from honcho.manager import Manager
+from types import FrameType
 
 from sandbox import demo
 from sandbox import manifests as m
@@ -39,6 +40,7 @@ from sandbox.demo_common import hook
 from sandbox.paths import REPO_ROOT
 from sandbox.processes import environment, free_port, procfile
 from sandbox.stack import start
+from sandbox.terminal import Manager, Output
 
 #: Bound on Redis answering after it was started, and on every process turning ready.
 READY_S = 120.0
@@ -48,9 +50,27 @@ PRODUCT = ("watcher", "branch_worker", "dispatcher", "receiver")
 READY_LINE = "up | ready to use; Ctrl-C stops everything"
 
 
+#: Where ``make up`` writes once ``run`` started: stdout, kept from failing (sandbox.terminal).
+_OUTPUT: list[Output] = []
+
+
 def say(text: str) -> None:
     """One line of ``make up``'s own output (honcho prefixes the processes')."""
-    print(f"up | {text}", flush=True)
+    out = _OUTPUT[-1] if _OUTPUT else sys.stdout
+    out.write(f"up | {text}\n")
+    out.flush()
+
+
+def _stop_myself() -> None:
+    """Stop as Ctrl-C does (the reader of the output is gone): honcho's handler, or, before
+    its loop runs, ``_interrupted``."""
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM before honcho's loop handles it: unwind as Ctrl-C does, so the sandbox and the
+    Redis started so far are stopped (Redis runs in a session of its own)."""
+    raise KeyboardInterrupt
 
 
 def redis_binary() -> str:
@@ -154,9 +174,9 @@ class _ToTheProcess:
             os.killpg(pid, signal.SIGKILL)
 
 
-def _manager(env: dict[str, str], skip: set[str]) -> tuple[Manager, dict[str, str]]:
+def _manager(output: Output, env: dict[str, str], skip: set[str]) -> tuple[Manager, dict[str, str]]:
     """honcho's manager with every Procfile process not skipped; their /readyz URLs."""
-    manager = Manager()
+    manager = Manager(output)
     manager._procmgr = _ToTheProcess()
     urls: dict[str, str] = {}
     receiver = env["GITOPS_REVERSER_RECEIVER_BIND"]
@@ -179,6 +199,10 @@ def run(directory: Path, skip: set[str]) -> int:
     # honcho forks a watcher per process; forking a process that runs the sandbox's threads
     # could copy a held lock, so its helpers start afresh instead.
     multiprocessing.set_start_method("spawn", force=True)
+    output = Output(sys.stdout, _stop_myself)
+    _OUTPUT.append(output)
+    signal.signal(signal.SIGTERM, _interrupted)
+    output.watch()
     shutil.rmtree(directory, ignore_errors=True)
     port = free_port()
     env = environment(directory, port)
@@ -194,7 +218,7 @@ def run(directory: Path, skip: set[str]) -> int:
         m.create(api, m.cluster_provider())
         demo.configure(sbx, api)
         say(f"sandbox: Kubernetes API {sbx.kube.url}, Git host {sbx.githost.url}")
-        manager, urls = _manager(env, skip)
+        manager, urls = _manager(output, env, skip)
 
         def ready() -> None:
             hook(sbx, api, demo.NS, demo.REPO, port)
@@ -222,4 +246,8 @@ def main(argv: list[str] | None = None) -> int:
         "--skip", action="append", default=[], help="a Procfile entry not to start (repeatable)"
     )
     args = parser.parse_args(argv)
-    return run(Path(args.dir).resolve(), set(args.skip))
+    try:
+        return run(Path(args.dir).resolve(), set(args.skip))
+    except KeyboardInterrupt:
+        say("stopped before every process started")
+        return 130

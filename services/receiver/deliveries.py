@@ -13,6 +13,12 @@ is the short name (a branch delete raises only ``delete``); GitLab ``Push Hook``
 ``Tag Push Hook`` (and system hooks of those kinds), a delete having a zero ``after``;
 Bitbucket Cloud ``repo:push`` (``push.changes[]``) and Data Center ``repo:refs_changed``
 (``changes[]``), ``diagnostics:ping``; generic-hmac: any JSON object, ``ref``/``after`` optional.
+
+Every host's push names its repository, by URL or by path (GitHub and Gitea ``full_name``,
+GitLab ``path_with_namespace``, Bitbucket Cloud ``full_name``, Bitbucket Data Center its
+project key and slug, which older Data Center payloads give without any link); all of them are
+collected, so routing can always check the repository (outside check 8). Only generic-hmac
+deliveries name none by design (``Push.anonymous``).
 """
 
 from __future__ import annotations
@@ -49,9 +55,12 @@ class Push:
 
     event: str
     delivery: str
-    repositories: tuple[str, ...]  # the repository URLs the payload names (may be none)
+    repositories: tuple[str, ...]  # the repository URLs or paths the payload names (may be none)
     updates: tuple[RefUpdate, ...]
     every_branch: bool = False  # names no ref: any branch of the repository may have moved
+    #: generic-hmac: a kind of delivery that never names its repository, tied to the
+    #: GitProvider by its secret alone; a host's push that names none is not believed.
+    anonymous: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +143,7 @@ def _single_push(event: str, delivery: str, body: Json, repos: tuple[str, ...]) 
 
 # GitHub -----------------------------------------------------------------------------------
 
-_GITHUB_REPO = ("clone_url", "html_url", "ssh_url", "git_url")  # of ``repository``
+_GITHUB_REPO = ("clone_url", "html_url", "ssh_url", "git_url", "full_name")  # of ``repository``
 
 
 def parse_github(headers: Mapping[str, str], body: Json) -> Parsed:
@@ -151,7 +160,7 @@ def parse_github(headers: Mapping[str, str], body: Json) -> Parsed:
 # Gitea and Forgejo ---------------------------------------------------------------------------
 
 _GITEA_VENDORS = ("Forgejo", "Gitea", "Gogs", "GitHub")
-_GITEA_REPO = ("clone_url", "html_url", "ssh_url")  # of ``repository``
+_GITEA_REPO = ("clone_url", "html_url", "ssh_url", "full_name")  # of ``repository``
 
 
 def parse_gitea(headers: Mapping[str, str], body: Json) -> Parsed:
@@ -179,6 +188,7 @@ _GITLAB_REPO = (
     ("project", "git_http_url"),
     ("project", "git_ssh_url"),
     ("project", "web_url"),
+    ("project", "path_with_namespace"),
     ("repository", "git_http_url"),
     ("repository", "git_ssh_url"),
 )
@@ -220,11 +230,19 @@ def _changes(raw: Any, read: Callable[[Any], RefUpdate | None]) -> tuple[RefUpda
     return tuple(u for u in (read(c) for c in raw) if u is not None)
 
 
-def _server_clone_urls(body: Json) -> tuple[str, ...]:
+_CLOUD_REPO = (("repository", "links", "html", "href"), ("repository", "full_name"))
+
+
+def _server_repositories(body: Json) -> tuple[str, ...]:
+    """The clone links, when the payload has them, and ``<project key>/<slug>`` (an HTTP clone
+    URL is ``.../scm/<key>/<slug>.git``, an SSH one ``.../<key>/<slug>.git``)."""
     clones = _get(body, "repository", "links", "clone")
-    if not isinstance(clones, list):
-        return ()
-    return tuple(u for u in (_text(c, "href") for c in clones) if u)
+    links = [_text(c, "href") for c in clones] if isinstance(clones, list) else []
+    key, slug = _text(body, "repository", "project", "key"), _text(body, "repository", "slug")
+    # A segment with a separator in it would name another path (or look like ``host:path``).
+    if key and slug and not any(c in key + slug for c in "/:"):
+        links.append(f"{key}/{slug}")
+    return tuple(u for u in links if u)
 
 
 def parse_bitbucket(headers: Mapping[str, str], body: Json) -> Parsed:
@@ -235,11 +253,10 @@ def parse_bitbucket(headers: Mapping[str, str], body: Json) -> Parsed:
         return Ping(event, delivery)
     if event == "repo:push":
         updates = _changes(_get(body, "push", "changes"), _cloud_change)
-        repos = _urls(body, ("repository", "links", "html", "href"))
-        return Push(event, delivery, repos, updates)
+        return Push(event, delivery, _urls(body, *_CLOUD_REPO), updates)
     if event == "repo:refs_changed":
         updates = _changes(body.get("changes"), _server_change)
-        return Push(event, delivery, _server_clone_urls(body), updates)
+        return Push(event, delivery, _server_repositories(body), updates)
     return Ignored(event, delivery)
 
 
@@ -251,8 +268,9 @@ def parse_generic(headers: Mapping[str, str], body: Json) -> Parsed:
     delivery = header(headers, "X-Delivery-Id").strip()
     ref = _text(body, "ref")
     if not ref:
-        return Push("push", delivery, (), (), every_branch=True)
-    return _single_push("push", delivery, body, ())
+        return Push("push", delivery, (), (), every_branch=True, anonymous=True)
+    push = _single_push("push", delivery, body, ())
+    return Push(push.event, push.delivery, (), push.updates, anonymous=True)
 
 
 _PARSERS: dict[ReceiverType, Callable[[Mapping[str, str], Json], Parsed]] = {

@@ -3,10 +3,14 @@
 A push becomes one notice per branch it names that a GitTarget of this GitProvider uses (R4);
 a ref no GitTarget uses (another branch, a tag) is answered 202 and dropped. A push whose
 payload names a repository other than the GitProvider's (an organisation-wide hook, a secret
-shared between repositories) is dropped too. Repositories are compared by the tail of their
-path (``owner/repo``, or ``group/sub/repo``), case-insensitively, ignoring the scheme, host,
-port and ``.git``: hosts name themselves in payloads by their public URL, which is often not
-the one the GitProvider clones from (an in-cluster Service, SSH instead of HTTPS).
+shared between repositories) is dropped too, and so is a host's push that names none
+(outside check 8: it could be about any repository; only generic-hmac deliveries, which never
+name one, are tied to the GitProvider by its secret alone). Repositories are compared by the
+tail of their path (``owner/repo``, ``group/sub/repo``, or a Bitbucket Data Center
+``<key>/<slug>`` against
+``.../scm/<key>/<slug>.git``), case-insensitively, ignoring the scheme, host, port and ``.git``:
+hosts name themselves in payloads by their public URL, which is often not the one the
+GitProvider clones from (an in-cluster Service, SSH instead of HTTPS).
 """
 
 from __future__ import annotations
@@ -52,10 +56,22 @@ def same_repository(a: str, b: str) -> bool:
     return bool(short) and long[len(long) - len(short) :] == short
 
 
+def other_repository(record: ReceiverRecord, push: Push) -> str | None:
+    """Why the push is not believed to be about the GitProvider's repository, or None."""
+    if push.anonymous:
+        return None
+    if not push.repositories:
+        return "the delivery names no repository"
+    if not any(same_repository(u, record.url) for u in push.repositories):
+        return "the delivery is about another repository"
+    return None
+
+
 def route(record: ReceiverRecord, push: Push, received_at: float) -> Routed:
     """The notices a push means for this receiver's branches."""
-    if push.repositories and not any(same_repository(u, record.url) for u in push.repositories):
-        return Routed((), "the delivery is about another repository")
+    mismatch = other_repository(record, push)
+    if mismatch is not None:
+        return Routed((), mismatch)
     wanted = set(record.branches)
     if push.every_branch:
         moved = {name: "" for name in sorted(wanted)}

@@ -5,10 +5,17 @@ in a process group of its own and without ``GITOPS_REVERSER_REDIS_URL`` (so it s
 Redis). Once it prints its ready line, an API edit made as the printed ``kubectl`` command makes
 it is mirrored to the printed repository; then SIGINT goes to the whole group, as Ctrl-C does,
 and every process stops with status 0, the script exits 0, and nothing printed a traceback.
+
+Outside check 9: behind a pipe (``make up 2>&1 | tee log``), Ctrl-C stops ``tee`` first, and
+the next line ``make up`` printed ended honcho's loop before it stopped anything. Here the
+reader of the script's output goes away once everything is ready (as ``tee`` does), with and
+without the SIGINT that follows, and every process the script started (Redis, honcho's
+helpers, the product's processes) must be gone, the script exited, within a bounded wait.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -60,12 +67,13 @@ class Output:
         return found[1]
 
 
-def test_make_up_mirrors_an_edit_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
-    directory = tmp_path / "up"
+def make_up(directory: Path) -> subprocess.Popen[str]:
+    """``python -m sandbox local`` as a terminal starts it: a process group of its own, its
+    own Redis, output (stderr too) to a pipe read here."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
     # The dashboard is skipped: its fixed port may be another run's.
     command = ["local", "--dir", str(directory), "--skip", "dashboard"]
-    process = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-m", "sandbox", *command],
         cwd=REPO_ROOT,
         env=env,
@@ -74,6 +82,10 @@ def test_make_up_mirrors_an_edit_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> 
         text=True,
         start_new_session=True,
     )
+
+
+def test_make_up_mirrors_an_edit_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    process = make_up(tmp_path / "up")
     output = Output(process)
     try:
         assert output.ready.wait(READY_S) and process.poll() is None, "".join(output.lines)
@@ -105,3 +117,89 @@ def test_make_up_mirrors_an_edit_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> 
     assert "up | stopped cleanly" in text
     for name in PRODUCT:
         assert re.search(rf"\| {name} stopped \(rc=0\)$", text, re.MULTILINE), text
+
+
+def _parents() -> dict[int, int]:
+    """Every process of the machine and its parent, from /proc."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # it ended while we looked
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses
+        found[int(text.split(" ", 1)[0])] = int(text.rsplit(")", 1)[1].split()[1])
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes started by ``pid``, by their children, and so on."""
+    parents = _parents()
+    family, grown = set(), {pid}
+    while grown:
+        family |= grown
+        grown = {child for child, parent in parents.items() if parent in grown} - family
+    return family - {pid}
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie (an ended process not yet reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _until_ready(process: subprocess.Popen[str]) -> list[str]:
+    """The script's lines up to its ready line; then nothing reads its output any more but
+    the pipe, which the caller closes (the reader going away)."""
+    lines: list[str] = []
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith(READY_LINE):
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(READY_S)
+    assert not reader.is_alive() and lines and lines[-1].startswith(READY_LINE), "".join(lines)
+    return lines
+
+
+@pytest.mark.parametrize("ctrl_c", [True, False], ids=["ctrl-c", "reader-gone"])
+def test_make_up_behind_a_pipe_stops_everything_when_its_reader_goes(
+    tmp_path: Path, ctrl_c: bool
+) -> None:
+    """Outside check 9: ``make up 2>&1 | tee log``, then Ctrl-C (``tee`` ends first); or the
+    reader just goes (``| head``, a closed terminal): every process the script started is
+    gone."""
+    process = make_up(tmp_path / "up")
+    family: set[int] = set()
+    try:
+        lines = _until_ready(process)
+        family = descendants(process.pid)
+        started = {int(pid) for pid in re.findall(r"started \(pid=(\d+)\)", "".join(lines))}
+        assert len(started) == len(PRODUCT) and started <= family, (started, family)
+        assert process.stdout is not None
+        process.stdout.close()  # the reader goes
+        if ctrl_c:
+            os.killpg(process.pid, signal.SIGINT)
+        code = process.wait(STOP_S)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            for pid in descendants(process.pid) | family:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+            process.wait(STOP_S)
+    assert code == 0
+    wait_until(
+        lambda: not any(running(pid) for pid in family),
+        STOP_S,
+        f"every process make up started to be gone: {sorted(filter(running, family))}",
+        poll=0.2,
+    )

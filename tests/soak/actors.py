@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import random
 import subprocess
+import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import urllib3
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from sandbox.githost.outside import OutsideClone
 from tests.e2e.conftest import ApplierTenant, kill_process, start_process
@@ -42,6 +46,15 @@ REDIS_DOWN_S = (0.5, 5.0)
 VICTIMS = (*ALL, "redis")
 #: Tries of one outside push that loses the race with the product's own push.
 PUSH_TRIES = 6
+#: Bound on each API call of the editor (connect, read). Without one, a request the API never
+#: answered (on a busy machine) held the editor past the soak's end for ever (outside check
+#: 10); a request not answered in time is sent again, unchanged (see ``Write``).
+REQUEST_TIMEOUT_S = (5.0, 10.0)
+#: How long one write may stay unanswered, resent, before the editor reports the API hung
+#: (well within the soak's wait for an actor to finish, ``JOIN_S``).
+UNANSWERED_S = 60.0
+#: Pause before a resend: pacing, not synchronisation (the API answered nothing to wait on).
+RESEND_PAUSE_S = 0.2
 
 
 @dataclass
@@ -63,7 +76,14 @@ class Actor:
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
         if self._thread.is_alive():
-            self.errors.append(f"{self.name} did not finish within {timeout}s")
+            self.errors.append(f"{self.name} did not finish within {timeout}s{self._where()}")
+
+    def _where(self) -> str:
+        """Where the thread is now (the call that does not return), for the failure."""
+        frame = sys._current_frames().get(self._thread.ident or -1)
+        if frame is None:
+            return ""
+        return "; it is in:\n" + "".join(traceback.format_stack(frame, limit=12))
 
     def pace(self, bounds: tuple[float, float]) -> bool:
         """Wait a random time within ``bounds`` (load pacing); False once asked to stop."""
@@ -91,6 +111,8 @@ class Editor(Actor):
     final: dict[tuple[str, str], str | None] = field(default_factory=dict)
     #: (time.time(), kind, namespace, name, value) of every edit, for a failure's timeline
     history: list[tuple[float, str, str, str, str | None]] = field(default_factory=list)
+    #: The resourceVersion of each object as the editor's last write left it (preconditions)
+    versions: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def act(self) -> None:
         while self.pace(EDIT_GAP_S):
@@ -101,7 +123,6 @@ class Editor(Actor):
         return client.V1ConfigMap(metadata=meta, data={"edit": value})
 
     def edit_once(self) -> None:
-        assert self.api is not None
         ns = self.rng.choice(self.tenants).ns
         alive = sorted(name for (n, name), v in self.final.items() if n == ns and v is not None)
         roll = self.rng.random()
@@ -110,13 +131,8 @@ class Editor(Actor):
         else:
             kind, name = ("delete" if roll > 0.8 else "update"), self.rng.choice(alive)
         value = None if kind == "delete" else f"e{self.seed}-{self.count:06d}"
-        meta = client.V1ObjectMeta(name=name, namespace=ns)
-        if value is None:
-            self.api.delete_namespaced_config_map(name, ns)
-        elif kind == "create":
-            self.api.create_namespaced_config_map(ns, self._body(meta, value))
-        else:
-            self.api.replace_namespaced_config_map(name, ns, self._body(meta, value))
+        if not Write(self, kind, ns, name, value).outcome():
+            return  # the object changed under the write (Flux applied it): choose again
         self.count += 1
         self.kinds[kind] += 1
         if value is not None:
@@ -200,3 +216,101 @@ class Chaos(Actor):
             self.redis.start()
         else:
             start_process(self.system, victim)
+
+
+@dataclass
+class Write:
+    """One API write of the editor, sent until its outcome is known (outside check 10).
+
+    Every call is bounded (``REQUEST_TIMEOUT_S``). A request not answered in time may still be
+    applied later, so it is sent again as it was, never changed: an update and a delete carry
+    the resourceVersion the editor last saw (a precondition), so of the copies at most one is
+    applied; a create's copies are the same object, so a later one is refused as existing.
+    A refusal is then read: the object holding this write's value (or, for a delete, being
+    gone) means an earlier copy was applied.
+    """
+
+    editor: Editor
+    kind: str
+    ns: str
+    name: str
+    value: str | None
+    sent: bool = False  # a copy went unanswered: it may have been applied
+
+    @property
+    def api(self) -> client.CoreV1Api:
+        assert self.editor.api is not None
+        return self.editor.api
+
+    def outcome(self) -> bool:
+        """True once the write is applied; False when the object changed under it."""
+        deadline = time.monotonic() + UNANSWERED_S
+        while time.monotonic() < deadline:
+            try:
+                self._send()
+            except urllib3.exceptions.HTTPError:  # no answer in time: the same request again
+                self.sent = True
+                time.sleep(RESEND_PAUSE_S)
+                continue
+            except ApiException as err:
+                if err.status not in (404, 409):
+                    raise
+                return self._refused(err.status, deadline)
+            return True
+        raise AssertionError(f"{self.kind} {self.ns}/{self.name}: no answer in {UNANSWERED_S}s")
+
+    def _send(self) -> None:
+        key, versions = (self.ns, self.name), self.editor.versions
+        meta = client.V1ObjectMeta(name=self.name, namespace=self.ns)
+        if self.kind == "delete":
+            pre = client.V1Preconditions(resource_version=versions[key])
+            options = client.V1DeleteOptions(preconditions=pre)
+            self.api.delete_namespaced_config_map(
+                self.name, self.ns, body=options, _request_timeout=REQUEST_TIMEOUT_S
+            )
+            versions.pop(key, None)
+            return
+        body = Editor._body(meta, self.value or "")
+        if self.kind == "create":
+            made = self.api.create_namespaced_config_map(
+                self.ns, body, _request_timeout=REQUEST_TIMEOUT_S
+            )
+        else:
+            meta.resource_version = versions[key]
+            made = self.api.replace_namespaced_config_map(
+                self.name, self.ns, body, _request_timeout=REQUEST_TIMEOUT_S
+            )
+        versions[key] = made.metadata.resource_version
+
+    def _refused(self, status: int, deadline: float) -> bool:
+        """404 or 409: whether an earlier copy was applied, from what the API holds now."""
+        now = self._read(deadline)
+        key = (self.ns, self.name)
+        if now is None:
+            if self.kind == "delete" and self.sent:
+                self.editor.versions.pop(key, None)
+                return True  # an earlier copy deleted it
+            raise AssertionError(f"{self.kind} {self.ns}/{self.name}: {status}, and it is gone")
+        self.editor.versions[key] = now.metadata.resource_version
+        if self.sent and self.kind != "delete" and (now.data or {}).get("edit") == self.value:
+            return True  # an earlier copy was applied
+        if self.kind == "create":
+            raise AssertionError(f"create {self.ns}/{self.name}: {status}, holding another value")
+        return False
+
+    def _read(self, deadline: float) -> client.V1ConfigMap | None:
+        """The object as the API holds it now (None: not found), each read bounded."""
+        while time.monotonic() < deadline:
+            try:
+                found: client.V1ConfigMap = self.api.read_namespaced_config_map(
+                    self.name, self.ns, _request_timeout=REQUEST_TIMEOUT_S
+                )
+            except urllib3.exceptions.HTTPError:
+                time.sleep(RESEND_PAUSE_S)
+                continue
+            except ApiException as err:
+                if err.status == 404:
+                    return None
+                raise
+            return found
+        raise AssertionError(f"read {self.ns}/{self.name}: no answer in {UNANSWERED_S}s")

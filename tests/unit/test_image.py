@@ -6,8 +6,10 @@ No container can be built on these machines, so this reads what the build reads:
 environment built from ``constraints.txt`` and runs as a numeric non-root user), the
 ``.dockerignore`` (an allowlist: the sandbox, the tests and every cache stay out of the build
 context), and the installed package's entry points (every console script the Procfile names
-exists and loads). ``tests/integration/image/test_build_context.py`` builds the wheel from
-exactly the files the build context admits.
+exists). ``tests/integration/image/test_build_context.py`` builds the wheel from exactly the
+files the build context admits; ``tests/e2e/test_console_scripts_e2e.py`` starts every console
+script, Procfile entry and chart command with only the runtime dependencies importable
+(outside check 7).
 """
 
 from __future__ import annotations

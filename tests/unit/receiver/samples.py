@@ -248,22 +248,43 @@ def bitbucket_cloud_push(branch: str = "main", after: str | None = AFTER) -> dic
     }
 
 
-def bitbucket_server_push(ref: str = "refs/heads/main", kind: str = "UPDATE") -> dict[str, Any]:
-    """Bitbucket Data Center repo:refs_changed: changes[] with ref, refId, fromHash, toHash."""
+def bitbucket_server_push(
+    ref: str = "refs/heads/main",
+    kind: str = "UPDATE",
+    *,
+    key: str = "TEAM",
+    slug: str = "apps",
+    links: bool = True,
+) -> dict[str, Any]:
+    """Bitbucket Data Center repo:refs_changed: changes[] with ref, refId, fromHash, toHash.
+
+    The repository is the event-payload page's (slug, id, name, scmId, state, project key),
+    which has no ``links``: a server names its repository only by project key and slug there;
+    ``links=True`` adds the clone links other deliveries carry."""
+    repository: dict[str, Any] = {
+        "slug": slug,
+        "id": 84,
+        "name": slug,
+        "hierarchyId": "af05451fc6eb4bbbd1d8",
+        "scmId": "git",
+        "state": "AVAILABLE",
+        "statusMessage": "Available",
+        "forkable": True,
+        "project": {"key": key, "id": 84, "name": key.title(), "public": False, "type": "NORMAL"},
+        "public": False,
+    }
+    if links:
+        repository["links"] = {
+            "clone": [
+                {"href": f"ssh://git@git.example.com:7999/{key.lower()}/{slug}.git", "name": "ssh"},
+                {"href": f"https://git.example.com/scm/{key.lower()}/{slug}.git", "name": "http"},
+            ]
+        }
     return {
         "eventKey": "repo:refs_changed",
         "date": "2026-11-29T10:00:00+0000",
         "actor": {"name": "someone"},
-        "repository": {
-            "slug": "apps",
-            "project": {"key": "TEAM"},
-            "links": {
-                "clone": [
-                    {"href": "ssh://git@git.example.com:7999/team/apps.git", "name": "ssh"},
-                    {"href": "https://git.example.com/scm/team/apps.git", "name": "http"},
-                ]
-            },
-        },
+        "repository": repository,
         "changes": [
             {
                 "ref": {"id": ref, "displayId": ref.rsplit("/", 1)[-1], "type": "BRANCH"},
@@ -320,6 +341,63 @@ def every_kind() -> dict[str, Delivery]:
         ),
         "generic-hmac": generic({"ref": "refs/heads/main", "after": AFTER}, delivery="g-1"),
     }
+
+
+def _host_delivery(name: str, payload: dict[str, Any]) -> Delivery:
+    """``payload`` sent as the host of ``every_kind()[name]`` sends a push (JSON)."""
+    if name.startswith("github"):
+        return github(payload)
+    if name.startswith(("gitea", "forgejo")):
+        return gitea(payload, forgejo=name.startswith("forgejo"))
+    if name == "gitlab":
+        return gitlab(payload)
+    if name == "bitbucket-cloud":
+        return bitbucket(payload)
+    return bitbucket(payload, event="repo:refs_changed", cloud=False)
+
+
+def _host_push(name: str) -> dict[str, Any]:
+    """The default push payload of the host of ``every_kind()[name]``."""
+    if name == "bitbucket-server":
+        return bitbucket_server_push()
+    makers = {"github": github_push, "gitea": gitea_push, "forgejo": gitea_push}
+    makers |= {"gitlab": gitlab_push, "bitbucket": bitbucket_cloud_push}
+    return makers[name.split("-", 1)[0]]()
+
+
+#: The hosts' push samples of ``every_kind`` (generic-hmac names no repository by design).
+HOSTS = (
+    "github-json",
+    "gitea-json",
+    "forgejo-json",
+    "gitlab",
+    "bitbucket-cloud",
+    "bitbucket-server",
+)
+
+
+def named_by_path(name: str, path: str) -> Delivery:
+    """The host's push naming its repository by path alone, without any URL: ``full_name``
+    (GitHub, Gitea, Bitbucket Cloud), ``project.path_with_namespace`` (GitLab), or the
+    project key and slug of a Bitbucket Data Center payload (``path`` is ``KEY/slug``)."""
+    payload = _host_push(name)
+    if name == "bitbucket-server":
+        key, slug = path.split("/")
+        payload = bitbucket_server_push(key=key, slug=slug, links=False)
+    elif name == "gitlab":
+        payload["project"] = {"id": 3, "path_with_namespace": path}
+        payload.pop("repository")
+    else:
+        payload["repository"] = {"id": 1, "full_name": path}
+    return _host_delivery(name, payload)
+
+
+def named_nowhere(name: str) -> Delivery:
+    """The host's push with every object that could name its repository left out."""
+    payload = _host_push(name)
+    for field in ("repository", "project"):
+        payload.pop(field, None)
+    return _host_delivery(name, payload)
 
 
 def kind_of(name: str) -> str:

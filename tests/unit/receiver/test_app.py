@@ -66,6 +66,32 @@ def test_a_ref_no_gittarget_uses_is_dropped(rig: Rig, ref: str) -> None:
     assert rig.notices() == [] and rig.notices("feature") == []
 
 
+# -- the repository check (outside check 8) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", samples.HOSTS)
+def test_a_push_naming_its_repository_by_path_alone_is_checked(rig: Rig, name: str) -> None:
+    """Outside check 8: a push naming another repository only by path (a Data Center payload
+    names only its project key and slug) is dropped; one naming the GitProvider's, in any
+    case, stored."""
+    path = rig.add(kind_of(name))
+    other = samples.named_by_path(name, "PRJ/my-repo")
+    assert answer(rig.post(path, other)) == (202, "dropped")
+    assert rig.notices() == []
+    own = samples.named_by_path(name, "TEAM/Apps")
+    assert answer(rig.post(path, own)) == (202, "stored")
+    assert len(rig.notices()) == 1
+
+
+@pytest.mark.parametrize("name", samples.HOSTS)
+def test_a_host_push_that_names_no_repository_is_dropped(rig: Rig, name: str) -> None:
+    """Outside check 8: no host's push skips the repository check for want of a name."""
+    path = rig.add(kind_of(name))
+    assert answer(rig.post(path, samples.named_nowhere(name))) == (202, "dropped")
+    assert rig.notices() == []
+    assert rig.count(kind_of(name), "dropped") == 1
+
+
 # -- 200 ping, 202 ignored ------------------------------------------------------------------------
 
 

@@ -139,6 +139,35 @@ def test_bitbucket_server_clone_links_are_the_repositories() -> None:
     assert "https://git.example.com/scm/team/apps.git" in result.repositories
 
 
+@pytest.mark.parametrize("name", samples.HOSTS)
+def test_a_host_push_named_by_path_alone_carries_that_path(name: str) -> None:
+    """Outside check 8: a payload without URLs still names its repository (GitHub/Gitea/
+    Bitbucket Cloud ``full_name``, GitLab ``path_with_namespace``, Data Center key and slug)."""
+    result = parsed(kind_of(name), samples.named_by_path(name, "PRJ/my-repo"))
+    assert isinstance(result, Push) and not result.anonymous
+    assert result.repositories == ("PRJ/my-repo",)
+
+
+@pytest.mark.parametrize(("key", "slug"), [("PR/J", "apps"), ("PRJ", "a:b"), ("", "apps")])
+def test_a_bitbucket_key_or_slug_that_is_not_one_path_segment_names_nothing(
+    key: str, slug: str
+) -> None:
+    """A separator inside the key or slug would make ``<key>/<slug>`` another path."""
+    payload = samples.bitbucket_server_push(key=key, slug=slug, links=False)
+    d = samples.bitbucket(payload, event="repo:refs_changed", cloud=False)
+    result = parsed("bitbucket", d)
+    assert isinstance(result, Push) and result.repositories == ()
+
+
+def test_only_generic_hmac_deliveries_are_anonymous() -> None:
+    """generic-hmac names no repository by design; every host's push does."""
+    for name, delivery in every_kind().items():
+        result = parsed(kind_of(name), delivery)
+        assert isinstance(result, Push)
+        assert result.anonymous == (name == "generic-hmac"), name
+        assert result.anonymous or result.repositories, name
+
+
 def test_generic_hmac_without_ref_means_every_branch() -> None:
     """generic-hmac (facts §1.6) has no payload format: no ref means any branch may have moved."""
     result = parsed("generic-hmac", samples.generic({}, delivery="x"))

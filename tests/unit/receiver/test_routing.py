@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from services.receiver.deliveries import Push, RefUpdate
+from services.receiver.deliveries import Push, RefUpdate, parse
 from services.receiver.routing import repository_path, route, same_repository
 from shared.model.notices import PushNotice
 from shared.model.receivers import ReceiverRecord
+from tests.unit.receiver import samples
 
 RECORD = ReceiverRecord(
     "team", "gp", "github", "hook", "https://git.example.com/team/apps.git", ("main", "staging")
 )
 
 
-def push(*updates: RefUpdate, repos: tuple[str, ...] = ()) -> Push:
+def push(*updates: RefUpdate, repos: tuple[str, ...] = ("team/apps",)) -> Push:
     return Push("push", "d-1", repos, updates)
 
 
@@ -89,5 +90,48 @@ def test_several_refs_become_one_notice_per_used_branch() -> None:
 
 def test_every_branch_push_notifies_all_used_branches() -> None:
     """generic-hmac without a ref: every branch the GitProvider's GitTargets use."""
-    routed = route(RECORD, Push("push", "", (), (), every_branch=True), 0.0)
+    routed = route(RECORD, Push("push", "", (), (), every_branch=True, anonymous=True), 0.0)
     assert [(n.branch, n.after) for n in routed.notices] == [("main", ""), ("staging", "")]
+
+
+def test_a_push_that_names_no_repository_is_dropped() -> None:
+    """Outside check 8: a host's push naming no repository could be about any repository."""
+    routed = route(RECORD, push(RefUpdate("refs/heads/main", ""), repos=()), 0.0)
+    assert routed.notices == () and routed.reason == "the delivery names no repository"
+
+
+def test_only_an_anonymous_kind_of_delivery_skips_the_repository_check() -> None:
+    """generic-hmac never names a repository: its secret alone ties it to the GitProvider."""
+    generic = Push("push", "d-1", (), (RefUpdate("refs/heads/main", ""),), anonymous=True)
+    assert len(route(RECORD, generic, 0.0).notices) == 1
+
+
+def bitbucket_provider(url: str) -> ReceiverRecord:
+    return ReceiverRecord("team", "gp", "bitbucket", "hook", url, ("main",))
+
+
+def data_center_push(path: str) -> Push:
+    """A Data Center ``repo:refs_changed`` naming its repository by key and slug only."""
+    delivery = samples.named_by_path("bitbucket-server", path)
+    result = parse("bitbucket", delivery.headers, delivery.document)
+    assert isinstance(result, Push)
+    return result
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://bitbucket.example.com/scm/prj/my-repo.git",
+        "https://bitbucket.example.com/bitbucket/scm/PRJ/My-Repo",  # a context path
+        "ssh://git@bitbucket.example.com:7999/prj/my-repo.git",
+    ],
+)
+def test_a_bitbucket_key_and_slug_are_compared_with_the_urls_tail(url: str) -> None:
+    """Outside check 8: ``PRJ/my-repo`` is the ``/scm/<key>/<slug>`` tail of an HTTP clone URL
+    (and the tail of an SSH one), case-insensitively; another key or slug is another one."""
+    record = bitbucket_provider(url)
+    assert len(route(record, data_center_push("PRJ/my-repo"), 0.0).notices) == 1
+    for other in ("PRJ/other", "OTHER/my-repo", "PRJ/my-repo-old"):
+        routed = route(record, data_center_push(other), 0.0)
+        assert routed.notices == (), other
+        assert routed.reason == "the delivery is about another repository"
