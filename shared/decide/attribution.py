@@ -15,8 +15,12 @@ The join (§1.4 "Tiers", "Rules") of one object event to the facts known for its
   deletecollection fact listing its uid (``deletecollection_body_uid``); a removal never
   settles for the last writer, and a delete fact is never overwritten by a write fact;
 - a CREATE or UPDATE joins a write fact of its uid and resourceVersion (``exact``); once the
-  grace has run out, the newest write fact of its uid (``latest``), else of its namespace and
-  name (``name``); it never falls through to removal facts. Of the write facts naming one uid
+  grace has run out, the newest write fact of its uid (``latest``), else the newest write fact
+  of its namespace and name that names no uid (``name``: an API whose events carry none); it
+  never falls through to removal facts. A fact that names a uid is of that object only: an
+  object deleted and made again under its name is another object, and no fact of the old one
+  (its delete, its last writer) is ever credited to the new one (facts: upstream-0.50.md, the
+  Go operator's bug of 2026-10-06). Of the write facts naming one uid
   and resourceVersion only the first (by stage time, then stream order) counts: the write that
   made the version came first, and a later one naming it changed nothing (a no-op the gate
   could not see), so a no-op never takes the credit for another user's edit;
@@ -113,6 +117,28 @@ def _unchanged(event: Mapping[str, Any], after: str) -> bool:
     return bool(before) and before == after
 
 
+def _identity(ref: Mapping[str, Any], response: Any) -> tuple[str, str]:
+    """The uid and resourceVersion an accepted event names: ``objectRef``'s, else its answer's.
+
+    A DELETE that removes the object at once answers a ``Status`` whose ``details.uid`` names
+    it, and its event's ``objectRef`` carries no uid (facts: upstream-0.50.md, #399): without
+    that uid a delete fact joins no event and every delete goes unattributed (O5). An answer
+    that is the object itself (a delete held by finalizers, a create) names both in its
+    ``metadata``."""
+    uid, version = _str(ref.get("uid")), _str(ref.get("resourceVersion"))
+    if not isinstance(response, Mapping):
+        return uid, version
+    if response.get("kind") == "Status":
+        details = response.get("details")
+        found = _str(details.get("uid")) if isinstance(details, Mapping) else ""
+        return uid or found, version
+    meta = response.get("metadata")
+    if isinstance(meta, Mapping):
+        uid = uid or _str(meta.get("uid"))
+        version = version or _str(meta.get("resourceVersion"))
+    return uid, version
+
+
 def accept(event: Any) -> Accepted | Dropped:
     """The gate for one item of an EventList."""
     if not isinstance(event, Mapping):
@@ -146,6 +172,7 @@ def accept(event: Any) -> Accepted | Dropped:
     extra = user.get("extra")
     extra = extra if isinstance(extra, Mapping) else {}
     response = event.get("responseObject")
+    uid, resource_version = _identity(ref, response)
     fact = AuthorFact(
         author=username,
         verb=verb,
@@ -153,8 +180,8 @@ def accept(event: Any) -> Accepted | Dropped:
         resource=resource,
         namespace=_str(ref.get("namespace")),
         name=_str(ref.get("name")),
-        uid=_str(ref.get("uid")),
-        resource_version=_str(ref.get("resourceVersion")),
+        uid=uid,
+        resource_version=resource_version,
         audit_id=_str(event.get("auditID")),
         stage_timestamp=_str(event.get("stageTimestamp")),
         display_name=_first(extra, DISPLAY_NAME_CLAIM),
@@ -216,7 +243,7 @@ class FactIndex:
     exact: Mapping[tuple[str, str], AuthorFact]
     #: uid -> the newest write fact of it (``first_per_version``'s writes).
     latest: Mapping[str, AuthorFact]
-    #: (namespace, name) -> the newest write fact of it (the same writes).
+    #: (namespace, name) -> the newest write fact of it that names no uid (the same writes).
     by_name: Mapping[tuple[str, str], AuthorFact]
     #: uid -> the newest delete fact of it.
     deleted: Mapping[str, AuthorFact]
@@ -236,14 +263,16 @@ class FactIndex:
             version = (f.uid, f.resource_version)
             exact[version] = _newer(exact.get(version), f)
             latest[f.uid] = _newer(latest.get(f.uid), f)
-            where = (f.namespace, f.name)
-            by_name[where] = _newer(by_name.get(where), f)
+            if not f.uid:  # a fact naming a uid is of that object only, never of a namesake
+                where = (f.namespace, f.name)
+                by_name[where] = _newer(by_name.get(where), f)
         deleted: dict[str, AuthorFact] = {}
         listed: dict[str, AuthorFact] = {}
         creates: dict[str, list[AuthorFact]] = {}
         for f in known:
             if f.verb == "delete":
-                deleted[f.uid] = _newer(deleted.get(f.uid), f)
+                if f.uid:  # a delete fact answers only the DELETE of its uid
+                    deleted[f.uid] = _newer(deleted.get(f.uid), f)
             elif f.verb == "deletecollection":
                 for uid in f.uids:
                     listed[uid] = _newer(listed.get(uid), f)
