@@ -47,6 +47,7 @@ from shared.model.attribution import (
     EMAIL_CLAIM,
     MAX_COLLECTION_UIDS,
     AuthorFact,
+    RouteJoins,
 )
 
 MUTATING_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
@@ -345,3 +346,31 @@ def join_submitter(
         exact = next((f for f in creates if f.resource_version == resource_version), None)
         return Joined("exact", exact) if exact is not None else Joined("latest", creates[0])
     return Joined("absent", None) if grace_over else None
+
+
+#: ``AuditFactsReceived`` (N5): the reasons, by how the route's edits last fared in the join.
+FACTS_JOINED = "FactsJoined"
+NO_AUDIT_FACTS = "NoAuditFacts"
+NO_EDITS_JUDGED = "NoEditsJudged"
+
+
+def facts_received(route: str, joins: RouteJoins | None) -> tuple[str, str, str]:
+    """The ``AuditFactsReceived`` condition (status, reason, message) of a ClusterProvider
+    whose audit route is ``route``: True while the last edit a branch owner judged on it found
+    its audit fact, False (``NoAuditFacts``) when none came within the grace, Unknown before
+    any edit was judged. Facts that stop arriving (the receiver down, the API server's webhook
+    pointed elsewhere, batches dropped) show here, not only as commits by the sentinel."""
+    path = f"/audit-webhook/{route}"
+    if joins is None:
+        return "Unknown", NO_EDITS_JUDGED, f"no edit read through {path} has been judged yet"
+    if joins.verdict == "joined":
+        return "True", FACTS_JOINED, f"edits find their audit facts at {path} (since {joins.since})"
+    return (
+        "False",
+        NO_AUDIT_FACTS,
+        (
+            f"since {joins.since} edits find no audit fact at {path} within the grace, and their "
+            "commits are authored by the unresolved sentinel: check that the API server's audit "
+            "webhook posts to this route with its token and that its policy records the edits"
+        ),
+    )

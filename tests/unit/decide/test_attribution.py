@@ -340,3 +340,15 @@ def test_no_fact_of_a_deleted_object_is_credited_to_a_namesake() -> None:
             grace_over=True,
         )
         assert joined is not None and (joined.tier, joined.fact) == ("absent", None), operation
+
+
+def test_facts_received_is_the_route_s_last_verdict() -> None:
+    """N5: the ClusterProvider's AuditFactsReceived from the branch owners' last verdict."""
+    from shared.decide.attribution import facts_received
+    from shared.model.attribution import RouteJoins
+
+    assert facts_received("prod", None)[:2] == ("Unknown", "NoEditsJudged")
+    assert facts_received("prod", RouteJoins("joined", "t"))[:2] == ("True", "FactsJoined")
+    status, reason, message = facts_received("prod", RouteJoins("absent", "2026-12-06T05:00:00Z"))
+    assert (status, reason) == ("False", "NoAuditFacts")
+    assert "since 2026-12-06T05:00:00Z" in message and "/audit-webhook/prod" in message
