@@ -123,7 +123,7 @@ def _identity(ref: Mapping[str, Any], response: Any) -> tuple[str, str]:
 
     A DELETE that removes the object at once answers a ``Status`` whose ``details.uid`` names
     it, and its event's ``objectRef`` carries no uid (facts: upstream-0.50.md, #399): without
-    that uid a delete fact joins no event and every delete goes unattributed (O5). An answer
+    that uid a delete fact joins no event and every delete goes unattributed (issue 23). An answer
     that is the object itself (a delete held by finalizers, a create) names both in its
     ``metadata``."""
     uid, version = _str(ref.get("uid")), _str(ref.get("resourceVersion"))

@@ -127,11 +127,11 @@ def _author_of_change(tenant: Tenant, base: str, path: str) -> str:
 def test_a_delete_is_authored_by_who_deleted_and_never_credits_a_namesake(
     system: System, e2e_redis: redis.Redis
 ) -> None:
-    """O5: alice deletes bob's ConfigMap; the API server answers the DELETE with a Status whose
-    ``details.uid`` names it (its audit event's ``objectRef`` has no uid): the commit that
-    removes the file is hers. Then, with the audit webhook off (no fact can come), bob makes a
-    ConfigMap of the same name: its commit is the unresolved sentinel's, never alice's (her
-    delete was of the old object) nor bob's old create's."""
+    """P5, deletes: alice deletes bob's ConfigMap; the API server answers the DELETE with a
+    Status whose ``details.uid`` names it (its audit event's ``objectRef`` has no uid): the
+    commit that removes the file is hers. Then, with the audit webhook off (no fact can
+    come), bob makes a ConfigMap of the same name: its commit is the unresolved sentinel's,
+    never alice's (her delete was of the old object) nor bob's old create's."""
     tenant = Tenants(system, e2e_redis).make("attribdel", rules=[CONFIGMAPS])
     wait_until(lambda: tenant.condition("Ready") is not None, WAIT_S, "the GitTarget reconciled")
     alice = client.CoreV1Api(system.sbx.kube.api_client("alice-token"))

@@ -178,7 +178,7 @@ def test_a_delete_s_event_names_the_uid_only_in_its_status_answer(
     server: KubeApiServer, sink: WebhookSink
 ) -> None:
     """upstream-0.50.md (#399): a DELETE answers a ``Status``, and its audit event's
-    ``objectRef`` carries no uid; the uid is in ``responseObject.details.uid`` (O5)."""
+    ``objectRef`` carries no uid; the uid is in ``responseObject.details.uid`` (P5)."""
     server.set_audit_webhook(AuditWebhook(f"{sink.url}/audit", "hook-token"))
     alice = client.CoreV1Api(server.api_client("tok-alice"))
     created = alice.create_namespaced_config_map("default", _cm("gone"))

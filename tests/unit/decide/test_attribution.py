@@ -294,7 +294,7 @@ DELETE_EVENT: dict[str, Any] = {
 
 
 def test_a_delete_answered_with_a_status_is_a_fact_of_the_deleted_uid() -> None:
-    """O5: the delete fact names ``details.uid``, so the DELETE of that object joins it."""
+    """P5, deletes: the delete fact names ``details.uid``; the DELETE of that object joins it."""
     decision = accept(DELETE_EVENT)
     assert isinstance(decision, Accepted)
     assert (decision.fact.verb, decision.fact.uid) == ("delete", "u1")
@@ -321,7 +321,7 @@ def test_an_answer_that_is_the_object_names_its_uid_and_version() -> None:
 
 
 def test_no_fact_of_a_deleted_object_is_credited_to_a_namesake() -> None:
-    """O5 (the Go operator's bug of 2026-10-06): x (uid u1) written by bob and deleted by
+    """P5 (the Go operator's bug of 2026-10-06): x (uid u1) written by bob and deleted by
     alice; a new x (uid u2) is made and its own fact never arrives. Once the grace ran out
     its CREATE is absent, never alice's delete nor bob's write of the old object, and its
     DELETE never joins the old one's delete."""
