@@ -12,9 +12,21 @@ event. ``Attributor.author`` answers for one event with the pure join
 - ``None`` for a GitTarget without attribution (its commits are authored by the committer);
 - the resolved ``Author`` (facts §3.6 names and emails) once a fact joins;
 - ``WAIT`` while no fact joins and the grace (``Settings.attribution_grace``, on the injected
-  clock, counted from the owner's first look at the event) has not run out: the caller leaves
-  the event for a later pass, never sleeping;
+  clock) has not run out: the caller leaves the event for a later pass, never sleeping;
 - the unresolved sentinel once the grace ran out: a missing fact never blocks the write.
+
+An event's grace starts when the owner first sees it (``seen``: it came into the branch's
+backlog), not when it reaches the head of the backlog (N5). The events of a branch are joined
+in stream order and the first that waits holds back the rest; were each one's grace started
+when its turn came, a backlog of N events without facts (an audit outage: the receiver down,
+the API server's webhook misconfigured, a batch dropped) would wait N graces, one after
+another. Counted from sight, every event of the backlog waits the same grace at once, so the
+backlog reaches Git about one grace later than it would without attribution.
+
+Each owner also keeps, per audit route, the verdict of its last join (``joined``: a fact came;
+``absent``: none within the grace) and writes it to Redis when it changes
+(``FactStreams.record_joins``): the watcher shows it on the ClusterProvider as
+``AuditFactsReceived`` (False ``NoAuditFacts`` while edits find no fact).
 
 A fact that arrives after its event was written changes nothing: a pushed commit is never
 rewritten.
@@ -27,18 +39,19 @@ user of the audit fact of its own create (``gitopsreverser.io/commitrequests``, 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
 from services.branch_worker import metrics
 from shared.decide.attribution import FactIndex, Joined, group_resource, join, join_submitter
 from shared.kube.kinds import COMMIT_REQUESTS
-from shared.model.attribution import UNRESOLVED, Author, AuthorFact, author_of
+from shared.model.attribution import UNRESOLVED, Author, AuthorFact, JoinVerdict, author_of
 from shared.model.commit_requests import CommitRequestItem
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
 from shared.store.attribution import FactStreams
+from shared.store.streams import StreamEntry
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +93,19 @@ class Attributor:
         self.grace_s = grace_s
         self._followed: dict[tuple[str, str], _Followed] = {}
         self._fresh: set[tuple[str, str]] = set()
-        #: Entry id -> when this owner first looked for its fact (the grace's start).
+        #: Entry id -> when the grace of an event that waits for its fact started.
         self._first_look: dict[str, float] = {}
+        #: Entry id -> when this owner first saw it (``seen``), for the entries of its backlog.
+        self._sighted: dict[str, float] = {}
+        #: Audit route -> this owner's last verdict on it (written to Redis when it changes).
+        self._verdicts: dict[str, JoinVerdict] = {}
+
+    def seen(self, backlog: Iterable[StreamEntry]) -> None:
+        """``backlog`` is the branch's backlog now, in stream order: an entry not seen before
+        is seen now (its grace starts now); one that left the backlog is forgotten."""
+        now = self._clock()
+        before = self._sighted
+        self._sighted = {e.entry_id: before.get(e.entry_id, now) for e in backlog}
 
     def new_pass(self) -> None:
         """Streams are read again (once each) in the next pass."""
@@ -96,7 +120,7 @@ class Attributor:
         oid = event.object_id
         gr = group_resource(oid.group, oid.resource)
         now = self._clock()
-        first = self._first_look.setdefault(entry_id, now)
+        first = self._start(entry_id, now)
         known = self._facts(target.audit_route, gr, now)
         joined = join(
             event.operation,
@@ -108,7 +132,11 @@ class Attributor:
             grace_over=now - first >= self.grace_s,
         )
         return self._found(
-            joined, entry_id, first, now, (event.operation, oid.group, oid.version, oid.resource)
+            joined,
+            (target.audit_route, entry_id),
+            first,
+            now,
+            (event.operation, oid.group, oid.version, oid.resource),
         )
 
     def submitter(
@@ -121,7 +149,7 @@ class Attributor:
             return None
         res = COMMIT_REQUESTS
         now = self._clock()
-        first = self._first_look.setdefault(entry_id, now)
+        first = self._start(entry_id, now)
         joined = join_submitter(
             uid=request.uid,
             resource_version=request.resource_version,
@@ -129,21 +157,31 @@ class Attributor:
             grace_over=now - first >= self.grace_s,
         )
         return self._found(
-            joined, entry_id, first, now, ("CREATE", res.group, res.version, res.resource)
+            joined,
+            (target.audit_route, entry_id),
+            first,
+            now,
+            ("CREATE", res.group, res.version, res.resource),
         )
+
+    def _start(self, entry_id: str, now: float) -> float:
+        """When the entry's grace started: when it was first seen (``seen``), else now."""
+        return self._first_look.setdefault(entry_id, self._sighted.get(entry_id, now))
 
     def _found(
         self,
         joined: Joined | None,
-        entry_id: str,
+        where: tuple[str, str],
         first: float,
         now: float,
         labels: tuple[str, str, str, str],
     ) -> Author | Wait:
         if joined is None:
             return WAIT
+        route, entry_id = where
         operation, group, version, resource = labels
         self._first_look.pop(entry_id, None)
+        self._judged(route, "absent" if joined.fact is None else "joined")
         found = author_of(joined.fact) if joined.fact is not None else UNRESOLVED
         kind = "none" if joined.fact is None else _actor_kind(joined.fact.author)
         metrics.ATTRIBUTION_RESOLUTIONS.labels(joined.tier, kind, group, version, resource).inc()
@@ -151,6 +189,18 @@ class Attributor:
             now - first
         )
         return found
+
+    def _judged(self, route: str, verdict: JoinVerdict) -> None:
+        """Record a change of this owner's verdict on ``route`` (see the module)."""
+        if self._verdicts.get(route) != verdict:
+            self._streams.record_joins(route, verdict)
+            self._verdicts[route] = verdict
+            if verdict == "absent":
+                log.warning(
+                    "no audit fact arrived within the grace on route %s: edits are authored "
+                    "by the unresolved sentinel until facts come again",
+                    route,
+                )
 
     def waiting_until(self) -> float | None:
         """When the grace of the longest-waiting event runs out (None: nothing waits)."""

@@ -228,6 +228,8 @@ class BranchLoop:
         ``SLICE`` are applied per call and the rest wait for the next wake.
         """
         self._backlog.extend(entries)
+        if self.attributor is not None:  # an event's grace starts when it is first seen (N5)
+            self.attributor.seen(self._backlog)
         batch, self._backlog = self._backlog[:SLICE], self._backlog[SLICE:]
         targets: dict[GitTargetUid, TargetConfig | None] = {}  # one read per GitTarget per slice
         self._withdrawn.clear()

@@ -39,7 +39,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 from services.receiver.body import BodyError
 from services.receiver.intake import Answer
 from services.receiver.secrets import SecretSource, SecretUnavailable
-from shared.decide.attribution import Accepted, accept, partition
+from shared.decide.attribution import Accepted, Dropped, accept, partition
 from shared.model.attribution import AuthorFact
 from shared.store.attribution import AuditRoutes, FactStreams
 from shared.store.connection import Client
@@ -49,10 +49,26 @@ from shared.store.keys import Keys
 LOG = logging.getLogger(__name__)
 #: A route is a DNS subdomain (the CRD's pattern); anything else is not looked up.
 ROUTE = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+#: The verbs of Kubernetes API requests (a dropped event's ``verb`` label; others are OTHER).
+KNOWN_VERBS = frozenset(
+    {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "proxy"}
+)
+OTHER = "other"
 
 
 class AuditMetrics:
-    """The facts' ``audit_*`` counters (upstream-gitops-reverser.md §5.1)."""
+    """The facts' ``audit_*`` counters (upstream-gitops-reverser.md §5.1), with label values
+    from a bounded set (N9): an audit event is written by whoever makes an API request, so a
+    label taken from it as sent would let any user add series to ``/metrics`` without end
+    (one per made-up resource they POST to). A dropped event is counted by its outcome and,
+    for the verbs Kubernetes has, its verb (``other`` for the rest); group, version and
+    resource are left empty. An accepted event is answered 2xx, so it names a type the API
+    server serves: its group, version and resource are labels, for the first
+    ``MAX_TYPE_LABELS`` types this process meets; beyond them ``other`` (an API server serves
+    a few hundred types; more means the route's token writes what it likes)."""
+
+    #: Most (group, version, resource) label sets of accepted events, per process.
+    MAX_TYPE_LABELS = 512
 
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self.eventlists = Counter(
@@ -75,10 +91,27 @@ class AuditMetrics:
         )
         self.events = Counter(
             "gitops_reverser_audit_events_total",
-            "Audit events, by the accept gate's outcome.",
+            "Audit events, by the accept gate's outcome (type labels for stored events only).",
             ["outcome", "category", "group", "version", "resource", "verb"],
             registry=registry,
         )
+        self._types: set[tuple[str, str, str]] = set()
+
+    def stored(self, decision: Accepted) -> None:
+        """One event kept as a fact."""
+        f = decision.fact
+        labels = (f.group, decision.version, f.resource)
+        if labels not in self._types:
+            if len(self._types) >= self.MAX_TYPE_LABELS:
+                labels = (OTHER, OTHER, OTHER)
+            else:
+                self._types.add(labels)
+        self.events.labels("queued", "stored", *labels, f.verb).inc()
+
+    def dropped(self, decision: Dropped) -> None:
+        """One event left out: its outcome and verb only (see the class)."""
+        verb = decision.verb if decision.verb in KNOWN_VERBS else OTHER
+        self.events.labels(decision.outcome, "dropped", "", "", "", verb).inc()
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,20 +187,10 @@ class AuditIntake:
         for item in items:
             decision = accept(item)
             if isinstance(decision, Accepted):
-                f = decision.fact
-                facts.append(f)
-                self._metrics.events.labels(
-                    "queued", "stored", f.group, decision.version, f.resource, f.verb
-                ).inc()
+                facts.append(decision.fact)
+                self._metrics.stored(decision)
             else:
-                self._metrics.events.labels(
-                    decision.outcome,
-                    "dropped",
-                    decision.group,
-                    "",
-                    decision.resource,
-                    decision.verb,
-                ).inc()
+                self._metrics.dropped(decision)
         try:
             stored = self._stores.facts.append(route, partition(facts))
         except StoreUnavailable:

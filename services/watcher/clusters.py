@@ -14,6 +14,11 @@ name does, ``audit_routes``), so the losing one's token is never checked; False,
 route holds no usable token, so the receiver cannot check one and answers the route 503. The
 Secret is read once per pass and route (no Secret is watched): the condition turns True on the
 first pass after the Secret is fixed. Without ``spec.attribution`` the condition is removed.
+
+It also shows ``AuditFactsReceived`` (N5): whether the edits read through its route find their
+audit facts, as the branch owners last judged them (``shared.decide.attribution
+.facts_received``): True ``FactsJoined``, False ``NoAuditFacts`` while edits find none within
+the grace (facts stopped arriving), Unknown ``NoEditsJudged`` before any edit was judged.
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from services.watcher.status import StatusPublisher
+from shared.decide.attribution import facts_received
 from shared.decide.conditions import FALSE, TRUE, Problem, Wanted, trio
 from shared.kube.clients import ClientFactory, Cluster, KubeConfigError
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
 from shared.kube.kinds import CLUSTER_PROVIDERS
+from shared.model.attribution import RouteJoins
 from shared.model.crds import ClusterProviderView
 from shared.model.resources import Catalog
 from shared.store.attribution import AuditRoute
@@ -40,6 +47,11 @@ AUDIT_ROUTE_CONFLICT = "AuditRouteConflict"
 TOKEN_SECRET_NOT_FOUND = "TokenSecretNotFound"
 TOKEN_SECRET_INVALID = "TokenSecretInvalid"
 TOKEN_SECRET_UNREADABLE = "TokenSecretUnreadable"
+#: N5: whether the edits read through the route find their audit facts.
+AUDIT_FACTS_RECEIVED = "AuditFactsReceived"
+
+#: How a route's edits last fared in the join (``AuditRoutes.joins``).
+JoinsOf = Callable[[str], RouteJoins | None]
 
 #: How the Secret serving a route read: its data, None (no such Secret), or the read's error.
 SecretRead = Mapping[str, bytes] | None | KubeError
@@ -121,9 +133,11 @@ def reconcile_clusters(
     providers: list[ClusterProviderView],
     status: StatusPublisher,
     tokens: Callable[[Mapping[str, AuditRoute]], Mapping[str, tuple[str, str] | None]],
+    joins: JoinsOf | None = None,
 ) -> dict[str, ClusterState]:
     """Every ClusterProvider's state, with its conditions written when they changed;
-    ``tokens`` tells, per audit route, why its Secret holds no token (``read_tokens``)."""
+    ``tokens`` tells, per audit route, why its Secret holds no token (``read_tokens``);
+    ``joins`` how a route's edits last fared in the join (None: not shown)."""
     states: dict[str, ClusterState] = {}
     routes = audit_routes(providers)
     problems_of = tokens(routes) if routes else {}
@@ -133,14 +147,15 @@ def reconcile_clusters(
         problems = [state.problem] if state.problem else []
         wanted = trio(problems)
         attribution = attribution_condition(provider, routes, problems_of)
-        if attribution is not None:
-            wanted.append(attribution)
+        facts = facts_condition(provider, joins)
+        wanted.extend(c for c in (attribution, facts) if c is not None)
+        drop = () if attribution is not None else (ATTRIBUTION_CONFIGURED,)
         status.publish(
             CLUSTER_PROVIDERS,
             provider.meta,
             provider.conditions,
             wanted,
-            drop=() if attribution is not None else (ATTRIBUTION_CONFIGURED,),
+            drop=drop + (() if facts is not None else (AUDIT_FACTS_RECEIVED,)),
         )
     factory.forget(set(states))
     return states
@@ -180,3 +195,12 @@ def attribution_condition(
         f"ClusterProvider's Secret {spec.token_secret} (key {spec.token_key}) is not used: "
         "name the same Secret, or set another spec.attribution.auditRoute",
     )
+
+
+def facts_condition(provider: ClusterProviderView, joins: JoinsOf | None) -> Wanted | None:
+    """N5: ``AuditFactsReceived`` of a ClusterProvider with attribution (None without it, or
+    when the joins are not read)."""
+    if provider.attribution is None or joins is None:
+        return None
+    route = provider.attribution.audit_route
+    return Wanted(AUDIT_FACTS_RECEIVED, *facts_received(route, joins(route)))

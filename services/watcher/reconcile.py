@@ -164,6 +164,7 @@ class Reconciler:
             snap.clusters,
             self._status,
             lambda routes: read_tokens(self._reader, self._settings.namespace, routes),
+            self._audit_routes.joins if self._audit_routes is not None else None,
         )
         problems = reconcile_providers(snap.providers, self._reader, self._prober, self._status)
         if self._receivers is not None:

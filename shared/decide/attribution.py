@@ -15,8 +15,12 @@ The join (§1.4 "Tiers", "Rules") of one object event to the facts known for its
   deletecollection fact listing its uid (``deletecollection_body_uid``); a removal never
   settles for the last writer, and a delete fact is never overwritten by a write fact;
 - a CREATE or UPDATE joins a write fact of its uid and resourceVersion (``exact``); once the
-  grace has run out, the newest write fact of its uid (``latest``), else of its namespace and
-  name (``name``); it never falls through to removal facts. Of the write facts naming one uid
+  grace has run out, the newest write fact of its uid (``latest``), else the newest write fact
+  of its namespace and name that names no uid (``name``: an API whose events carry none); it
+  never falls through to removal facts. A fact that names a uid is of that object only: an
+  object deleted and made again under its name is another object, and no fact of the old one
+  (its delete, its last writer) is ever credited to the new one (facts: upstream-0.50.md, the
+  Go operator's bug of 2026-10-06). Of the write facts naming one uid
   and resourceVersion only the first (by stage time, then stream order) counts: the write that
   made the version came first, and a later one naming it changed nothing (a no-op the gate
   could not see), so a no-op never takes the credit for another user's edit;
@@ -43,6 +47,7 @@ from shared.model.attribution import (
     EMAIL_CLAIM,
     MAX_COLLECTION_UIDS,
     AuthorFact,
+    RouteJoins,
 )
 
 MUTATING_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
@@ -59,12 +64,11 @@ class Accepted:
 
 @dataclass(frozen=True, slots=True)
 class Dropped:
-    """An audit event left out, and why (the facts' audit outcome values)."""
+    """An audit event left out, and why (the facts' audit outcome values). Its type is not
+    kept: a dropped event names whatever its request named, made-up types included (N9)."""
 
     outcome: str
     verb: str = ""
-    group: str = ""
-    resource: str = ""
 
 
 def _str(value: Any) -> str:
@@ -114,6 +118,28 @@ def _unchanged(event: Mapping[str, Any], after: str) -> bool:
     return bool(before) and before == after
 
 
+def _identity(ref: Mapping[str, Any], response: Any) -> tuple[str, str]:
+    """The uid and resourceVersion an accepted event names: ``objectRef``'s, else its answer's.
+
+    A DELETE that removes the object at once answers a ``Status`` whose ``details.uid`` names
+    it, and its event's ``objectRef`` carries no uid (facts: upstream-0.50.md, #399): without
+    that uid a delete fact joins no event and every delete goes unattributed (issue 23). An answer
+    that is the object itself (a delete held by finalizers, a create) names both in its
+    ``metadata``."""
+    uid, version = _str(ref.get("uid")), _str(ref.get("resourceVersion"))
+    if not isinstance(response, Mapping):
+        return uid, version
+    if response.get("kind") == "Status":
+        details = response.get("details")
+        found = _str(details.get("uid")) if isinstance(details, Mapping) else ""
+        return uid or found, version
+    meta = response.get("metadata")
+    if isinstance(meta, Mapping):
+        uid = uid or _str(meta.get("uid"))
+        version = version or _str(meta.get("resourceVersion"))
+    return uid, version
+
+
 def accept(event: Any) -> Accepted | Dropped:
     """The gate for one item of an EventList."""
     if not isinstance(event, Mapping):
@@ -126,27 +152,28 @@ def accept(event: Any) -> Accepted | Dropped:
         _str(ref.get("resource")),
     )
     if event.get("stage") != "ResponseComplete":
-        return Dropped("stage", verb, group, resource)
+        return Dropped("stage", verb)
     if verb not in MUTATING_VERBS or not resource:
-        return Dropped("read_only_or_unknown_verb", verb, group, resource)
+        return Dropped("read_only_or_unknown_verb", verb)
     status = event.get("responseStatus")
     code = status.get("code") if isinstance(status, Mapping) else None
     if not isinstance(code, int) or not 200 <= code < 300:
-        return Dropped("failed_request", verb, group, resource)
+        return Dropped("failed_request", verb)
     if _dry_run(_str(event.get("requestURI"))):
-        return Dropped("dry_run", verb, group, resource)
+        return Dropped("dry_run", verb)
     if _str(ref.get("subresource")) not in ("", "scale"):
-        return Dropped("non_scale_subresource", verb, group, resource)
+        return Dropped("non_scale_subresource", verb)
     if verb in ("update", "patch") and _unchanged(event, _str(ref.get("resourceVersion"))):
-        return Dropped("unchanged_resource_version", verb, group, resource)
+        return Dropped("unchanged_resource_version", verb)
     user = event.get("user")
     user = user if isinstance(user, Mapping) else {}
     username = _str(user.get("username"))
     if not username:
-        return Dropped("nil_event", verb, group, resource)
+        return Dropped("nil_event", verb)
     extra = user.get("extra")
     extra = extra if isinstance(extra, Mapping) else {}
     response = event.get("responseObject")
+    uid, resource_version = _identity(ref, response)
     fact = AuthorFact(
         author=username,
         verb=verb,
@@ -154,8 +181,8 @@ def accept(event: Any) -> Accepted | Dropped:
         resource=resource,
         namespace=_str(ref.get("namespace")),
         name=_str(ref.get("name")),
-        uid=_str(ref.get("uid")),
-        resource_version=_str(ref.get("resourceVersion")),
+        uid=uid,
+        resource_version=resource_version,
         audit_id=_str(event.get("auditID")),
         stage_timestamp=_str(event.get("stageTimestamp")),
         display_name=_first(extra, DISPLAY_NAME_CLAIM),
@@ -217,7 +244,7 @@ class FactIndex:
     exact: Mapping[tuple[str, str], AuthorFact]
     #: uid -> the newest write fact of it (``first_per_version``'s writes).
     latest: Mapping[str, AuthorFact]
-    #: (namespace, name) -> the newest write fact of it (the same writes).
+    #: (namespace, name) -> the newest write fact of it that names no uid (the same writes).
     by_name: Mapping[tuple[str, str], AuthorFact]
     #: uid -> the newest delete fact of it.
     deleted: Mapping[str, AuthorFact]
@@ -237,14 +264,16 @@ class FactIndex:
             version = (f.uid, f.resource_version)
             exact[version] = _newer(exact.get(version), f)
             latest[f.uid] = _newer(latest.get(f.uid), f)
-            where = (f.namespace, f.name)
-            by_name[where] = _newer(by_name.get(where), f)
+            if not f.uid:  # a fact naming a uid is of that object only, never of a namesake
+                where = (f.namespace, f.name)
+                by_name[where] = _newer(by_name.get(where), f)
         deleted: dict[str, AuthorFact] = {}
         listed: dict[str, AuthorFact] = {}
         creates: dict[str, list[AuthorFact]] = {}
         for f in known:
             if f.verb == "delete":
-                deleted[f.uid] = _newer(deleted.get(f.uid), f)
+                if f.uid:  # a delete fact answers only the DELETE of its uid
+                    deleted[f.uid] = _newer(deleted.get(f.uid), f)
             elif f.verb == "deletecollection":
                 for uid in f.uids:
                     listed[uid] = _newer(listed.get(uid), f)
@@ -317,3 +346,31 @@ def join_submitter(
         exact = next((f for f in creates if f.resource_version == resource_version), None)
         return Joined("exact", exact) if exact is not None else Joined("latest", creates[0])
     return Joined("absent", None) if grace_over else None
+
+
+#: ``AuditFactsReceived`` (N5): the reasons, by how the route's edits last fared in the join.
+FACTS_JOINED = "FactsJoined"
+NO_AUDIT_FACTS = "NoAuditFacts"
+NO_EDITS_JUDGED = "NoEditsJudged"
+
+
+def facts_received(route: str, joins: RouteJoins | None) -> tuple[str, str, str]:
+    """The ``AuditFactsReceived`` condition (status, reason, message) of a ClusterProvider
+    whose audit route is ``route``: True while the last edit a branch owner judged on it found
+    its audit fact, False (``NoAuditFacts``) when none came within the grace, Unknown before
+    any edit was judged. Facts that stop arriving (the receiver down, the API server's webhook
+    pointed elsewhere, batches dropped) show here, not only as commits by the sentinel."""
+    path = f"/audit-webhook/{route}"
+    if joins is None:
+        return "Unknown", NO_EDITS_JUDGED, f"no edit read through {path} has been judged yet"
+    if joins.verdict == "joined":
+        return "True", FACTS_JOINED, f"edits find their audit facts at {path} (since {joins.since})"
+    return (
+        "False",
+        NO_AUDIT_FACTS,
+        (
+            f"since {joins.since} edits find no audit fact at {path} within the grace, and their "
+            "commits are authored by the unresolved sentinel: check that the API server's audit "
+            "webhook posts to this route with its token and that its policy records the edits"
+        ),
+    )

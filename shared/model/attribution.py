@@ -153,3 +153,17 @@ def author_of(fact: AuthorFact) -> Author:
         name = construct_safe_email(fact.author).split("@", 1)[0]
     email = fact.email if safe_email(fact.email) else construct_safe_email(fact.author)
     return Author(name, email, "resolved", fact.author)
+
+
+JoinVerdict = Literal["joined", "absent"]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteJoins:
+    """How the edits of one audit route last fared in the join (N5): ``joined`` (the last edit
+    a branch owner judged found its fact) or ``absent`` (none came within the grace), and
+    since when (UTC, ISO 8601). Owners write it when their verdict on the route changes, so
+    the watcher can show facts that stop arriving on the ClusterProvider."""
+
+    verdict: JoinVerdict
+    since: str

@@ -11,6 +11,10 @@ age: a busy stream never expires, and without the trim it would keep facts up to
 however old. The horizon is the new entry's id (Redis's clock) less the TTL, so a process
 clock that runs ahead never trims fresh facts.
 A branch worker follows a stream with ``XRANGE`` after the last id it read.
+
+How a route's edits last fared in the join (``RouteJoins``: ``joined`` or ``absent`` and since
+when) is a hash per route that branch owners write when their verdict changes and the watcher
+reads for the ClusterProvider's ``AuditFactsReceived`` (N5); it goes with the route.
 """
 
 from __future__ import annotations
@@ -19,10 +23,17 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import redis
 
-from shared.model.attribution import AuthorFact, facts_from_json, facts_json
+from shared.model.attribution import (
+    AuthorFact,
+    JoinVerdict,
+    RouteJoins,
+    facts_from_json,
+    facts_json,
+)
 from shared.store.errors import unavailable_as_error
 from shared.store.keys import Keys
 
@@ -73,7 +84,7 @@ class AuditRoutes:
             old = {str(r) for r in self._r.smembers(self._keys.audit_routes)}
             pipe = self._r.pipeline(transaction=True)
             for route in old - set(routes):
-                pipe.delete(self._keys.audit_route(route))
+                pipe.delete(self._keys.audit_route(route), self._keys.audit_joins(route))
                 pipe.srem(self._keys.audit_routes, route)
             for name, record in routes.items():
                 pipe.set(self._keys.audit_route(name), record.to_json())
@@ -86,6 +97,17 @@ class AuditRoutes:
             text = self._r.get(self._keys.audit_route(route))
         return AuditRoute.from_json(str(text)) if text else None
 
+    def joins(self, route: str) -> RouteJoins | None:
+        """How the route's edits last fared in the join; None before any was judged."""
+        with unavailable_as_error("reading an audit route's joins"):
+            found = self._r.hgetall(self._keys.audit_joins(route))
+        verdict = str((found or {}).get("verdict", ""))
+        if verdict == "joined":
+            return RouteJoins("joined", str(found.get("since", "")))
+        if verdict == "absent":
+            return RouteJoins("absent", str(found.get("since", "")))
+        return None
+
 
 class FactStreams:
     """Append facts (receiver) and read them after an id (branch workers)."""
@@ -96,11 +118,13 @@ class FactStreams:
         keys: Keys,
         ttl_s: int = FACTS_TTL_S,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self._r = client
         self._keys = keys
         self._ttl = ttl_s
         self._clock = clock
+        self._wall = wall  # the ``since`` of a route's joins: read by other processes
         #: Stream key -> when this process last trimmed it.
         self._trimmed_at: dict[str, float] = {}
 
@@ -154,3 +178,11 @@ class FactStreams:
                         bad += 1
                 if len(entries) < READ_COUNT:
                     return facts, after, bad
+
+    def record_joins(self, route: str, verdict: JoinVerdict) -> None:
+        """A branch owner's verdict on ``route`` changed to ``verdict``, now (``RouteJoins``)."""
+        since = datetime.fromtimestamp(self._wall(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with unavailable_as_error("recording an audit route's joins"):
+            self._r.hset(
+                self._keys.audit_joins(route), mapping={"verdict": verdict, "since": since}
+            )

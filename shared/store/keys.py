@@ -57,6 +57,9 @@ each does or does not expire:
   with the ClusterProvider or its ``spec.attribution``); ``audit:routes``: the set of them.
 - ``audit:facts:{route}:{group/resource}``: stream of attribution facts, one entry per audit
   request and type (facts §4: MAXLEN ~10000, EXPIRE the fact TTL refreshed on every append).
+- ``audit:joins:{route}``: hash ``verdict``/``since``, how the route's edits last fared in the
+  join (``joined`` or ``absent``), written by branch owners when their verdict changes (no
+  TTL: forgotten with the route).
 - ``watcher:targets``: set of GitTarget uids whose config the watcher published, so a
   GitTarget deleted while no watcher ran is still forgotten (no TTL: the live list).
 """
@@ -212,6 +215,10 @@ class Keys:
     def audit_facts(self, route: str, group_resource: str) -> str:
         """Attribution facts of one route and type (``%`` and ``:`` escaped, facts §4)."""
         return self._k("audit", "facts", _escape(route), _escape(group_resource))
+
+    def audit_joins(self, route: str) -> str:
+        """How one route's edits last fared in the join (N5)."""
+        return self._k("audit", "joins", _escape(route))
 
     def watch_cursors(self, uid: GitTargetUid) -> str:
         """Pattern matching every cursor of one GitTarget incarnation (for cleanup)."""

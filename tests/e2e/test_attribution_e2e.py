@@ -19,7 +19,16 @@ from sandbox.kube.access import AccessRule
 from sandbox.kube.audit import AuditWebhook
 from sandbox.stack import Identities
 from shared.store.attribution import AuditRoutes
-from tests.e2e.conftest import CONFIGMAPS, GROUP, VERSION, WAIT_S, Launcher, Tenants, keys_of
+from tests.e2e.conftest import (
+    CONFIGMAPS,
+    GROUP,
+    VERSION,
+    WAIT_S,
+    Launcher,
+    Tenant,
+    Tenants,
+    keys_of,
+)
 from tests.e2e.system import System
 from tests.helpers import wait_until
 
@@ -106,3 +115,46 @@ def test_two_users_edits_in_one_window_become_two_commits_by_them(
         "from-alice.yaml": "Alice Liddell <alice@example.org>",
         "from-bob.yaml": "bob <bob@noreply.cluster.local>",
     }
+
+
+def _author_of_change(tenant: Tenant, base: str, path: str) -> str:
+    """The author of the one commit since ``base`` that changed ``path``."""
+    commits = [c for c in tenant.commits_since(base) if path in tenant.changed_objects(c)]
+    assert len(commits) == 1, commits
+    return tenant.git("log", "-1", "--format=%an <%ae>", commits[0])
+
+
+def test_a_delete_is_authored_by_who_deleted_and_never_credits_a_namesake(
+    system: System, e2e_redis: redis.Redis
+) -> None:
+    """P5, deletes: alice deletes bob's ConfigMap; the API server answers the DELETE with a
+    Status whose ``details.uid`` names it (its audit event's ``objectRef`` has no uid): the
+    commit that removes the file is hers. Then, with the audit webhook off (no fact can
+    come), bob makes a ConfigMap of the same name: its commit is the unresolved sentinel's,
+    never alice's (her delete was of the old object) nor bob's old create's."""
+    tenant = Tenants(system, e2e_redis).make("attribdel", rules=[CONFIGMAPS])
+    wait_until(lambda: tenant.condition("Ready") is not None, WAIT_S, "the GitTarget reconciled")
+    alice = client.CoreV1Api(system.sbx.kube.api_client("alice-token"))
+    bob = client.CoreV1Api(system.sbx.kube.api_client("bob-token"))
+    path = f"{tenant.path}/attribdel/configmaps/doomed.yaml"
+    doomed = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="doomed"), data={"k": "b"})
+    base = tenant.tip()
+    bob.create_namespaced_config_map("attribdel", doomed)
+    wait_until(lambda: path in tenant.files(), WAIT_S, "bob's ConfigMap committed")
+    assert _author_of_change(tenant, base, path) == "bob <bob@noreply.cluster.local>"
+    base = tenant.tip()
+    alice.delete_namespaced_config_map("doomed", "attribdel")
+    wait_until(lambda: path not in tenant.files(), WAIT_S, "the delete committed")
+    assert _author_of_change(tenant, base, path) == "Alice Liddell <alice@example.org>"
+    webhook = system.sbx.kube.audit.webhook if system.sbx.kube.audit is not None else None
+    assert webhook is not None
+    system.sbx.kube.set_audit_webhook(None)
+    try:
+        base = tenant.tip()
+        bob.create_namespaced_config_map("attribdel", doomed)
+        wait_until(lambda: path in tenant.files(), WAIT_S, "the namesake committed")
+        assert _author_of_change(tenant, base, path) == (
+            "unknown (attribution unresolved) <attribution-unresolved@gitops-reverser.invalid>"
+        )
+    finally:
+        system.sbx.kube.set_audit_webhook(webhook)

@@ -280,3 +280,102 @@ def test_a_pass_indexes_each_stream_once_and_facts_still_age_out(
     assert attributor.author(target, "6-0", _update("a")) is WAIT  # same pass, no read
     assert isinstance(attributor.author(target, "7-0", _update("d")), Author)
     assert builds == [3, 4, 1]
+
+
+def _grace_waits_until_applied(rig: Rig, loop: BranchLoop, most: int) -> int:
+    """Run the owner's passes as its wakes would, moving the injected clock only to the end
+    of a grace something waits for; how many such waits it took until nothing is left (at
+    most ``most``: a backlog that waits one grace per event fails here, not in hours)."""
+    assert loop.attributor is not None
+    waits = 0
+    while loop._backlog:
+        until = loop.attributor.waiting_until()
+        if until is not None and until > rig.clock.now:
+            waits += 1
+            assert waits <= most, f"{len(loop._backlog)} events still wait after {most} graces"
+            rig.clock.now = until
+        loop.handle([])
+    return waits
+
+
+def test_a_backlog_without_facts_waits_one_grace_in_all(rig: Rig) -> None:
+    """N5: an audit outage (no fact for any event) while 1,200 edits arrive (more than a
+    pass's slice): each event's grace started when the owner first saw it, so the backlog
+    waits one grace in all, not one per event, and every edit is committed, authored by the
+    unresolved sentinel."""
+    loop, _ = _attributed(rig)
+    names = [f"cm-{n:04d}" for n in range(1200)]
+    for name in names:
+        rig.publish(name)
+    rig.drain(loop)  # the owner reads 1,000 ...
+    rig.drain(loop)  # ... and then the rest, before any grace ran out
+    assert len(loop._backlog) == 1200  # nothing applied yet: the first event waits
+    assert _grace_waits_until_applied(rig, loop, most=2) == 1
+    loop.flush(force=True)
+    files = set(rig.files())
+    assert all(any(f.endswith(f"/{n}.yaml") for f in files) for n in names[:: len(names) // 12])
+    assert sum(1 for f in files if "/cm-" in f) == 1200
+    assert {line.split("|")[0] for line in _log(rig)[:-1]} == {
+        "unknown (attribution unresolved) <attribution-unresolved@gitops-reverser.invalid>"
+    }
+
+
+def test_each_event_s_grace_starts_when_the_owner_first_sees_it(rig: Rig) -> None:
+    """N5: b arrives 1 s after a, both without facts: a's grace ends at its sight + 3 s, and
+    b (queued behind a) still has its own second to wait then, ending at its sight + 3 s;
+    a fact that comes within that second is b's author."""
+    loop, facts = _attributed(rig)
+    start = rig.clock.now
+    rig.publish("a")
+    rig.drain(loop)
+    rig.clock.now += 1.0
+    rig.publish("b")
+    rig.drain(loop)
+    assert loop.attributor is not None and loop.attributor.waiting_until() == start + GRACE
+    rig.clock.now = start + GRACE
+    loop.handle([])  # a: the sentinel; b waits on
+    assert [e.event.object_id.name for e in loop._backlog if e.event] == ["b"]
+    assert loop.attributor.waiting_until() == start + 1.0 + GRACE
+    facts.append("prod", {"configmaps": [_fact("b", "bob")]})
+    loop.handle([])
+    assert not loop._backlog
+    loop.flush(force=True)
+    authors = [line.split("|")[0] for line in _log(rig)[:2]]
+    assert authors == [
+        "bob <bob@noreply.cluster.local>",
+        "unknown (attribution unresolved) <attribution-unresolved@gitops-reverser.invalid>",
+    ]
+
+
+def test_the_owner_records_its_verdict_on_the_route_when_it_changes(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N5: the first edit without a fact records ``absent`` for the route (once, not per
+    event); the first that finds its fact again records ``joined``. The watcher shows it."""
+    from shared.store.attribution import AuditRoutes
+
+    loop, facts = _attributed(rig)
+    written: list[str] = []
+    record = facts.record_joins
+
+    def counted(route: str, verdict: str) -> None:
+        written.append(verdict)
+        record(route, verdict)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(facts, "record_joins", counted)
+    routes = AuditRoutes(rig.client, rig.keys)
+    assert routes.joins("prod") is None
+    for name in ("a", "b", "c"):
+        rig.publish(name)
+    rig.drain(loop)
+    rig.clock.now += GRACE
+    loop.handle([])
+    joins = routes.joins("prod")
+    assert joins is not None and joins.verdict == "absent" and joins.since.endswith("Z")
+    facts.append("prod", {"configmaps": [_fact("d", "alice"), _fact("e", "alice")]})
+    rig.publish("d")
+    rig.publish("e")
+    rig.drain(loop)
+    joins = routes.joins("prod")
+    assert joins is not None and joins.verdict == "joined"
+    assert written == ["absent", "joined"]

@@ -172,3 +172,19 @@ def test_a_failing_webhook_never_blocks_the_api_and_its_batch_is_dropped(
     wait_until(lambda: backend.dropped_batches >= 1, 20, "a dropped batch")
     assert len(sink.deliveries()) >= 2  # both attempts were made
     assert backend.sent == 0
+
+
+def test_a_delete_s_event_names_the_uid_only_in_its_status_answer(
+    server: KubeApiServer, sink: WebhookSink
+) -> None:
+    """upstream-0.50.md (#399): a DELETE answers a ``Status``, and its audit event's
+    ``objectRef`` carries no uid; the uid is in ``responseObject.details.uid`` (P5)."""
+    server.set_audit_webhook(AuditWebhook(f"{sink.url}/audit", "hook-token"))
+    alice = client.CoreV1Api(server.api_client("tok-alice"))
+    created = alice.create_namespaced_config_map("default", _cm("gone"))
+    alice.delete_namespaced_config_map("gone", "default")
+    delete = _events(sink, 4)[3]
+    assert (delete["stage"], delete["verb"]) == ("ResponseComplete", "delete")
+    assert "uid" not in delete["objectRef"] and delete["objectRef"]["name"] == "gone"
+    assert delete["responseObject"]["kind"] == "Status"
+    assert delete["responseObject"]["details"]["uid"] == created.metadata.uid

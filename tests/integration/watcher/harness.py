@@ -25,6 +25,7 @@ from shared.kube.clients import ClientFactory
 from shared.model.events import LISTED, Listing, ObjectEvent
 from shared.model.ids import Branch, BranchKey
 from shared.settings import Settings
+from shared.store.attribution import AuditRoutes
 from shared.store.commit_requests import CommitRequests
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
@@ -199,6 +200,7 @@ class Rig:
             clock=self.clock,
             receivers=ReceiverDirectory(self.redis, self.keys),
             commit_requests=self.commit_requests(settings),
+            audit_routes=AuditRoutes(self.redis, self.keys),
         )
         return Watcher(parts, burst=True)
 

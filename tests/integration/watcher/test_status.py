@@ -354,3 +354,39 @@ def test_a_missing_or_keyless_audit_token_secret_shows_until_it_is_fixed(rig: Ri
     rig.burst()
     assert attribution()[:2] == ("True", "AuditRouteServed")
     assert _cluster_providers_table(rig)["prod"]["Attribution"] == "AuditRouteServed"
+
+
+def test_audit_facts_that_stop_arriving_show_on_the_cluster_provider(rig: Rig) -> None:
+    """N5: a branch owner's verdict on the route (``FactStreams.record_joins``, written when
+    edits find no audit fact within the grace, and again when one does) is the
+    ClusterProvider's AuditFactsReceived, in kubectl get's FACTS column too."""
+    from shared.store.attribution import FactStreams
+
+    c = rig.cluster
+    c.namespace(OPERATOR_NS)
+    c.create(_secret(OPERATOR_NS, "audit-token", token="t0ken"))
+    c.create(
+        cluster_provider(
+            "prod", accessFrom={}, attribution={"tokenSecretRef": {"name": "audit-token"}}
+        )
+    )
+
+    def facts() -> tuple[str, str, str]:
+        cond = c.conditions("ClusterProvider", "prod")["AuditFactsReceived"]
+        return cond["status"], cond["reason"], cond["message"]
+
+    rig.burst()
+    assert facts()[:2] == ("Unknown", "NoEditsJudged")
+    streams = FactStreams(rig.redis, rig.keys)
+    streams.record_joins("prod", "absent")
+    rig.burst()
+    status, reason, message = facts()
+    assert (status, reason) == ("False", "NoAuditFacts") and "/audit-webhook/prod" in message
+    assert c.conditions("ClusterProvider", "prod")["Ready"]["status"] == "True"
+    assert _cluster_providers_table(rig)["prod"]["Facts"] == "NoAuditFacts"
+    streams.record_joins("prod", "joined")
+    rig.burst()
+    assert facts()[:2] == ("True", "FactsJoined")
+    c.patch(GROUP, "ClusterProvider", "prod", None, {"spec": {"attribution": None}})
+    rig.burst()
+    assert "AuditFactsReceived" not in c.conditions("ClusterProvider", "prod")

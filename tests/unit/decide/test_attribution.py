@@ -109,16 +109,17 @@ def test_exact_wins_and_weaker_tiers_wait_for_the_grace() -> None:
         grace_over=True,
     )
     assert late is not None and (late.tier, late.fact) == ("latest", newer)
+    no_uid = _fact("update", "carol", uid="", rv="", at="3")  # an API whose events name none
     by_name = join(
         "UPDATE",
         uid="other",
         resource_version="3",
         namespace="t",
         name="x",
-        facts=[older],
+        facts=[older, no_uid],
         grace_over=True,
     )
-    assert by_name is not None and by_name.tier == "name"
+    assert by_name is not None and (by_name.tier, by_name.fact) == ("name", no_uid)
     none = join(
         "CREATE",
         uid="z",
@@ -270,3 +271,84 @@ def test_a_commit_request_without_its_create_waits_then_is_absent() -> None:
     gone = join_submitter(uid="cr", resource_version="7", facts=facts, grace_over=True)
     assert gone is not None and (gone.tier, gone.fact) == ("absent", None)
     assert join_submitter(uid="", resource_version="", facts=facts, grace_over=True) == gone
+
+
+#: A DELETE as kube-apiserver audits it when the object goes at once (no finalizers): the
+#: answer is a ``Status`` naming the object's uid in ``details``, and ``objectRef`` carries
+#: no uid (facts: upstream-0.50.md, #399; the sandbox's double sends the same).
+DELETE_EVENT: dict[str, Any] = {
+    "stage": "ResponseComplete",
+    "verb": "delete",
+    "requestURI": "/api/v1/namespaces/t/configmaps/x",
+    "user": {"username": "alice"},
+    "objectRef": {"resource": "configmaps", "namespace": "t", "name": "x", "apiVersion": "v1"},
+    "responseStatus": {"metadata": {}, "code": 200},
+    "responseObject": {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": "x", "kind": "configmaps", "uid": "u1"},
+    },
+}
+
+
+def test_a_delete_answered_with_a_status_is_a_fact_of_the_deleted_uid() -> None:
+    """P5, deletes: the delete fact names ``details.uid``; the DELETE of that object joins it."""
+    decision = accept(DELETE_EVENT)
+    assert isinstance(decision, Accepted)
+    assert (decision.fact.verb, decision.fact.uid) == ("delete", "u1")
+    joined = join(
+        "DELETE",
+        uid="u1",
+        resource_version="9",
+        namespace="t",
+        name="x",
+        facts=[decision.fact],
+        grace_over=False,
+    )
+    assert joined is not None and (joined.tier, joined.fact) == ("delete_sticky", decision.fact)
+
+
+def test_an_answer_that_is_the_object_names_its_uid_and_version() -> None:
+    """A delete held by finalizers answers the object; its metadata names uid and version."""
+    answer = {"kind": "ConfigMap", "metadata": {"uid": "u2", "resourceVersion": "12"}}
+    decision = accept(dict(DELETE_EVENT, responseObject=answer))
+    assert isinstance(decision, Accepted)
+    assert (decision.fact.uid, decision.fact.resource_version) == ("u2", "12")
+    named = accept(_event(objectRef={"resource": "configmaps", "uid": "u", "name": "x"}))
+    assert isinstance(named, Accepted) and named.fact.uid == "u"  # objectRef's first
+
+
+def test_no_fact_of_a_deleted_object_is_credited_to_a_namesake() -> None:
+    """P5 (the Go operator's bug of 2026-10-06): x (uid u1) written by bob and deleted by
+    alice; a new x (uid u2) is made and its own fact never arrives. Once the grace ran out
+    its CREATE is absent, never alice's delete nor bob's write of the old object, and its
+    DELETE never joins the old one's delete."""
+    delete = accept(DELETE_EVENT)
+    assert isinstance(delete, Accepted)
+    old_write = _fact("update", "bob", uid="u1", rv="3", at="1")
+    known = [old_write, delete.fact]
+    for operation in ("CREATE", "UPDATE", "DELETE"):
+        joined = join(
+            operation,
+            uid="u2",
+            resource_version="20",
+            namespace="t",
+            name="x",
+            facts=known,
+            grace_over=True,
+        )
+        assert joined is not None and (joined.tier, joined.fact) == ("absent", None), operation
+
+
+def test_facts_received_is_the_route_s_last_verdict() -> None:
+    """N5: the ClusterProvider's AuditFactsReceived from the branch owners' last verdict."""
+    from shared.decide.attribution import facts_received
+    from shared.model.attribution import RouteJoins
+
+    assert facts_received("prod", None)[:2] == ("Unknown", "NoEditsJudged")
+    assert facts_received("prod", RouteJoins("joined", "t"))[:2] == ("True", "FactsJoined")
+    status, reason, message = facts_received("prod", RouteJoins("absent", "2026-12-06T05:00:00Z"))
+    assert (status, reason) == ("False", "NoAuditFacts")
+    assert "since 2026-12-06T05:00:00Z" in message and "/audit-webhook/prod" in message

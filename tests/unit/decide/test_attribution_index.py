@@ -64,7 +64,9 @@ def scan_join(
     latest = _newest(f for f in writes if uid and f.uid == uid)
     if latest is not None:
         return Joined("latest", latest)
-    by_name = _newest(f for f in writes if f.namespace == namespace and f.name == name and name)
+    by_name = _newest(
+        f for f in writes if f.namespace == namespace and f.name == name and name and not f.uid
+    )
     if by_name is not None:
         return Joined("name", by_name)
     return Joined("absent", None)

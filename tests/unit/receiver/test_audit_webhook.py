@@ -83,7 +83,7 @@ def test_accepted_events_are_one_entry_per_group_resource() -> None:
     sample = rig.registry.get_sample_value
     assert sample("gitops_reverser_audit_eventlists_total", {"outcome": "processed"}) == 1
     dropped = {"outcome": "stage", "category": "dropped", "group": "", "version": "",
-               "resource": "configmaps", "verb": "update"}  # fmt: skip
+               "resource": "", "verb": "update"}  # fmt: skip
     assert sample("gitops_reverser_audit_events_total", dropped) == 1
 
 
@@ -129,3 +129,52 @@ def test_a_missing_secret_or_key_is_503_whatever_the_token() -> None:
     rig2.secrets.values[("gitops-reverser", "audit-tok", "token")] = b"  \n"
     assert answer(_post(rig2, [_event()], token=b"")) == (503, "unavailable")
     assert _entries(rig, "configmaps") == [] and _entries(rig2, "configmaps") == []
+
+
+def _series(rig: Rig) -> int:
+    return sum(
+        1
+        for family in rig.registry.collect()
+        if family.name == "gitops_reverser_audit_events"
+        for sample in family.samples
+        if sample.name.endswith("_total")
+    )
+
+
+def test_events_naming_made_up_types_add_a_bounded_number_of_series() -> None:
+    """N9: 1,000 failed writes to made-up resources (what any user's POST to one makes the API
+    server send), and 1,000 accepted events of made-up types (a token holder writing what it
+    likes), each with a made-up verb too: the counter's series stay bounded."""
+    rig = _rig()
+    assert answer(_post(rig, [_event()])) == (200, "stored")
+    before = _series(rig)
+    refused = [
+        _event(
+            "create",
+            responseStatus={"code": 404},
+            objectRef={"apiGroup": "evil.example", "apiVersion": f"v{n}", "resource": f"r{n}"},
+        )
+        for n in range(1000)
+    ] + [_event(f"verb{n}", objectRef={"resource": f"r{n}"}) for n in range(1000)]
+    accepted = [
+        _event(objectRef={"apiGroup": f"g{n}.example", "resource": f"r{n}", "uid": f"u{n}"})
+        for n in range(1000)
+    ]
+    for chunk in range(0, len(refused + accepted), 50):
+        assert answer(_post(rig, (refused + accepted)[chunk : chunk + 50])) == (200, "stored")
+    grown = _series(rig) - before
+    assert grown <= 512 + 3  # accepted types up to the cap (512), other, 2 dropped series
+    from services.receiver.audit import AuditMetrics
+
+    assert AuditMetrics.MAX_TYPE_LABELS == 512
+    sample = rig.registry.get_sample_value
+    failed = {"outcome": "failed_request", "category": "dropped", "group": "", "version": "",
+              "resource": "", "verb": "create"}  # fmt: skip
+    assert sample("gitops_reverser_audit_events_total", failed) == 1000
+    unknown = dict(failed, outcome="read_only_or_unknown_verb", verb="other")
+    assert sample("gitops_reverser_audit_events_total", unknown) == 1000
+    beyond = {"outcome": "queued", "category": "stored", "group": "other", "version": "other",
+              "resource": "other", "verb": "update"}  # fmt: skip
+    assert sample("gitops_reverser_audit_events_total", beyond) == 1000 - (
+        AuditMetrics.MAX_TYPE_LABELS - 1
+    )

@@ -251,14 +251,15 @@ def test_immutable_fields_use_transition_rules(crds: dict[str, dict[str, Any]]) 
 
 def test_printer_columns(crds: dict[str, dict[str, Any]]) -> None:
     """kubectl get shows Ready and Reason from the Ready condition, and Age (a ClusterProvider
-    also the reason of its AttributionConfigured, P5: empty without spec.attribution).
+    also the reasons of its AttributionConfigured and AuditFactsReceived, P5 and N5: empty
+    without spec.attribution).
 
     Kubernetes docs, "Additional printer columns": priority 0 columns are shown by default;
     a type ``date`` column renders as an age.
     """
     extra = {
         "GitProvider": ["URL"],
-        "ClusterProvider": ["Attribution"],
+        "ClusterProvider": ["Attribution", "Facts"],
         "GitTarget": ["Branch", "Path"],
         "WatchRule": ["Target"],
         "ClusterWatchRule": ["Target Namespace", "Target"],

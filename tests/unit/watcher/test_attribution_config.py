@@ -147,3 +147,31 @@ def test_each_token_secret_is_read_once_a_pass_and_a_refused_read_is_unreadable(
         "c": "TokenSecretUnreadable",
         "d": "TokenSecretNotFound",
     }
+
+
+def test_audit_facts_received_says_how_the_route_s_edits_last_fared() -> None:
+    """N5: AuditFactsReceived is Unknown before any edit through the route was judged, False
+    NoAuditFacts (with since when) while edits find no fact within the grace, True once one
+    finds it; a ClusterProvider without attribution gets none."""
+    from services.watcher.clusters import facts_condition
+    from shared.model.attribution import RouteJoins
+
+    prod = parse_cluster_provider(_cp("prod", {"tokenSecretRef": {"name": "tok"}}))
+    off = parse_cluster_provider(_cp("off"))
+    known: dict[str, RouteJoins] = {}
+    assert facts_condition(off, known.get) is None
+    assert facts_condition(prod, None) is None  # joins not read: nothing to show
+    unknown = facts_condition(prod, known.get)
+    assert unknown is not None
+    assert (unknown.type, unknown.status, unknown.reason) == (
+        "AuditFactsReceived",
+        "Unknown",
+        "NoEditsJudged",
+    )
+    known["prod"] = RouteJoins("absent", "2026-12-06T05:00:00Z")
+    stopped = facts_condition(prod, known.get)
+    assert stopped is not None and (stopped.status, stopped.reason) == ("False", "NoAuditFacts")
+    assert "2026-12-06T05:00:00Z" in stopped.message and "/audit-webhook/prod" in stopped.message
+    known["prod"] = RouteJoins("joined", "2026-12-06T05:10:00Z")
+    again = facts_condition(prod, known.get)
+    assert again is not None and (again.status, again.reason) == ("True", "FactsJoined")
