@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 import git
 from git.refs.symbolic import SymbolicReference
 
-from shared.git.errors import GitTemporary, PathEscapes, WriteNotHeld
+from shared.git.errors import GitTemporary, PathEscapes, WriteNotHeld, readable
 from shared.git.remote import NETWORK_TIMEOUT_S, NO_PROMPT, branch_ref
 from shared.git.signing import signing_options
 
@@ -254,7 +254,10 @@ class Workspace:
         """
         # core.bigFileThreshold=1 makes every blob "big": git streams them into one pack
         options = {"c": "core.bigFileThreshold=1"} if self._written >= BULK_ADD_FILES else {}
-        self._repo.git(**options).add("-A", "--", *(paths or (".",)))
+        try:
+            self._repo.git(**options).add("-A", "--", *(paths or (".",)))
+        except git.GitCommandError as failed:  # a file git will not add: the branch retries
+            raise GitTemporary(f"add failed: {failed.stderr}") from failed
         self._written = 0
         writer = author or committer
         who = {
@@ -417,7 +420,7 @@ def _parse_push(ref: str, status: int, out: str, err: str) -> PushResult:
     for line in out.splitlines():
         parts = line.split("\t")
         if len(parts) >= 3 and parts[1].endswith(f":{ref}"):
-            return PushResult(pushed=parts[0] in _PUSHED_FLAGS, summary=parts[2])
+            return PushResult(pushed=parts[0] in _PUSHED_FLAGS, summary=readable(parts[2]))
     if status == 0:
-        return PushResult(pushed=True, summary=out.strip())
+        return PushResult(pushed=True, summary=readable(out.strip()))
     raise GitTemporary(f"push failed: {err.strip() or out.strip()}")
