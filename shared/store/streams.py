@@ -214,7 +214,7 @@ class EventStream:
         except redis.ResponseError as err:
             if not _gone(err):
                 raise
-            # O4: a stream or its group went (Redis wiped by FLUSHALL, or replaced): made
+            # C9: a stream or its group went (Redis wiped by FLUSHALL, or replaced): made
             # again, empty, and nothing read this time. The leases went too, so the heartbeat
             # drops these branches and whoever takes them next starts afresh (claims, replays).
             for bk in bks:
