@@ -348,8 +348,9 @@ def _build(directory: str, read: Reader, tree: Tree, seen: tuple[str, ...]) -> l
         tree.charge(file, 1)
         out = _patch(file, _join(file, directory, patch), out, read, tree)
     _transform(kust, out)
-    tree.charge(file, len(out))
-    tree.built[directory] = [_copy(r) for r in out]  # the caller's transformers change ``out``
+    if seen:  # a root is listed by no kustomization: nothing renders it again
+        tree.charge(file, len(out))
+        tree.built[directory] = [_copy(r) for r in out]  # the caller's transformers change it
     return out
 
 
