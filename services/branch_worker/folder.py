@@ -193,7 +193,10 @@ class Folder:
 
     def _hide(self, file: str) -> None:
         """Remember the objects of an ignored manifest (read leniently, never refused)."""
-        data = self._read(file)
+        try:
+            data = self._read(file)
+        except Unreadable:  # an ignored path may hold anything
+            return
         if data is None or not is_manifest(file):
             return
         try:

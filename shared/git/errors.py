@@ -19,8 +19,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 def readable(text: str) -> str:
     """``text`` as valid UTF-8: the bytes GitPython kept as surrogates (``surrogateescape``)
-    decoded again with U+FFFD for what is not UTF-8, other lone surrogates and control
-    characters replaced by U+FFFD too."""
+    decoded again with U+FFFD for what is not UTF-8 (any other lone surrogate becomes ``?``),
+    and control characters other than tab and newline replaced by U+FFFD."""
     try:
         raw = text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a surrogate that is not an escaped byte

@@ -5,9 +5,9 @@ Each test starts the branch-worker process as a user starts it (``python -m
 services.branch_worker``) on a private Redis, with a bad tenant and a good one, publishes their
 settings and edits as the watcher would, and asserts that the process is still running, the
 good tenant's edit reaches Git and the bad tenant's GitTarget shows why it is refused or
-stalled. The probe (../shared/reports/probe-2026-12-06.md N1, N2, N4, N8, N12) and the outside
-checks (FLUSHALL) saw the process exit, a branch pinned for hours or stalled whole, a SIGTERM that did
-not stop it, and work folders never removed.
+stalled. The probe (../shared/reports/probe-2026-12-06.md N1, N2, N4, N8, N12) and the
+outside checks (FLUSHALL) saw the process exit, a branch pinned for hours or stalled whole, a
+SIGTERM that did not stop it, and work folders never removed.
 """
 
 from __future__ import annotations
@@ -297,9 +297,9 @@ def test_a_kustomization_through_a_link_out_of_the_tree_refuses_that_folder_only
 
 
 def test_flushall_is_ridden_out_and_later_edits_and_deletes_reach_git(rig: Rig) -> None:
-    """The outside checks: ``FLUSHALL`` while the worker ran ended it with ``ResponseError: UNBLOCKED the
-    stream key no longer exists`` (or ``NOGROUP``); now it goes on, and once the watcher has
-    published again (C8), new edits and deletes reach Git."""
+    """The outside checks: ``FLUSHALL`` while the worker ran ended it with ``ResponseError:
+    UNBLOCKED the stream key no longer exists`` (or ``NOGROUP``); now it goes on, and once the
+    watcher has published again (C8), new edits and deletes reach Git."""
     repo = rig.repo("r")
     bk = rig.serve(str(repo), "apps")
     proc = rig.start()

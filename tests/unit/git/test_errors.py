@@ -7,9 +7,11 @@ raised ``UnicodeEncodeError`` and the branch worker exited on every restart.
 
 from __future__ import annotations
 
+import git
 import pytest
 
 from shared.git.errors import GitPermanent, GitTemporary, PathEscapes, readable
+from shared.git.remote import ls_remote
 from shared.git.workspace import _parse_push
 
 GARBAGE = b"fatal: protocol error: bad line length character: \x92\xff\x00\x1b[31m"
@@ -39,3 +41,18 @@ def test_a_push_summary_from_the_remote_is_valid_utf_8() -> None:
     result = _parse_push("refs/heads/main", 1, out, "")
     assert not result.pushed
     assert result.summary == "[remote rejected] (\ufffd\ufffd)"
+
+
+def test_a_tip_that_is_not_an_object_name_is_not_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The advertised tip is stored and compared as it is: a host advertising anything else
+    (garbage that parsed as a ref line) is a failed call, not a tip."""
+    advertised = _as_gitpython_decodes(b"\x92\xffzz\trefs/heads/main\n")
+    monkeypatch.setattr(git.cmd.Git, "ls_remote", lambda *args, **kwargs: advertised)
+    with pytest.raises(GitTemporary, match="not an object name") as caught:
+        ls_remote("http://127.0.0.1:1/x.git", "main")
+    assert str(caught.value).encode("utf-8")
+    good = "0123456789abcdef0123456789abcdef01234567"
+    monkeypatch.setattr(
+        git.cmd.Git, "ls_remote", lambda *args, **kwargs: f"{good}\trefs/heads/main"
+    )
+    assert ls_remote("http://127.0.0.1:1/x.git", "main") == good
