@@ -209,7 +209,10 @@ class Workspace:
         """Whether ``folder`` (or a folder above it) is a symbolic link, so that its real path
         is not the path its name says (one resolve per call: callers ask once per folder)."""
         logical = (self._root / PurePosixPath(_key(folder))).absolute()
-        return (self.directory / _key(folder)).resolve() != logical
+        try:
+            return (self.directory / _key(folder)).resolve() != logical
+        except RuntimeError:  # a loop of symbolic links (Python 3.11 raises this, not OSError)
+            return True
 
     def _inside(self, path: str) -> Path:
         """``path`` in the work tree, refused when it leaves it: by its words (absolute, ``..``,
@@ -232,7 +235,11 @@ class Workspace:
         return target
 
     def _within(self, target: Path, path: str) -> None:
-        if not target.resolve().is_relative_to(self._root):
+        try:
+            real = target.resolve()
+        except RuntimeError as err:  # a loop of symbolic links, which a commit may hold
+            raise PathEscapes(f"path {path!r} goes through a loop of symbolic links") from err
+        if not real.is_relative_to(self._root):
             raise PathEscapes(f"path {path!r} leaves the work tree")
 
     def commit(
