@@ -2,6 +2,8 @@
 
 ``inspect`` prints what each branch holds and each applier is owed, and why it waits (O3).
 
+At start, the work folders of this host's earlier worker processes are removed (``workdirs``).
+
 ``/healthz``, ``/readyz`` (Redis and the Kubernetes API reachable, and the leases renewed on
 time) and ``/metrics`` are served on the metrics port (``shared.process``).
 
@@ -18,7 +20,9 @@ import socket
 import sys
 import threading
 import time
+from pathlib import Path
 
+from services.branch_worker import workdirs
 from services.branch_worker.credentials import SecretCredentials
 from services.branch_worker.inspect import report
 from services.branch_worker.signing import SecretSigner
@@ -43,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         help="run a worker (default), or print what each branch and applier holds (O3)",
     )
     parser.add_argument("--burst", action="store_true", help="exit once nothing is left to do")
-    parser.add_argument("--id", default=f"{socket.gethostname()}-{os.getpid()}")
+    hostname = socket.gethostname()
+    parser.add_argument("--id", default=f"{hostname}-{os.getpid()}")
     args = parser.parse_args(argv)
     if args.command == "inspect":
         settings = process.load_settings_or_exit("branch_worker inspect")
@@ -51,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         print(report(stores))
         return process.EXIT_OK
     settings = process.start("branch_worker")
+    workdirs.remove_stale(Path(settings.work_dir), hostname, args.id)  # N12
     client = connect(settings.redis_url, client_name=f"branch-worker:{args.id}")
     stores = Stores.build(client, settings)
     factory = ClientFactory(settings, time.time)

@@ -12,16 +12,23 @@ refuses the folder with ``UnsupportedContent`` naming the feature.
 
 Paths the folder's ``.gittargetignore`` matches are neither indexed nor refused (P4); a pattern
 that hides what the writer writes refuses the folder (``IgnoreShadowsManagedPath``).
+
+A file the folder's content makes unreadable (a ``.gittargetignore`` too large to compile, a
+kustomization resource through a symbolic link out of the work tree) refuses this folder with
+``UnsupportedContent`` (``Unreadable``): one tenant's content never stops the branch or the
+process for the others.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 from shared.decide.ignore import IGNORE_FILE, Ignore
 from shared.decide.ignore import REASON as SHADOWS
+from shared.decide.ignore import Unreadable as IgnoreUnreadable
 from shared.decide.placement import FolderVerdict, inside, is_manifest, is_recognised
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
@@ -29,6 +36,17 @@ from shared.model import kustomize
 from shared.model.manifest import parse
 
 IdentityKey = tuple[str, str, str, str]
+#: Read failures of the machine, not of the folder's content: the branch fails and retries.
+MACHINE_ERRNOS = frozenset({errno.EIO, errno.ENOMEM, errno.ENOSPC, errno.EMFILE, errno.ENFILE})
+
+
+class Unreadable(Exception):
+    """A file of the folder that cannot be read for what the folder holds: the folder is
+    refused with ``UnsupportedContent`` naming the file."""
+
+    def __init__(self, file: str, detail: str) -> None:
+        self.file = file
+        super().__init__(f"{file} cannot be read: {detail}")
 
 
 def _digest(data: bytes) -> str:
@@ -115,16 +133,37 @@ class Folder:
         for link in scan.links:
             self._bad[link] = "SymbolicLink"
         self.files = scan.files
+        try:
+            self._read_files(plain)
+        except Unreadable as err:
+            self._elsewhere = FolderVerdict(False, err.file, "UnsupportedContent", str(err))
+
+    def _read_files(self, plain: bool) -> None:
         if plain:
-            for file in scan.files:
+            for file in self.files:
                 self.reindex(file)
             return
         self._read_ignore()
-        if any(kustomize.is_kustomization(f) for f in scan.files):
+        if any(kustomize.is_kustomization(f) for f in self.files):
             self._render()
             return
-        for file in scan.files:
+        for file in self.files:
             self.reindex(file)
+
+    def _read(self, path: str) -> bytes | None:
+        """A file of the work tree, for this folder: the one place where a read the folder's
+        content makes fail (a kustomization resource through a symbolic link out of the work
+        tree, a loop of links, a name too long) becomes ``Unreadable``, which refuses this
+        folder only (N8: ``PathEscapes`` stalled the whole branch). A failure of the machine
+        (``MACHINE_ERRNOS``) is the branch's, and retried."""
+        try:
+            return self._ws.read(path)
+        except PathEscapes as err:
+            raise Unreadable(path, str(err)) from err
+        except OSError as err:
+            if err.errno in MACHINE_ERRNOS:
+                raise
+            raise Unreadable(path, err.strerror or str(err)) from err
 
     def _render(self) -> None:
         """Kustomize mode: non-manifests are checked as ever, manifests by the render."""
@@ -132,14 +171,17 @@ class Folder:
             if not is_manifest(file) and not kustomize.is_kustomization(file):
                 self.reindex(file)
         try:
-            self.tree = kustomize.render_folder(self.path, self.files, self._ws.read)
+            self.tree = kustomize.render_folder(self.path, self.files, self._read)
         except kustomize.Unsupported as err:
             self.tree, self._unsupported = None, err
 
     def _read_ignore(self) -> None:
         ignore_file = inside(self.path, IGNORE_FILE)
-        data = self._ws.read(ignore_file)
-        self.ignore = Ignore.parse(self.path, data.decode(errors="replace") if data else None)
+        data = self._read(ignore_file)
+        try:
+            self.ignore = Ignore.parse(self.path, data.decode(errors="replace") if data else None)
+        except IgnoreUnreadable as err:  # N1: too large, or patterns the matcher cannot take
+            raise Unreadable(ignore_file, str(err)) from err
         probe = self.ignore.hides_every_manifest()
         if probe is not None:
             self._elsewhere = FolderVerdict(
@@ -151,7 +193,10 @@ class Folder:
 
     def _hide(self, file: str) -> None:
         """Remember the objects of an ignored manifest (read leniently, never refused)."""
-        data = self._ws.read(file)
+        try:
+            data = self._read(file)
+        except Unreadable:  # an ignored path may hold anything
+            return
         if data is None or not is_manifest(file):
             return
         try:
@@ -207,7 +252,7 @@ class Folder:
         if self.ignore.ignores(file):
             self._hide(file)
             return
-        data = self._ws.read(file)
+        data = self._read(file)
         if data is None or is_recognised(file):
             return
         if not is_manifest(file):

@@ -189,22 +189,34 @@ class BranchJobs:
         self._stalled.add(bk)  # a stall left by an earlier owner is cleared on the first pass
         return Result(bk, Outcome.STARTED, loop)
 
+    def unexpected(self, bk: BranchKey, err: Exception) -> None:
+        """A job on the branch raised what no job expected: the branch's stall, for its
+        GitTargets' status (T4); the scheduler gives it back."""
+        self._note_stall(bk, BRANCH_STALLED, f"{type(err).__name__}: {err}")
+
     def _note_stall(self, bk: BranchKey, reason: str, problem: str | None) -> None:
         """Record the branch's stall for its GitTargets' status (T4), or clear it once a pass
-        succeeds; Redis is written only when the branch is (or was) stalled."""
+        succeeds; Redis is written only when the branch is (or was) stalled. Recording it can
+        never end the process (N2: a message Redis would not take did): a failure is
+        logged, and the branch goes on as it would have."""
         try:
-            if problem is not None:
-                self.stores.health.stalled(bk, reason, problem, self._clock())
-                if bk not in self._compacted:  # U1: from now on the stream holds the newest only
-                    self.stores.events.compact(bk)
-                    self._compacted.add(bk)
-                self._stalled.add(bk)
-            elif bk in self._stalled:
-                self.stores.health.recovered(bk)
-                self._stalled.discard(bk)
-                self._compacted.discard(bk)
+            self._record_stall(bk, reason, problem)
         except REDIS_DOWN:
             log.warning("branch %s: its stall could not be recorded", bk, extra={"branch": bk})
+        except Exception:  # the reason is only a report; the branch's own outcome stands
+            log.exception("branch %s: its stall could not be recorded", bk, extra={"branch": bk})
+
+    def _record_stall(self, bk: BranchKey, reason: str, problem: str | None) -> None:
+        if problem is not None:
+            self.stores.health.stalled(bk, reason, problem, self._clock())
+            if bk not in self._compacted:  # U1: from now on the stream holds the newest only
+                self.stores.events.compact(bk)
+                self._compacted.add(bk)
+            self._stalled.add(bk)
+        elif bk in self._stalled:
+            self.stores.health.recovered(bk)
+            self._stalled.discard(bk)
+            self._compacted.discard(bk)
 
     def _build(self, bk: BranchKey, config: BranchConfig, lease: Lease) -> BranchLoop:
         env = self._credentials(bk)

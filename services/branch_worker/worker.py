@@ -67,6 +67,15 @@ BUSY_POLL_S = 0.02
 RETRY_S = 0.2
 #: Pause between scheduling rounds while Redis is away (C9): the process rides the outage out.
 OUTAGE_PAUSE_S = 1.0
+#: Longest pause before a worker takes again a branch that keeps failing.
+MAX_RETAKE_PAUSE_S = 60.0
+
+
+def retake_pause(failures: int) -> float:
+    """How long a worker leaves a branch after its ``failures``-th failure in a row: from
+    ``RETAKE_PAUSE_S``, doubling, at most ``MAX_RETAKE_PAUSE_S`` (a branch failing on every
+    start costs a clone a minute, not one every five seconds)."""
+    return float(min(RETAKE_PAUSE_S * 2 ** min(failures - 1, 16), MAX_RETAKE_PAUSE_S))
 
 
 class BranchWorker(Taking):
@@ -112,6 +121,8 @@ class BranchWorker(Taking):
         self._inflight: dict[BranchKey, Future[Result]] = {}
         self._finished = threading.Event()  # set whenever a job ends
         self._paused_until: dict[BranchKey, float] = {}
+        #: Failures of each branch since its last pass that ran (the retake pause grows).
+        self._failures: dict[BranchKey, int] = {}
         self._last_pass: dict[BranchKey, float] = {}
         self._acquired_at: float | None = None
         self._hints_at: float | None = None
@@ -228,7 +239,24 @@ class BranchWorker(Taking):
         for bk, future in list(self._inflight.items()):
             if future.done():
                 del self._inflight[bk]
-                self._act(future.result())  # an unexpected error stops the process, as before
+                self._act(self._result(bk, future))
+
+    def _result(self, bk: BranchKey, future: Future[Result]) -> Result:
+        """A job's result. An error no job expected (a bug, or content nothing foresaw: N1's
+        ``re2.Error`` stopped the process on every restart) fails that branch only: its stall
+        is recorded for its GitTargets (T4) and it is given back and retaken after a pause
+        that grows while it keeps failing; every other branch goes on."""
+        try:
+            return future.result()
+        except Exception as err:
+            log.error(
+                "branch %s: unexpected error; giving it back",
+                bk,
+                exc_info=err,
+                extra={"branch": bk},
+            )
+            self.jobs.unexpected(bk, err)
+            return Result(bk, Outcome.FAILED)
 
     def _act(self, result: Result) -> None:
         bk = result.bk
@@ -237,6 +265,7 @@ class BranchWorker(Taking):
             log.info("took branch %s (token %d)", bk, result.loop.lease.token, extra={"branch": bk})
         elif result.outcome is Outcome.DONE:
             self._last_pass[bk] = self._clock()
+            self._failures.pop(bk, None)
         elif result.outcome is Outcome.LOST:
             log.warning("lost branch %s to another worker", bk, extra={"branch": bk})
             self._drop(bk)
@@ -302,7 +331,8 @@ class BranchWorker(Taking):
         a pause) claims its unacknowledged events and replays them on the remote tip (M8)."""
         lease = self.held.get(bk)
         self._drop(bk)
-        self._paused_until[bk] = self._clock() + RETAKE_PAUSE_S
+        failures = self._failures[bk] = self._failures.get(bk, 0) + 1
+        self._paused_until[bk] = self._clock() + retake_pause(failures)
         if lease is not None:
             self._release(bk, lease)
 

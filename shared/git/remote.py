@@ -7,6 +7,7 @@ so the output is filtered by the exact ref name.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 
@@ -38,6 +39,8 @@ NO_PROMPT = {
     "GIT_HTTP_LOW_SPEED_TIME": str(LOW_SPEED_S),
     "GIT_SSH_COMMAND": shlex.join(("ssh", *SSH_OPTIONS)),
 }
+#: An object name as git prints it (SHA-1, or SHA-256 in a repository that uses it).
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 #: ls-remote is a single round trip; anything slower than this is a sick remote.
 LS_REMOTE_TIMEOUT_S = 20
 #: The longest a fetch or a push may take, whatever the remote does: then git is killed and
@@ -69,7 +72,10 @@ def ls_remote(url: str, branch: str, env: Mapping[str, str] | None = None) -> st
         output = str(cmd.ls_remote(url, ref, kill_after_timeout=LS_REMOTE_TIMEOUT_S))
     except git.GitCommandError as err:
         raise _classify(err, url) from err
-    return parse_advertisement(output).get(ref)
+    sha = parse_advertisement(output).get(ref)
+    if sha is not None and not _SHA.fullmatch(sha):  # the tip is stored and compared as is
+        raise GitTemporary(f"{url} advertised {ref} at {sha[:80]!r}, not an object name")
+    return sha
 
 
 def _classify(err: git.GitCommandError, url: str) -> Exception:

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 import git
 from git.refs.symbolic import SymbolicReference
 
-from shared.git.errors import GitTemporary, PathEscapes, WriteNotHeld
+from shared.git.errors import GitTemporary, PathEscapes, WriteNotHeld, readable
 from shared.git.remote import NETWORK_TIMEOUT_S, NO_PROMPT, branch_ref
 from shared.git.signing import signing_options
 
@@ -209,7 +209,10 @@ class Workspace:
         """Whether ``folder`` (or a folder above it) is a symbolic link, so that its real path
         is not the path its name says (one resolve per call: callers ask once per folder)."""
         logical = (self._root / PurePosixPath(_key(folder))).absolute()
-        return (self.directory / _key(folder)).resolve() != logical
+        try:
+            return (self.directory / _key(folder)).resolve() != logical
+        except RuntimeError:  # a loop of symbolic links (Python 3.11 raises this, not OSError)
+            return True
 
     def _inside(self, path: str) -> Path:
         """``path`` in the work tree, refused when it leaves it: by its words (absolute, ``..``,
@@ -232,7 +235,11 @@ class Workspace:
         return target
 
     def _within(self, target: Path, path: str) -> None:
-        if not target.resolve().is_relative_to(self._root):
+        try:
+            real = target.resolve()
+        except RuntimeError as err:  # a loop of symbolic links, which a commit may hold
+            raise PathEscapes(f"path {path!r} goes through a loop of symbolic links") from err
+        if not real.is_relative_to(self._root):
             raise PathEscapes(f"path {path!r} leaves the work tree")
 
     def commit(
@@ -254,7 +261,10 @@ class Workspace:
         """
         # core.bigFileThreshold=1 makes every blob "big": git streams them into one pack
         options = {"c": "core.bigFileThreshold=1"} if self._written >= BULK_ADD_FILES else {}
-        self._repo.git(**options).add("-A", "--", *(paths or (".",)))
+        try:
+            self._repo.git(**options).add("-A", "--", *(paths or (".",)))
+        except git.GitCommandError as failed:  # a file git will not add: the branch retries
+            raise GitTemporary(f"add failed: {failed.stderr}") from failed
         self._written = 0
         writer = author or committer
         who = {
@@ -417,7 +427,7 @@ def _parse_push(ref: str, status: int, out: str, err: str) -> PushResult:
     for line in out.splitlines():
         parts = line.split("\t")
         if len(parts) >= 3 and parts[1].endswith(f":{ref}"):
-            return PushResult(pushed=parts[0] in _PUSHED_FLAGS, summary=parts[2])
+            return PushResult(pushed=parts[0] in _PUSHED_FLAGS, summary=readable(parts[2]))
     if status == 0:
-        return PushResult(pushed=True, summary=out.strip())
+        return PushResult(pushed=True, summary=readable(out.strip()))
     raise GitTemporary(f"push failed: {err.strip() or out.strip()}")

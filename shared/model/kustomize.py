@@ -17,6 +17,13 @@ behaviour pinned by a test to kustomize's documented behaviour (docs/kustomize.m
   ReplicationControllers of that name; ``images`` (``name`` with ``newName``, ``newTag`` or
   ``digest``) on every container and init container whose image has that name.
 
+A render does bounded work whatever the folder holds (N4: a "diamond" of kustomizations that
+each list both folders of the next level was rendered again on every path, in exponential
+time, holding a branch's thread for hours): each directory is rendered once per render and
+its objects copied where it is listed again, kustomizations nest at most ``MAX_DEPTH`` deep,
+and a render that would visit more kustomizations and entries, and make more objects, than
+``MAX_WORK`` in all is refused (``Unsupported``).
+
 Pure: files come through a ``Reader`` (path to bytes, or None) so the branch worker reads its
 work tree and the tests a dict. Everything that is not in the subset raises ``Unsupported``
 naming the feature, which the writer turns into ``UnsupportedContent`` for the folder.
@@ -88,6 +95,13 @@ MERGE_KEYS = {
     "imagePullSecrets": "name",
 }
 IMAGE_LISTS = ("containers", "initContainers")
+#: Deepest nesting of kustomizations a render follows (a deeper chain is refused, not recursed).
+MAX_DEPTH = 40
+#: Most work one render may do: kustomizations visited, entries read and objects made (copies
+#: of a directory listed again included). A folder of 10,000 objects listed one file each
+#: needs about 20,000; the probe's 49-file diamond needed 2^25 before directories were
+#: rendered once.
+MAX_WORK = 50_000
 
 
 class Unsupported(ValueError):
@@ -149,6 +163,18 @@ class Tree:
     sources: dict[str, bytes] = field(default_factory=dict)
     #: The render this one may reuse unchanged files of (a write re-renders the folder).
     previous: Tree | None = None
+    #: Each directory's objects as rendered in this render, copied where it is listed again.
+    built: dict[str, list[Rendered]] = field(default_factory=dict)
+    #: Work done so far in this render (see ``MAX_WORK``).
+    work: int = 0
+
+    def charge(self, file: str, units: int) -> None:
+        """Count ``units`` of work against ``MAX_WORK``; past it the folder is refused."""
+        self.work += units
+        if self.work > MAX_WORK:
+            raise Unsupported(
+                file, "render size", f"the render needs more than {MAX_WORK} steps; split it up"
+            )
 
     def find(self, key: tuple[str, str, str, str]) -> Rendered | None:
         return next((r for r in self.objects if r.key == key), None)
@@ -285,6 +311,7 @@ def render_folder(
             )
         seen[r.key] = r.file
     tree.previous = None  # reused, not kept: a chain of renders would hold every file ever
+    tree.built = {}
     return tree
 
 
@@ -293,25 +320,42 @@ def _under(file: str, directory: str) -> bool:
 
 
 def _build(directory: str, read: Reader, tree: Tree, seen: tuple[str, ...]) -> list[Rendered]:
+    """The objects of the kustomization in ``directory``, rendered once per render (``built``)."""
     file = kustomization_in(directory, read)
     if file is None:
         raise Unsupported(directory or ".", "directory resource", "it holds no kustomization")
     if file in seen:
         raise Unsupported(file, "resources", "a cycle of kustomizations")
+    if len(seen) >= MAX_DEPTH:
+        raise Unsupported(file, "resources", f"kustomizations nested over {MAX_DEPTH} deep")
+    tree.charge(file, 1)
+    done = tree.built.get(directory)
+    if done is not None:
+        tree.charge(file, len(done))
+        return [_copy(r) for r in done]
     data = read(file)
     assert data is not None
     kust = tree.kustomizations[file] = load(file, data)
     out: list[Rendered] = []
     for entry in kust.entries():
+        tree.charge(file, 1)
         path = _join(file, directory, entry)
         if kustomization_in(path, read) is not None:
             out.extend(_build(path, read, tree, (*seen, file)))
         else:
             out.extend(_resource(file, path, read, tree))
     for patch in kust.patch_files():
+        tree.charge(file, 1)
         out = _patch(file, _join(file, directory, patch), out, read, tree)
     _transform(kust, out)
+    if seen:  # a root is listed by no kustomization: nothing renders it again
+        tree.charge(file, len(out))
+        tree.built[directory] = [_copy(r) for r in out]  # the caller's transformers change it
     return out
+
+
+def _copy(r: Rendered) -> Rendered:
+    return Rendered(copy.deepcopy(r.obj), r.file, r.index, dict(r.images), r.replicas)
 
 
 def _join(file: str, directory: str, entry: str) -> str:
@@ -326,6 +370,7 @@ def _resource(file: str, path: str, read: Reader, tree: Tree) -> list[Rendered]:
     if data is None:
         raise Unsupported(file, "resources", f"{path} not found")
     docs = _parsed(tree, path, data)
+    tree.charge(file, len(docs))
     return [Rendered(copy.deepcopy(doc), path, i) for i, doc in enumerate(docs)]
 
 

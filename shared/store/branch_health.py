@@ -6,7 +6,8 @@ succeeds; the watcher reads every standing stall once a reconcile pass and shows
 GitTargets of that branch (``Ready=False``, the reason, and since when). ``since`` is the
 first failure of the current stall: a stall that goes on keeps it.
 
-A message never carries credentials: userinfo in a URL is masked before it is stored.
+A message never carries credentials: userinfo in a URL is masked before it is stored; nor
+anything Redis cannot encode.
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 
 
 def scrub(message: str) -> str:
-    """``message`` without credentials in URLs, one line, at most ``MESSAGE_CHARS``."""
-    flat = " ".join(_USERINFO.sub("***@", message).split())
+    """``message`` without credentials in URLs, one line, at most ``MESSAGE_CHARS``, and text
+    Redis takes: a lone surrogate (bytes a remote sent that were not UTF-8) becomes ``?``,
+    since redis-py's encoding error stopped the process (N2)."""
+    text = message.encode("utf-8", "replace").decode("utf-8")
+    flat = " ".join(_USERINFO.sub("***@", text).split())
     return flat[:MESSAGE_CHARS]
 
 

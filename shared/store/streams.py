@@ -199,11 +199,7 @@ class EventStream:
         self, bk: BranchKey, consumer: str, count: int, block_ms: int | None
     ) -> list[StreamEntry]:
         """New entries for this consumer (blocks up to ``block_ms`` when given)."""
-        key = self._keys.branch_events(bk)
-        reply: Any = self._r.xreadgroup(GROUP, consumer, {key: ">"}, count=count, block=block_ms)
-        if not reply:
-            return []
-        return _decode(reply[0][1])
+        return self.read_many([bk], consumer, count, block_ms).get(bk, [])
 
     def read_many(
         self, bks: Sequence[BranchKey], consumer: str, count: int, block_ms: int | None
@@ -213,7 +209,17 @@ class EventStream:
             return {}
         by_key = {self._keys.branch_events(bk): bk for bk in bks}
         streams: dict[Any, Any] = dict.fromkeys(by_key, ">")
-        reply: Any = self._r.xreadgroup(GROUP, consumer, streams, count=count, block=block_ms)
+        try:
+            reply: Any = self._r.xreadgroup(GROUP, consumer, streams, count=count, block=block_ms)
+        except redis.ResponseError as err:
+            if not _gone(err):
+                raise
+            # C9: a stream or its group went (Redis wiped by FLUSHALL, or replaced): made
+            # again, empty, and nothing read this time. The leases went too, so the heartbeat
+            # drops these branches and whoever takes them next starts afresh (claims, replays).
+            for bk in bks:
+                self.ensure_group(bk)
+            return {}
         return {by_key[key]: _decode(messages) for key, messages in reply or []}
 
     def ack(self, bk: BranchKey, entries: Sequence[StreamEntry]) -> None:
@@ -245,6 +251,13 @@ class EventStream:
         """Entries read but not yet acknowledged, plus those not yet read."""
         key = self._keys.branch_events(bk)
         return int(self._r.xlen(key))
+
+
+def _gone(err: redis.ResponseError) -> bool:
+    """Whether Redis refused a group read because a stream or its group no longer exists:
+    ``NOGROUP`` for a read issued after the wipe, ``UNBLOCKED`` for one blocked across it."""
+    text = str(err)
+    return "NOGROUP" in text or "UNBLOCKED" in text
 
 
 def _decode(messages: Any) -> list[StreamEntry]:
