@@ -14,15 +14,15 @@ functions ``len``, ``index``, ``printf``, ``print``, ``println``, ``eq``, ``ne``
 ranging over anything but a list or a map (no ``range 1000000000``).
 
 Every problem is a ``TemplateError``. Execution follows ``missingkey=error``: a field the data
-does not have is an error, never ``<no value>``. Bounds (``bounds``): the output stops at
-``limit`` characters, a run takes at most ``MAX_STEPS`` steps, a printf width or precision at
-most ``MAX_WIDTH``, and a template at most ``MAX_SOURCE`` characters, so any template finishes
-soon with a short text or an error. The output is not the only thing to bound: a variable keeps
-a value, and ``{{$x = print $x $x}}`` doubles it in one step (the 2026-12-06 probe, N3), so
-every value a run makes (``print``, ``printf``, ``println``) is measured before it is built: one
-may have at most ``MAX_VALUE`` characters and all of a run's at most ``MAX_RUN`` together; a
-value printed is written piece by piece up to the output's limit; an integer constant must fit
-Go's 64 bits.
+does not have is an error, never ``<no value>`` (a nil value printed is ``<no value>``, as in
+Go). Bounds (``bounds``): the output stops at ``limit`` characters, a run takes at most
+``MAX_STEPS`` steps, a printf width or precision at most ``MAX_WIDTH``, and a template at most
+``MAX_SOURCE`` characters, so any template finishes soon with a short text or an error. The
+output is not the only thing to bound: a variable keeps a value, and ``{{$x = print $x $x}}``
+doubles it in one step (the 2026-12-06 probe, N3), so every value a run makes (``print``,
+``printf``, ``println``) is measured before it is built: one may have at most ``MAX_VALUE``
+characters and all of a run's at most ``MAX_RUN`` together; a value printed is written piece by
+piece up to the output's limit; an integer constant must fit Go's 64 bits.
 
 Data is plain Python: ``str``, ``int``, ``bool``, ``float``, ``None``, lists, ``GoMap`` (a map,
 printed ``map[k:v]``) and ``Record`` (a struct: its fields are fixed, printed ``{v1 v2}``).

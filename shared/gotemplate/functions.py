@@ -62,6 +62,10 @@ def _kind(value: object) -> str:
 
 
 def _equal(a: object, b: object) -> bool:
+    if isinstance(a, Record) and isinstance(b, Record):  # Go's == on two structs
+        if a.type_name != b.type_name or list(a) != list(b):
+            raise TemplateError("incompatible types for comparison")
+        return all(_equal(x, y) for x, y in zip(a.values(), b.values(), strict=True))
     ka, kb = _kind(a), _kind(b)
     if ka == "other" or kb == "other":
         if a is None or b is None:

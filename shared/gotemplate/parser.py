@@ -138,8 +138,6 @@ class Parser:
         cmds = self._cmds(toks)
         if not assign:
             self.scopes[-1].update(decl)
-        if decl == ["$"]:
-            raise TemplateError("cannot declare $")
         return Pipe(tuple(decl), assign, cmds, act)
 
     def _known(self, var: str) -> None:

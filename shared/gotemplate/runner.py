@@ -74,12 +74,20 @@ class Run:
             elif isinstance(node, Print):
                 value = self.pipe(node.pipe, dot)
                 if not node.pipe.decl:
-                    for part in parts(value):  # a long value stops at the limit, never whole
-                        self.write(part)
+                    self.show(value)
             elif isinstance(node, Jump):
                 raise _Break if node.kind == "break" else _Continue
             else:
                 self.block(node, dot)
+
+    def show(self, value: object) -> None:
+        """A printed value; a long one stops at the limit, never built whole. Nil prints as
+        Go prints a missing value, ``<no value>`` (``<nil>`` inside a list or a struct)."""
+        if value is None:
+            self.write("<no value>")
+            return
+        for part in parts(value):
+            self.write(part)
 
     def scoped(self, nodes: list[Node], dot: object) -> None:
         mark = len(self.vars)

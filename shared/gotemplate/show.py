@@ -4,7 +4,9 @@ measured, or printed up to the output's limit, without being built whole (N3).""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
+from decimal import Decimal
 
 from shared.gotemplate.values import Record
 
@@ -29,14 +31,21 @@ def go_type(value: object) -> str:
 
 
 def _float(value: float) -> str:
-    text = repr(value)
-    if text.endswith(".0"):
-        text = text[:-2]
-    if "e" in text:
-        mant, exp = text.split("e")
-        sign = exp[0] if exp[0] in "+-" else "+"
-        text = f"{mant}e{sign}{exp.lstrip('+-').zfill(2)}"
-    return text
+    """Go's ``%v`` (``strconv.FormatFloat(v, 'g', -1, 64)``): the shortest digits that read
+    back as ``value`` (Python's ``repr`` finds the same), with an exponent when it is below -4
+    or at least 6 (``1e+06``, ``1.234567e+06``, ``123456``)."""
+    if math.isnan(value) or math.isinf(value):
+        return {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[repr(value)]
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    if not any(digits):
+        return "-0" if sign else "0"
+    power = len(digits) - 1 + exponent
+    if -4 <= power < 6:
+        return format(Decimal(repr(value)).normalize(), "f")
+    mantissa = "".join(map(str, digits))
+    mantissa = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
+    return f"{'-' if sign else ''}{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}"
 
 
 def show(value: object) -> str:
