@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from shared.gotemplate.show import go_type
+from shared.gotemplate.show import brief, go_type
 from shared.gotemplate.values import GoMap, Record, TemplateError
 
 FUNCTIONS = (
@@ -70,7 +70,8 @@ def _equal(a: object, b: object) -> bool:
     if ka == "other" or kb == "other":
         if a is None or b is None:
             return a is b
-        raise TemplateError(f"non-comparable type {go_type(a if ka == 'other' else b)}")
+        other = a if ka == "other" else b
+        raise TemplateError(f"non-comparable type {brief(other)}: {go_type(other)}")
     if ka != kb or (ka == "number" and type(a) is not type(b)):
         raise TemplateError("incompatible types for comparison")
     return a == b
@@ -106,6 +107,8 @@ def _index(item: object, keys: Sequence[object]) -> object:
 
 
 def _length(value: object) -> int:
+    if value is None:
+        raise TemplateError("len of nil pointer")
     if isinstance(value, str):
         return len(value.encode())
     if isinstance(value, list | tuple | dict) and not isinstance(value, Record):

@@ -30,6 +30,8 @@ _TOKEN = re.compile(
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "a": "\a",
             "b": "\b", "f": "\f", "v": "\v"}  # fmt: skip
 
+_UNTERMINATED = {'"': "unterminated quoted string", "`": "unterminated raw quoted string"}
+
 
 @dataclass(frozen=True)
 class Tok:
@@ -131,7 +133,9 @@ def _lex(source: str, i: int) -> tuple[list[Tok], int, bool]:
             return toks, i + 2, False
         m = _TOKEN.match(source, i)
         if m is None or m.lastgroup is None:
-            raise TemplateError(f"unexpected {source[i]!r} in an action")
+            raise TemplateError(
+                _UNTERMINATED.get(source[i], f"unexpected {source[i]!r} in an action")
+            )
         if m.lastgroup != "space":
             toks.append(Tok(m.lastgroup, m.group()))
         i = m.end()

@@ -79,7 +79,7 @@ class Parser:
         if not self.loops:
             raise TemplateError(f"{{{{{word}}}}} outside {{{{range}}}}")
         if len(toks) > 1:
-            raise TemplateError(f"unexpected {toks[1].text} in {{{{{word}}}}}")
+            raise TemplateError(f'unexpected "{toks[1].text}" in {{{{{word}}}}}')
         return Jump(word)
 
     def _block(self, kind: str, toks: list[Tok], act: str) -> Block:
@@ -109,14 +109,16 @@ class Parser:
                 other = [self._block(kind, rest[1:], act)]  # it consumed the {{end}}
                 return Block(kind, pipe, body, other)
             if rest:
-                raise TemplateError(f"unexpected {rest[0].text} in {{{{else}}}}")
+                raise TemplateError(f'unexpected "{rest[0].text}" in else')
             self.scopes.append(set())
             other, stop = self._list()
             self.scopes.pop()
+            if stop is None:
+                raise TemplateError(f"unexpected EOF: {{{{{kind}}}}} without {{{{end}}}}")
             if stop != "end":
-                raise TemplateError(f"{{{{{kind}}}}}: expected {{{{end}}}} after {{{{else}}}}")
+                raise TemplateError(f"expected end; found {{{{{stop}}}}}")
         if self.pending:
-            raise TemplateError(f"unexpected {self.pending[0].text} in {{{{end}}}}")
+            raise TemplateError(f'unexpected "{self.pending[0].text}" in end')
         return Block(kind, pipe, body, other)
 
     def _pipe(
@@ -133,6 +135,8 @@ class Parser:
                 and toks[3].kind == "declare" and "." not in toks[2].text
             ):  # fmt: skip
                 decl, toks = [toks[0].text, toks[2].text], toks[4:]
+            elif pair_ok and len(toks) > 3 and names[1] == "," and names[3] == ",":
+                raise TemplateError("too many declarations in range")
         if assign:
             self._known(decl[0])
         cmds = self._cmds(toks)
@@ -177,7 +181,7 @@ class Parser:
             raise TemplateError("unclosed left paren")
         inner = toks[i : j - 1]
         if not inner:
-            raise TemplateError("missing command in ()")
+            raise TemplateError("missing value for parenthesized pipeline")
         names: tuple[str, ...] = ()
         if j < len(toks) and toks[j].kind == "field":
             names, j = tuple(toks[j].text[1:].split(".")), j + 1

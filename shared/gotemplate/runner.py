@@ -11,7 +11,7 @@ from collections.abc import Callable
 from shared.gotemplate.bounds import MAX_RUN, MAX_STEPS, MAX_VALUE, too_long
 from shared.gotemplate.functions import PURE, arity, field, truth
 from shared.gotemplate.printf import sprint, sprintf, sprintln
-from shared.gotemplate.show import brief, go_type, parts
+from shared.gotemplate.show import brief, parts
 from shared.gotemplate.tree import (
     Arg,
     Block,
@@ -177,7 +177,7 @@ class Run:
             return arg.value
         if isinstance(arg, Sub):
             return self.chain(self.pipe(arg.pipe, dot), arg.names)
-        raise TemplateError(f"{arg.name} is a function, not a value")
+        return self.call(arg.name, [])  # Go calls a function named as an argument
 
     def command(self, cmd: list[Arg], dot: object, last: object, piped: bool) -> object:
         head = cmd[0]
@@ -206,7 +206,7 @@ class Run:
         elif isinstance(args[0], str):
             text = sprintf(args[0], args[1:], room, refusal)
         else:
-            raise TemplateError(f"printf: the format is a {go_type(args[0])}, not a string")
+            raise TemplateError(f"expected string; found {brief(args[0])}")
         self.made += len(text)
         return text
 
