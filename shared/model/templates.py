@@ -5,7 +5,7 @@ with the Go operator's variables, so its users' templates carry over (issue 15; 
 variables (``missingkey=error``) and runs it on sample data; the watcher calls it to refuse a
 bad template in the GitProvider's status, the branch worker through ``render``, which falls back
 to the built-in template on a ``TemplateError`` (so a bad template fails only its own commits'
-wording). The engine is ``shared.model.gotemplate``; its bounds hold whatever the template:
+wording). The engine is ``shared.gotemplate``; its bounds hold whatever the template:
 steps, the output, and every value a run makes (N3), so checking a hostile template costs
 milliseconds and a few MiB. The outcome of a check is remembered, a refusal too.
 
@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from shared.model.gotemplate import (
+from shared.gotemplate import (
     INT,
     STRING,
     GoMap,

@@ -11,8 +11,8 @@ import tracemalloc
 
 import pytest
 
+from shared.gotemplate import MAX_RUN, MAX_VALUE, TemplateError, parse
 from shared.model import templates
-from shared.model.gotemplate import MAX_RUN, MAX_VALUE, TemplateError, parse
 
 #: What a check may take at its peak (they took 0.1 to 2 MiB): a value is at most MAX_VALUE
 #: characters (``%q`` may make a piece ten times its argument before it is refused), and all

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.model.gotemplate import GoMap, Record, TemplateError, parse, sprintf
+from shared.gotemplate import GoMap, Record, TemplateError, parse, sprintf
 
 OPERATIONS = GoMap(UPDATE=1, CREATE=2)
 OPERATIONS.zero = 0

@@ -1,0 +1,3 @@
+module gotemplate-goldens
+
+go 1.19
