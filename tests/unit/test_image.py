@@ -150,7 +150,7 @@ def test_the_build_context_holds_what_the_image_installs() -> None:
 
 
 def test_the_dockerfile_has_a_build_and_a_runtime_stage() -> None:
-    build, runtime = dockerfile()
+    build, *_, runtime = dockerfile()
     assert build.name == "build" and runtime.name == "runtime"
     installs = " ".join(build.args("RUN"))
     assert re.search(r"pip install -c constraints\.txt \.", installs), installs
