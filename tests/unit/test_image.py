@@ -1,9 +1,9 @@
 """The image (issue 13 part 1; O4: what the chart runs), tested as far as it can be without
 building one.
 
-No container can be built on these machines, so this reads what the build reads: the
-``Dockerfile`` (two stages; the runtime one installs git and openssh-client, copies the
-environment built from ``constraints.txt`` and runs as a numeric non-root user), the
+This reads what the build reads (``tests/image`` builds the image and runs it): the
+``Dockerfile`` (build and runtime stages; the runtime one installs git and openssh-client, copies
+the environment built from ``constraints.txt`` and runs as a numeric non-root user), the
 ``.dockerignore`` (an allowlist: the sandbox, the tests and every cache stay out of the build
 context), and the installed package's entry points (every console script the Procfile names
 exists and loads). ``tests/integration/image/test_build_context.py`` builds the wheel from
