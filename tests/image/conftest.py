@@ -27,7 +27,11 @@ import yaml
 from _pytest.terminal import TerminalReporter
 
 from sandbox.paths import REPO_ROOT
+from tests.e2e.conftest import pytest_runtest_makereport
 from tests.unit.test_image import dockerignore, ignored
+
+#: A failing test shows the tail of every container's log, as in the e2e tier.
+__all__ = ["pytest_runtest_makereport"]
 
 #: What the build reads besides its context.
 RECIPE = ("Dockerfile", "scripts/build-image", "scripts/podman/containers.conf")

@@ -33,7 +33,6 @@ from tests.e2e.conftest import (
     FluxTenants,
     Launcher,
     e2e_redis,
-    pytest_runtest_makereport,
 )
 from tests.e2e.system import ALL, System
 from tests.e2e.test_apply_trigger_e2e import configmap
@@ -41,8 +40,8 @@ from tests.helpers import wait_until
 from tests.image.conftest import CONTAINERS_CONF, podman
 
 pytestmark = pytest.mark.image
-#: The fixture and the log-tail hook of the e2e tier, imported for pytest.
-__all__ = ["e2e_redis", "pytest_runtest_makereport"]
+#: The e2e tier's Redis fixture, imported for pytest.
+__all__ = ["e2e_redis"]
 
 SCRIPTS = {
     "watcher": "gitops-reverser-watcher",
