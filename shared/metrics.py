@@ -45,10 +45,16 @@ def exposition() -> bytes:
 
 
 def wipe_multiprocess_dir(directory: Path) -> None:
-    """Empty the multiprocess directory before a server starts, as the client docs require."""
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
+    """Empty the multiprocess directory before a server starts, as the client docs require.
+
+    What it holds goes, the directory stays: it is usually a volume's mount point (the chart's
+    emptyDir) under a read-only root, which cannot be removed (the receiver died of that)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for entry in directory.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def mark_worker_dead(pid: int) -> None:

@@ -21,7 +21,7 @@ settings.register_profile(
 settings.load_profile("gitops-reverser")
 
 #: Tiers that start the sandbox's API server, which serves the real Flux and Argo CD CRDs.
-_TIERS_WITH_THE_SANDBOX = ("integration", "e2e", "soak")
+_TIERS_WITH_THE_SANDBOX = ("integration", "e2e", "soak", "image")
 
 
 def _needs_third_party_crds(item: pytest.Item) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import signal
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,7 +69,8 @@ def e2e_redis() -> Iterator[redis.Redis]:
 class Launcher:
     """Starts systems for one module and stops them (and drops their keys) at its end, on the
     test Redis or the one at ``redis_url`` (``client`` must reach the same); the Flux doubles
-    run with ``flux_pacing`` (default: no pauses, as run_system_as says)."""
+    run with ``flux_pacing`` (default: no pauses, as run_system_as says) and the processes
+    with ``commands`` (default: the Procfile's)."""
 
     def __init__(
         self,
@@ -78,9 +79,11 @@ class Launcher:
         redis_url: str | None = None,
         *,
         flux_pacing: Pacing | None = None,
+        commands: Mapping[str, str] | None = None,
     ) -> None:
         self._root = root
         self._flux_pacing = flux_pacing
+        self._commands = commands
         self._client = client
         self._redis_url = redis_url or Settings.from_env().redis_url
         self._running: list[tuple[Iterator[System], str]] = []
@@ -108,6 +111,7 @@ class Launcher:
             values,
             seams=seams,
             flux_pacing=self._flux_pacing,
+            commands=self._commands,
         )
         system = next(runner)
         self._running.append((runner, prefix))

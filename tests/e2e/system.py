@@ -109,6 +109,7 @@ def run_system_as(
     *,
     seams: Mapping[str, str] | None = None,
     flux_pacing: Pacing | None = None,
+    commands: Mapping[str, str] | None = None,
 ) -> Iterator[System]:
     """``run_system``; with ``identities`` the API server double authenticates and authorizes
     every request (the product's kubeconfig carries its own token; the tests act as the
@@ -116,7 +117,7 @@ def run_system_as(
     holds ``pacing.gate``) unless ``flux_pacing`` is given (the soak runs Flux at its pinned
     default, ``sandbox.flux.pacing.flux_default``); ``seams`` are test seams added to the
     processes' environment as they are (``shared.settings.APPLY_WINDOW_TEST_SEAM``), never
-    user settings."""
+    user settings. ``commands`` replace the Procfile's (``Processes``)."""
     sbx = start(
         directory,
         repos=(),
@@ -129,7 +130,7 @@ def run_system_as(
     env["GITOPS_REVERSER_REDIS_URL"] = redis_url
     env.update({f"GITOPS_REVERSER_{k.upper()}": v for k, v in settings.items()})
     env.update(seams or {})
-    procs = Processes(env, directory / "logs")
+    procs = Processes(env, directory / "logs", commands=commands)
     system = System(directory, sbx, env, port, procs)
     RUNNING_LOGS.append(directory / "logs")
     try:

@@ -1,14 +1,14 @@
 """A private redis-server a test can stop, restart empty and flush (C8, C9, D2).
 
-Like ``scripts/with-redis``: loopback, a free port, nothing kept on disk, so a restart comes
-back empty, as a Redis without persistence does after a crash. With ``aof=True`` it persists
-as the product needs Redis to (docs/architecture.md "Redis persistence": AOF, fsync before
-every reply), so a kill -9 and a start come back with every acknowledged write (the soak).
+Like ``scripts/with-redis``, and the same binary (``sandbox.localredis.redis_binary``):
+loopback, a free port, nothing kept on disk, so a restart comes back empty, as a Redis without
+persistence does after a crash. With ``aof=True`` it persists as the product needs Redis to
+(docs/architecture.md "Redis persistence": AOF, fsync before every reply), so a kill -9 and a
+start come back with every acknowledged write (the soak).
 """
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import time
@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from sandbox.localredis import redis_binary
 from shared.store.connection import connect
 
 #: How long a started server may take to answer (with AOF: to load its file too).
@@ -54,7 +55,7 @@ class RedisServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._process = subprocess.Popen(
             [
-                "redis-server",
+                redis_binary(),
                 "--bind",
                 "127.0.0.1",
                 "--port",
@@ -95,8 +96,10 @@ class RedisServer:
 
 @pytest.fixture
 def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    if shutil.which("redis-server") is None:
-        pytest.fail("these tests need redis-server: apt-get install -y redis-server")
+    try:
+        redis_binary()
+    except SystemExit as err:
+        pytest.fail(f"these tests need a redis-server: {err}")
     server = RedisServer(tmp_path / "redis")
     server.start()
     yield server

@@ -1,9 +1,9 @@
 """The image (issue 13 part 1; O4: what the chart runs), tested as far as it can be without
 building one.
 
-No container can be built on these machines, so this reads what the build reads: the
-``Dockerfile`` (two stages; the runtime one installs git and openssh-client, copies the
-environment built from ``constraints.txt`` and runs as a numeric non-root user), the
+This reads what the build reads (``tests/image`` builds the image and runs it): the
+``Dockerfile`` (build and runtime stages; the runtime one installs git and openssh-client, copies
+the environment built from ``constraints.txt`` and runs as a numeric non-root user), the
 ``.dockerignore`` (an allowlist: the sandbox, the tests and every cache stay out of the build
 context), and the installed package's entry points (every console script the Procfile names
 exists). ``tests/integration/image/test_build_context.py`` builds the wheel from exactly the
@@ -152,7 +152,7 @@ def test_the_build_context_holds_what_the_image_installs() -> None:
 
 
 def test_the_dockerfile_has_a_build_and_a_runtime_stage() -> None:
-    build, runtime = dockerfile()
+    build, *_, runtime = dockerfile()
     assert build.name == "build" and runtime.name == "runtime"
     installs = " ".join(build.args("RUN"))
     assert re.search(r"pip install -c constraints\.txt \.", installs), installs

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from shared.metrics import exposition, multiprocess_enabled, wipe_multiprocess_dir
 
 _CHILD = """
@@ -44,3 +46,23 @@ def test_counters_from_two_processes_are_summed(tmp_path: Path) -> None:
     _run(_CHILD, env)
     text = _run(_READER, env)
     assert 'demo_things_total{kind="a"} 6.0' in text
+
+
+def test_the_directory_is_emptied_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chart mounts a volume there under a read-only root: the directory itself cannot be
+    removed (rmdir fails), only what it holds (stale files and folders of a previous start)."""
+    directory = tmp_path / "prom"
+    (directory / "stale").mkdir(parents=True)
+    (directory / "counter_1.db").write_bytes(b"x")
+    (directory / "link").symlink_to(tmp_path)
+    real_rmdir = os.rmdir
+
+    def rmdir(path: str | Path, *args: object, **kwargs: object) -> None:
+        if Path(path) == directory:
+            raise PermissionError(13, "Permission denied", str(path))
+        real_rmdir(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "rmdir", rmdir)
+    wipe_multiprocess_dir(directory)
+    assert directory.is_dir() and list(directory.iterdir()) == []
+    assert tmp_path.exists()

@@ -1,0 +1,160 @@
+"""The image tier (issue 24 item 2): the product's image, built here, run by podman.
+
+``image`` builds the image once per set of inputs (``scripts/build-image --no-archive``; the
+tag carries a hash of the build context and the recipe, so a run whose inputs did not change
+reuses it, and two worktrees never run each other's image). ``podman`` runs it with
+``scripts/podman/containers.conf`` (../shared/facts/image-build.md).
+
+On a machine without podman the tier tries ``apt-get install -y podman runc mmdebstrap`` (as
+``.ci/run`` does); only when that fails too does it skip, and then it says so in the summary
+in capitals: the image was not tested. A podman that is installed but cannot build or run is
+a failure.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from _pytest.terminal import TerminalReporter
+
+from sandbox.paths import REPO_ROOT
+from tests.e2e.conftest import pytest_runtest_makereport
+from tests.unit.test_image import dockerignore, ignored
+
+#: A failing test shows the tail of every container's log, as in the e2e tier.
+__all__ = ["pytest_runtest_makereport"]
+
+#: What the build reads besides its context.
+RECIPE = ("Dockerfile", "scripts/build-image", "scripts/podman/containers.conf")
+CONTAINERS_CONF = REPO_ROOT / "scripts" / "podman" / "containers.conf"
+#: Builds from other worktrees on this machine wait for each other (podman's storage is shared).
+LOCK = Path("/var/tmp/gitops-reverser-image-build.lock")
+#: A clean build takes ~2 minutes on a quiet machine; far more on a busy one.
+BUILD_S = 1800
+NOT_RUN: list[str] = []
+Completed = subprocess.CompletedProcess[str]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "image: builds the image and runs it with podman")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The first test of the tier builds the image (the session's ``image``): its time bound is
+    the build's, not the suite's per-test one."""
+    tier = [item for item in items if item.get_closest_marker("image")]
+    if tier:
+        tier[0].add_marker(pytest.mark.timeout(BUILD_S + 300))
+
+
+def app_version() -> str:
+    """The chart's appVersion: the image's version label and tag."""
+    chart = yaml.safe_load((REPO_ROOT / "charts" / "gitops-reverser" / "Chart.yaml").read_text())
+    return str(chart["appVersion"])
+
+
+def inputs_digest() -> str:
+    """A hash of every file the build sends (``.dockerignore``) and of the recipe."""
+    patterns = dockerignore()
+    files = [REPO_ROOT / name for name in RECIPE]
+    for top in sorted(REPO_ROOT.iterdir()):
+        if ignored(top.name, patterns):
+            continue  # an allowlist: nothing under an ignored top-level entry is sent
+        candidates = sorted(top.rglob("*")) if top.is_dir() else [top]
+        files += [
+            path
+            for path in candidates
+            if path.is_file() and not ignored(path.relative_to(REPO_ROOT).as_posix(), patterns)
+        ]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(REPO_ROOT).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def podman_env() -> dict[str, str]:
+    return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
+
+
+def podman(
+    *args: str, check: bool = True, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``podman ARGS`` with the project's containers.conf; its output."""
+    return subprocess.run(
+        ["podman", *args],
+        env=podman_env(),
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=timeout,
+    )
+
+
+def _install_podman() -> str | None:
+    """Install podman as .ci/run does; None when done, else why not."""
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        return "podman is not installed and apt-get cannot install it here (not root or no apt)"
+    for command in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "podman", "runc", "mmdebstrap"],
+    ):
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            return f"{' '.join(command)} failed: {done.stderr.strip()[-500:]}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def image() -> str:
+    """The image of this tree (built now unless one of the same inputs exists)."""
+    if shutil.which("podman") is None:
+        why = _install_podman()
+        if why is not None:
+            NOT_RUN.append(why)
+            warnings.warn(f"THE IMAGE WAS NOT TESTED: {why}", stacklevel=1)
+            pytest.skip(f"THE IMAGE WAS NOT TESTED: {why}")
+    tag = f"localhost/gitops-reverser:inputs-{inputs_digest()}"
+    with LOCK.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if podman("image", "exists", tag, check=False).returncode != 0:
+            build = [str(REPO_ROOT / "scripts" / "build-image"), "--no-archive", "--tag", tag]
+            done = subprocess.run(
+                build, capture_output=True, text=True, check=False, timeout=BUILD_S
+            )
+            output = f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+            assert done.returncode == 0, f"scripts/build-image failed:\n{output}"
+    return tag
+
+
+@pytest.fixture(scope="session")
+def labels(image: str) -> dict[str, str]:
+    """The image's labels."""
+    found = podman("image", "inspect", "--format", "{{json .Labels}}", image).stdout
+    parsed: dict[str, str] = yaml.safe_load(found)
+    return parsed
+
+
+@pytest.fixture
+def containers() -> Iterator[list[str]]:
+    """Names of containers a test starts; each is removed afterwards, whatever happened."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        podman("rm", "-f", "--ignore", name, check=False)
+
+
+def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
+    """The loud part: a skipped image tier is not a passed one."""
+    for why in NOT_RUN:
+        terminalreporter.write_sep("!", "THE IMAGE WAS NOT BUILT OR RUN", red=True, bold=True)
+        terminalreporter.write_line(f"tests/image skipped: {why}", red=True, bold=True)
