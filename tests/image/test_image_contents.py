@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import tomllib
 
 import pytest
 
@@ -22,27 +21,15 @@ from tests.unit.test_image_recipe import chart_ports
 
 pytestmark = pytest.mark.image
 
-#: rq-dashboard 0.9 imports six without declaring it (../shared/facts/image-build.md); until
-#: the project depends on six itself (constraints.txt pins it, but a pin installs nothing), the
-#: dashboard cannot start in the image (strict: once six is a dependency this must pass).
-SIX_DECLARED = any(
-    re.match(r"six\b", requirement)
-    for requirement in tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"][
-        "dependencies"
-    ]
-)
+#: rq-dashboard 0.9 imports six without declaring it (../shared/facts/image-build.md); the
+#: project depends on six itself, so the dashboard starts in the image like the rest.
 #: Every command the chart runs: the product's four and the dashboard.
 SCRIPTS = (
     "gitops-reverser-receiver",
     "gitops-reverser-watcher",
     "gitops-reverser-branch-worker",
     "gitops-reverser-dispatcher",
-    pytest.param(
-        "rq-dashboard",
-        marks=pytest.mark.xfail(
-            not SIX_DECLARED, reason="rq-dashboard needs six, not a dependency yet", strict=True
-        ),
-    ),
+    "rq-dashboard",
 )
 #: As the chart runs a container (values.yaml securityContext), minus its volumes.
 LOCKED_DOWN = ("--read-only", "--cap-drop=ALL", "--security-opt=no-new-privileges")
