@@ -158,15 +158,37 @@ class EventStream:
                 raise
 
     def claim_pending(self, bk: BranchKey, consumer: str) -> list[StreamEntry]:
-        """Take over every entry a previous owner read but did not acknowledge."""
+        """Take over every entry a previous owner read but did not acknowledge.
+
+        An entry deleted meanwhile (replaced by its object's newer event, U1) is nothing to
+        take: Redis 7 drops it from the pending list and names it apart, while Redis 6.2 (the
+        embedded one) answers it as an empty pair, without its id, and keeps it pending
+        (``_ack_deleted``); the newer event carries the whole object (M5)."""
         key, start = self._keys.branch_events(bk), "0-0"
         taken: list[StreamEntry] = []
+        deleted = False
         while True:
             reply: Any = self._r.xautoclaim(key, GROUP, consumer, 0, start, count=500)
             start, messages = reply[0], reply[1]
-            taken.extend(_decode(messages))
+            deleted |= any(fields is None for _, fields in messages)
+            taken.extend(_decode([(i, f) for i, f in messages if f is not None]))
             if start == "0-0":
-                return taken
+                break
+        if deleted:
+            self._ack_deleted(key, consumer)
+        return taken
+
+    def _ack_deleted(self, key: str, consumer: str) -> None:
+        """Acknowledge the entries ``consumer`` holds that the stream no longer has (Redis 6.2
+        keeps them pending after a claim and names no id)."""
+        rows: Any = self._r.xpending_range(key, GROUP, "-", "+", MAX_ENTRIES, consumer)
+        ids = [str(row["message_id"]) for row in rows]
+        pipe = self._r.pipeline(transaction=False)
+        for entry_id in ids:
+            pipe.xrange(key, entry_id, entry_id)
+        gone = [i for i, found in zip(ids, pipe.execute(), strict=True) if not found]
+        if gone:
+            self._r.xack(key, GROUP, *gone)
 
     def claim_stranded(self, bk: BranchKey, consumer: str) -> list[StreamEntry]:
         """Take over entries another consumer read and never acknowledged while ``consumer``
