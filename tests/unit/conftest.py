@@ -18,8 +18,13 @@ UNIT_TIMEOUT_S = 60
 _HERE = Path(__file__).resolve().parent
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Bound every test of this tier (a test's own ``timeout`` mark, if any, wins)."""
+def bound_each(items: list[pytest.Item], folder: Path) -> None:
+    """Bound every test under ``folder`` (a test's own ``timeout`` mark, if any, wins)."""
     for item in items:
-        if item.path.is_relative_to(_HERE) and item.get_closest_marker("timeout") is None:
+        if item.path.is_relative_to(folder) and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(UNIT_TIMEOUT_S))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Bound every test of this tier."""
+    bound_each(items, _HERE)

@@ -21,7 +21,7 @@ from shared.model.ids import Branch
 from shared.model.notices import PushNotice
 from shared.store.notice_reader import NoticeReader
 from tests.integration.receiver.conftest import LIMIT, Stack
-from tests.integration.sandbox.test_githost_support import Git
+from tests.sandbox.integration.test_githost_support import Git
 
 pytestmark = pytest.mark.integration
 

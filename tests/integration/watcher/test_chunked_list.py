@@ -5,7 +5,7 @@ expired (M1).
 carries ``continue`` ... if the continue token has expired, the server answers 410 Gone and
 the client starts the list again" (kubernetes.io/docs/reference/using-api/api-concepts/
 #retrieving-large-results-sets-in-chunks, paraphrased). The sandbox double serves chunks that
-way (tests/integration/sandbox/test_kube_paging.py); its history is bounded, so a small
+way (tests/sandbox/integration/test_kube_paging.py); its history is bounded, so a small
 ``history`` expires a token on demand.
 """
 
