@@ -54,7 +54,7 @@ from shared.decide.conditions import Wanted
 from shared.kube.api import KubeClient, Obj
 from shared.kube.errors import Conflict
 from shared.kube.kinds import APPLICATIONS
-from shared.model.appliers import Reason
+from shared.model.appliers import KINDS, ApplierKind, Reason
 from shared.model.config import ApplierRef
 from shared.model.requests import ApplyRequest
 
@@ -114,8 +114,8 @@ class ArgoPending:
 class ArgoApplier:
     """``spec.applier.applicationRef``: an Argo CD Application with automated sync off."""
 
-    kind = "Application"
-    product = "Argo CD"
+    kind: ApplierKind = "Application"
+    product = KINDS[kind].product
 
     def validate(self, client: KubeClient, subject: Subject, min_interval_s: float) -> Wanted:
         """S2: an Application fetches only when it syncs, so ``min_interval_s`` plays no part."""

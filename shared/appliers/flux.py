@@ -32,7 +32,7 @@ from shared.decide.attempt import Plan, SourceView, flux_handled, flux_plan, hol
 from shared.decide.conditions import Wanted
 from shared.kube.api import KubeClient, Obj
 from shared.kube.flux import GIT_REPOSITORIES, KUSTOMIZATIONS, request_reconcile
-from shared.model.appliers import Reason
+from shared.model.appliers import KINDS, ApplierKind, Reason
 from shared.model.config import ApplierRef
 from shared.model.requests import ApplyRequest
 
@@ -158,8 +158,8 @@ class FluxPending:
 class FluxApplier:
     """``spec.applier.kustomizationRef``: Flux's kustomize- and source-controller."""
 
-    kind = "Kustomization"
-    product = "Flux"
+    kind: ApplierKind = "Kustomization"
+    product = KINDS[kind].product
 
     def validate(self, client: KubeClient, subject: Subject, min_interval_s: float) -> Wanted:
         """S2: a configuration problem comes first; access is asked only when none is left."""

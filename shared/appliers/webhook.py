@@ -25,7 +25,7 @@ from shared.decide.webhook import body, check_webhook, delivered, headers, secre
 from shared.http import HttpError, post
 from shared.kube.api import KubeClient
 from shared.kube.crds import CrdReader
-from shared.model.appliers import Reason
+from shared.model.appliers import KINDS, ApplierKind, Reason
 from shared.model.requests import ApplyRequest
 from shared.model.webhook import HMAC_KEY, WebhookEndpoint, url_problem
 
@@ -76,8 +76,8 @@ def _secret(
 class WebhookApplier:
     """``spec.applier.webhook``: any applier that takes a signed HTTP POST."""
 
-    kind = "Webhook"
-    product = "webhook"
+    kind: ApplierKind = "Webhook"
+    product = KINDS[kind].product
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock

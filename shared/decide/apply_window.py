@@ -75,21 +75,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
+from shared.model.appliers import KINDS, rules_of
 from shared.model.events import ManagerEntry, Operation
 
 #: W1: the window stays open this long after the applier finished, for the watch to deliver
 #: the apply's events (they can trail the finish the dispatcher saw).
 AFTER_FINISH_S = 10.0
-
-#: W1: the field managers each applier kind writes with (facts: appliers.md F3 for Flux's
-#: ``kustomize-controller``; A5 for Argo CD's ``argocd-controller`` on every apply, client- or
-#: server-side, and ``argocd-application-controller`` from its User-Agent when no manager is
-#: given). A webhook applier writes with whatever it likes, so none can be proven.
-APPLIER_MANAGERS: dict[str, frozenset[str]] = {
-    "Kustomization": frozenset({"kustomize-controller"}),
-    "Application": frozenset({"argocd-controller", "argocd-application-controller"}),
-}
-
 
 #: Why a write that changes no value is mirrored (W2).
 NO_CHANGE = "changes no value Git holds"
@@ -168,8 +159,8 @@ def window_in_force(windows: Iterable[ApplyWindow], at: float) -> ApplyWindow | 
     return max(sent, key=lambda w: w.sent_at, default=None)
 
 
-#: Every field manager of every applier kind.
-ANY_APPLIER: frozenset[str] = frozenset().union(*APPLIER_MANAGERS.values())
+#: Every field manager of every applier kind (W1; the kinds' table, ``KINDS``, names them).
+ANY_APPLIER: frozenset[str] = frozenset().union(*(rules.managers for rules in KINDS.values()))
 
 
 def may_be_withheld(operation: Operation, newest: Iterable[ManagerEntry]) -> bool:
@@ -182,8 +173,10 @@ def may_be_withheld(operation: Operation, newest: Iterable[ManagerEntry]) -> boo
 
 
 def managers_of(kind: str) -> frozenset[str]:
-    """The field managers an applier of ``kind`` writes with (none for a webhook applier)."""
-    return APPLIER_MANAGERS.get(kind, frozenset())
+    """The field managers an applier of ``kind`` writes with (none for a webhook applier or a
+    kind no release knows)."""
+    rules = rules_of(kind)
+    return frozenset() if rules is None else rules.managers
 
 
 def is_api_edit(operation: Operation, newest: Iterable[ManagerEntry], kind: str) -> bool:

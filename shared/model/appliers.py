@@ -10,36 +10,102 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Literal, cast
 
 Reason = Literal["ForeignCommit", "Refusal", "CatchUp", "Repair"]
 Outcome = Literal["Delivered", "Stale", "NothingToAsk", "Failed"]
 ApplierKind = Literal["Kustomization", "Application", "Webhook"]
 REASONS: tuple[Reason, ...] = ("ForeignCommit", "Refusal", "CatchUp", "Repair")
 OUTCOMES: tuple[Outcome, ...] = ("Delivered", "Stale", "NothingToAsk", "Failed")
-#: The kinds that are ever owed a CatchUp (A1): a Kustomization, whose GitRepository's artifact
-#: must follow our own pushes. An Argo CD Application with automated sync off applies nothing
-#: on its own, so nothing it holds goes stale; a webhook applier gets ForeignCommit and Refusal
-#: only (D7).
-CATCH_UP_KINDS: frozenset[str] = frozenset({"Kustomization"})
 
 
-#: The kinds that are owed a Repair after the apply window withheld their revert of an API edit
-#: (W1: Git keeps the edit, and a sync of the tip applies it back). A Kustomization needs none:
-#: the edit's own push owes it a CatchUp, which applies it back. An Application is owed no
-#: CatchUp (A1), so without a Repair it would keep Argo CD's value until some later sync. A
-#: webhook applier has no apply window, so it never has a withheld collision.
-REPAIR_KINDS: frozenset[str] = frozenset({"Application"})
+@dataclass(frozen=True, slots=True)
+class KindRules:
+    """Everything the records and rules know of one applier kind, in one place.
+
+    ``KINDS`` below is where a new kind is added (with its adapter in ``shared.appliers``,
+    which is keyed by the same kind); nothing else keeps a list of kinds, and
+    ``tests/unit/appliers/test_kinds.py`` fails when either half misses one.
+    """
+
+    kind: ApplierKind
+    #: The field of ``spec.applier`` that names one (the CRD's property).
+    spec_field: str
+    #: The tool's name for people (outcome messages, Events): ``Flux``, ``Argo CD``.
+    product: str
+    #: The reasons it is ever owed (A1, W1, D7). Every kind is owed ForeignCommit and Refusal;
+    #: only a Kustomization a CatchUp (its GitRepository's artifact must follow our own pushes;
+    #: an Application with automated sync off applies nothing on its own, so nothing it holds
+    #: goes stale), and only an Application a Repair after the apply window withheld its
+    #: revert of an API edit (a Kustomization is repaired by the CatchUp the edit's push owes;
+    #: a webhook applier has no apply window).
+    owed: frozenset[Reason]
+    #: W1: the field managers it writes with (facts: appliers.md F3 for Flux's
+    #: ``kustomize-controller``; A5 for Argo CD's ``argocd-controller`` on every apply, client-
+    #: or server-side, and ``argocd-application-controller`` from its User-Agent when no
+    #: manager is given). A webhook applier writes with whatever it likes, so none is proven.
+    managers: frozenset[str]
+    #: Whether ``spec.applier.quietPeriod`` may be given: it times the CatchUp (A2, A3).
+    quiet_period: bool
+    #: Whether the spec field names an object by ``name``/``namespace`` (else it describes an
+    #: endpoint in the GitTarget's own namespace, as ``webhook`` does, D7).
+    names_object: bool
+
+
+#: THE table of applier kinds (the rules' half; the adapters' half is ``shared.appliers``).
+KINDS: Mapping[ApplierKind, KindRules] = MappingProxyType(
+    {
+        "Kustomization": KindRules(
+            kind="Kustomization",
+            spec_field="kustomizationRef",
+            product="Flux",
+            owed=frozenset({"ForeignCommit", "Refusal", "CatchUp"}),
+            managers=frozenset({"kustomize-controller"}),
+            quiet_period=True,
+            names_object=True,
+        ),
+        "Application": KindRules(
+            kind="Application",
+            spec_field="applicationRef",
+            product="Argo CD",
+            owed=frozenset({"ForeignCommit", "Refusal", "Repair"}),
+            managers=frozenset({"argocd-controller", "argocd-application-controller"}),
+            quiet_period=False,
+            names_object=True,
+        ),
+        "Webhook": KindRules(
+            kind="Webhook",
+            spec_field="webhook",
+            product="webhook",
+            owed=frozenset({"ForeignCommit", "Refusal"}),
+            managers=frozenset(),
+            quiet_period=False,
+            names_object=False,
+        ),
+    }
+)
+
+
+def rules_of(kind: str) -> KindRules | None:
+    """The table's record for ``kind``; None for a kind no release knows (read from Redis)."""
+    return KINDS.get(cast(ApplierKind, kind))
+
+
+def is_owed(kind: str, reason: Reason) -> bool:
+    """Whether an applier of ``kind`` is ever owed ``reason`` (an unknown kind: never)."""
+    rules = rules_of(kind)
+    return rules is not None and reason in rules.owed
 
 
 def catches_up(kind: str) -> bool:
     """A1: whether an applier of ``kind`` is ever owed a CatchUp (the one rule for it)."""
-    return kind in CATCH_UP_KINDS
+    return is_owed(kind, "CatchUp")
 
 
 def gets_repairs(kind: str) -> bool:
     """W1: whether an applier of ``kind`` is owed a Repair for a withheld collision."""
-    return kind in REPAIR_KINDS
+    return is_owed(kind, "Repair")
 
 
 @dataclass(frozen=True, slots=True)

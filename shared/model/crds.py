@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast, get_args
 
 from shared.model import defaults
-from shared.model.appliers import ApplierKind
+from shared.model.appliers import KINDS, KindRules
 from shared.model.config import ApplierRef, OnRefusal, PruneMode
 from shared.model.duration import DurationError, parse_duration
 from shared.model.events import OPERATIONS, Operation
@@ -360,34 +360,42 @@ def parse_applier(
 ) -> tuple[ApplierRef | None, float, str, WebhookEndpoint | None]:
     """``spec.applier`` as a reference, the GitTarget's quiet period in seconds, why the
     reference cannot be used ("" when it can), and the webhook endpoint when it names one.
-    Absent: None, the default period, "" and None."""
+    Absent: None, the default period, "" and None. The fields and what each allows come from
+    the kinds' table (``KINDS``)."""
     applier = _map(spec.get("applier"))
     if not applier:
         return None, defaults.QUIET_PERIOD_S, "", None
-    kinds = [k for k in ("kustomizationRef", "applicationRef", "webhook") if applier.get(k)]
-    if len(kinds) != 1:
-        problem = (
-            "spec.applier must name exactly one of kustomizationRef, applicationRef and webhook"
-        )
-        return None, defaults.QUIET_PERIOD_S, problem, None
-    if kinds[0] != "kustomizationRef" and "quietPeriod" in applier:
-        problem = "spec.applier.quietPeriod only applies to a kustomizationRef"
+    named = [rules for rules in KINDS.values() if applier.get(rules.spec_field)]
+    problem = _applier_problem(applier, named)
+    if problem:
         return None, defaults.QUIET_PERIOD_S, problem, None
     try:
         quiet = parse_duration(str(applier.get("quietPeriod", defaults.QUIET_PERIOD)))
     except DurationError as err:
         return None, defaults.QUIET_PERIOD_S, f"spec.applier.quietPeriod: {err}", None
     cluster = str(_map(applier.get("clusterProviderRef")).get("name") or own_cluster)
-    if kinds[0] == "webhook":
-        endpoint, problem = _webhook(_map(applier["webhook"]))
+    rules = named[0]
+    if not rules.names_object:  # an endpoint in the GitTarget's namespace (D7)
+        endpoint, problem = _webhook(_map(applier[rules.spec_field]))
         if endpoint is None:
             return None, defaults.QUIET_PERIOD_S, problem, None
-        ref = ApplierRef("Webhook", namespace, endpoint.name, cluster)
+        ref = ApplierRef(rules.kind, namespace, endpoint.name, cluster)
         return ref, quiet.total_seconds(), "", endpoint
-    named = _map(applier[kinds[0]])
-    name, ref_namespace = str(named.get("name", "")), str(named.get("namespace", ""))
-    kind: ApplierKind = "Kustomization" if kinds[0] == "kustomizationRef" else "Application"
-    return ApplierRef(kind, ref_namespace, name, cluster), quiet.total_seconds(), "", None
+    target = _map(applier[rules.spec_field])
+    name, ref_namespace = str(target.get("name", "")), str(target.get("namespace", ""))
+    return ApplierRef(rules.kind, ref_namespace, name, cluster), quiet.total_seconds(), "", None
+
+
+def _applier_problem(applier: Raw, named: list[KindRules]) -> str:
+    """Why ``spec.applier``'s fields cannot be used together ("" when they can)."""
+    if len(named) != 1:
+        fields = [rules.spec_field for rules in KINDS.values()]
+        listed = ", ".join(fields[:-1]) + " and " + fields[-1]
+        return f"spec.applier must name exactly one of {listed}"
+    if not named[0].quiet_period and "quietPeriod" in applier:
+        allowed = " or a ".join(r.spec_field for r in KINDS.values() if r.quiet_period)
+        return f"spec.applier.quietPeriod only applies to a {allowed}"
+    return ""
 
 
 def _webhook(raw: Raw) -> tuple[WebhookEndpoint | None, str]:
