@@ -128,6 +128,8 @@ def test_the_goldens_are_what_kubectl_says(case: dict[str, str]) -> None:
     assert KUBECTL is not None
     kind, text = _script().build(KUBECTL, case)
     theirs = golden(case)
-    assert (kind == "yaml") == (theirs is not None)
+    made_by = (GOLDENS / "kubectl-version.txt").read_text("utf-8").strip().replace("\n", ", ")
+    stale = f"goldens made by {made_by}: run scripts/regenerate-kustomize-goldens"
+    assert (kind == "yaml") == (theirs is not None), f"{stale} ({text.strip()[:300]})"
     if theirs is not None:
-        assert canonical(parse(text.encode())) == canonical(theirs)
+        assert canonical(parse(text.encode())) == canonical(theirs), stale
