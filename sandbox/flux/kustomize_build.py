@@ -2,7 +2,7 @@
 runs it when ``spec.path`` holds a kustomization file (../shared/facts/appliers.md F3: the
 controller builds ``spec.path`` with kustomize).
 
-Written apart from the product's own renderer (``shared/model/kustomize.py``) so that the e2e
+Written apart from the product's own renderer (``shared/kustomize/``) so that the e2e
 tests compare two readings of kustomize's documented behaviour (docs/kustomize.md §Rendering),
 not one with itself. The subset: ``resources``/``bases`` (files and directories holding a
 kustomization), path-based strategic-merge ``patches``/``patchesStrategicMerge``,

@@ -26,13 +26,13 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from shared import kustomize
 from shared.decide.ignore import IGNORE_FILE, Ignore
 from shared.decide.ignore import REASON as SHADOWS
 from shared.decide.ignore import Unreadable as IgnoreUnreadable
 from shared.decide.placement import FolderVerdict, inside, is_manifest, is_recognised
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
-from shared.model import kustomize
 from shared.model.manifest import parse
 
 IdentityKey = tuple[str, str, str, str]

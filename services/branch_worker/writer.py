@@ -20,11 +20,11 @@ from typing import Any, Literal
 
 from services.branch_worker.folder import Folder, IdentityKey, Located, identity
 from services.branch_worker.sops_bootstrap import stage_sops_bootstrap
+from shared import kustomize
 from shared.decide.bootstrap import BOOTSTRAP_FILES
 from shared.decide.placement import PlacementRefused, canonical_path, inside
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
-from shared.model import kustomize, kustomize_edit
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
 from shared.model.manifest import parse, render
@@ -254,10 +254,10 @@ def _through_kustomize(
         if body is None:
             if target.prune == "Never":
                 return NO_WRITE
-            plan = kustomize_edit.plan_delete(tree, target.path, key, workspace.read)
+            plan = kustomize.plan_delete(tree, target.path, key, workspace.read)
         else:
             new_path = canonical_path(target.path, event.object_id)
-            plan = kustomize_edit.plan_upsert(tree, target.path, body, new_path, workspace.read)
+            plan = kustomize.plan_upsert(tree, target.path, body, new_path, workspace.read)
         if plan is None:
             return NO_WRITE
         edits = {p: d for p, d in plan.finish().items() if workspace.read(p) != d}
@@ -266,10 +266,10 @@ def _through_kustomize(
         files = sorted({*folder.files, *(p for p, d in edits.items() if d is not None)})
         files = [f for f in files if edits.get(f, b"") is not None]
         after = kustomize.render_folder(target.path, files, plan.reader(), previous=tree)
-        kustomize_edit.verify(tree, after, key, body)
+        kustomize.verify(tree, after, key, body)
     except PlacementRefused as err:
         return Applied("refused", reason="PathOutsideTarget", message=str(err))
-    except kustomize_edit.Refused as err:
+    except kustomize.Refused as err:
         return Applied("refused", reason=err.reason, message=str(err))
     except kustomize.Unsupported as err:
         return Applied("refused", reason="UnsupportedContent", message=str(err))

@@ -28,18 +28,13 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from shared.model import kustomize as kz
+from shared.kustomize.refusals import Refused
+from shared.kustomize.subset import Reader
+from shared.kustomize.transform import split_image
+from shared.kustomize.tree import Path, Rendered, Tree, key_of
 from shared.model.manifest import _Yaml11SafeRepresenter, render
 
 MISSING = object()
-
-
-class Refused(Exception):
-    """The write cannot be placed: ``reason`` is the GitTarget condition's reason."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 @dataclass(slots=True)
@@ -47,7 +42,7 @@ class Plan:
     """The files a write changes: new bytes, or None for a file deleted."""
 
     folder: str
-    read: kz.Reader
+    read: Reader
     edits: dict[str, bytes | None] = field(default_factory=dict)
     _kust: dict[str, Any] = field(default_factory=dict)
 
@@ -67,7 +62,7 @@ class Plan:
             self.edits[file] = out.getvalue().encode()
         return self.edits
 
-    def reader(self) -> kz.Reader:
+    def reader(self) -> Reader:
         """The work tree as it would be after the plan."""
         edits = self.finish()
 
@@ -101,11 +96,11 @@ def _inside(folder: str, file: str) -> None:
 
 
 def plan_upsert(
-    tree: kz.Tree, folder: str, obj: dict[str, Any], new_path: str, read: kz.Reader
+    tree: Tree, folder: str, obj: dict[str, Any], new_path: str, read: Reader
 ) -> Plan | None:
     """The edits that make the folder render ``obj``; None when it already does (M3)."""
     plan = Plan(folder, read)
-    found = tree.find(kz.key_of(obj))
+    found = tree.find(key_of(obj))
     if found is None:
         _add(tree, plan, obj, new_path)
         return plan
@@ -126,7 +121,7 @@ def plan_upsert(
 
 
 def plan_delete(
-    tree: kz.Tree, folder: str, key: tuple[str, str, str, str], read: kz.Reader
+    tree: Tree, folder: str, key: tuple[str, str, str, str], read: Reader
 ) -> Plan | None:
     """The edits that take the object out of the folder; None when it is not there."""
     found = tree.find(key)
@@ -152,7 +147,7 @@ def plan_delete(
     return plan
 
 
-def _add(tree: kz.Tree, plan: Plan, obj: dict[str, Any], path: str) -> None:
+def _add(tree: Tree, plan: Plan, obj: dict[str, Any], path: str) -> None:
     kfile = _nearest(tree, plan.folder, posixpath.dirname(path))
     doc = copy.deepcopy(obj)
     if kfile is not None:
@@ -168,7 +163,7 @@ def _add(tree: kz.Tree, plan: Plan, obj: dict[str, Any], path: str) -> None:
     plan.edits[path] = render(doc)
 
 
-def _nearest(tree: kz.Tree, folder: str, directory: str) -> str | None:
+def _nearest(tree: Tree, folder: str, directory: str) -> str | None:
     """The kustomization of ``directory`` or the closest folder above it, within ``folder``."""
     base = folder.strip("/")
     base = "" if base == "." else base
@@ -181,14 +176,14 @@ def _nearest(tree: kz.Tree, folder: str, directory: str) -> str | None:
         directory = posixpath.dirname(directory)
 
 
-def _through_image(plan: Plan, found: kz.Rendered, path: kz.Path, value: Any) -> bool:
+def _through_image(plan: Plan, found: Rendered, path: Path, value: Any) -> bool:
     """Edit through an ``images`` entry, when it covers ``path`` and can say ``value``."""
     if path not in found.images or not isinstance(value, str):
         return False
     kfile, index = found.images[path]
     entry = plan.kustomization(kfile)["images"][index]
-    name, tag, digest = kz.split_image(value)
-    now = kz.split_image(str(_get(found.obj, path)))
+    name, tag, digest = split_image(value)
+    now = split_image(str(_get(found.obj, path)))
     wants = {
         part: text
         for part, text, was in (
@@ -205,7 +200,7 @@ def _through_image(plan: Plan, found: kz.Rendered, path: kz.Path, value: Any) ->
     return True
 
 
-def _through_replicas(plan: Plan, found: kz.Rendered, path: kz.Path, value: Any) -> bool:
+def _through_replicas(plan: Plan, found: Rendered, path: Path, value: Any) -> bool:
     if path != ("spec", "replicas") or found.replicas is None or type(value) is not int:
         return False
     kfile, index = found.replicas
@@ -213,16 +208,16 @@ def _through_replicas(plan: Plan, found: kz.Rendered, path: kz.Path, value: Any)
     return True
 
 
-def _get(obj: Any, path: kz.Path) -> Any:
+def _get(obj: Any, path: Path) -> Any:
     for step in path:
         obj = obj[step]
     return obj
 
 
-def _diff(old: Any, new: Any, path: kz.Path = ()) -> list[tuple[kz.Path, Any]]:
+def _diff(old: Any, new: Any, path: Path = ()) -> list[tuple[Path, Any]]:
     """Each place where ``new`` differs from ``old``: (path, new value or MISSING)."""
     if isinstance(old, dict) and isinstance(new, dict):
-        out: list[tuple[kz.Path, Any]] = []
+        out: list[tuple[Path, Any]] = []
         for key in [*old, *(k for k in new if k not in old)]:
             if key not in new:
                 out.append(((*path, key), MISSING))
@@ -240,7 +235,7 @@ def _diff(old: Any, new: Any, path: kz.Path = ()) -> list[tuple[kz.Path, Any]]:
     return [] if old == new else [(path, new)]
 
 
-def _put(doc: Any, path: kz.Path, value: Any) -> None:
+def _put(doc: Any, path: Path, value: Any) -> None:
     """Set (or, for MISSING, remove) ``path`` in a source document, as far as it goes."""
     for step in path[:-1]:
         if isinstance(step, int):
@@ -265,7 +260,7 @@ def _put(doc: Any, path: kz.Path, value: Any) -> None:
 
 
 def verify(
-    before: kz.Tree, after: kz.Tree, key: tuple[str, str, str, str], obj: dict[str, Any] | None
+    before: Tree, after: Tree, key: tuple[str, str, str, str], obj: dict[str, Any] | None
 ) -> None:
     """Refuse unless the object renders as ``obj`` (or is gone) and nothing else moved."""
     got = {r.key: r.obj for r in after.objects}

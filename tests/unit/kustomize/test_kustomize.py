@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from shared.model import kustomize as kz
-from shared.model import kustomize_edit as ke
+from shared import kustomize as ke
+from shared import kustomize as kz
 from shared.model.manifest import render
 
 DEPLOY: dict[str, Any] = {
@@ -426,3 +426,15 @@ def test_a_base_listed_by_two_overlays_gives_each_its_own_copy() -> None:
         ("", "ConfigMap", "dev", "cfg"),
         ("", "ConfigMap", "prod", "cfg"),
     ]
+
+
+def test_deleting_the_workload_a_replicas_entry_names_is_refused() -> None:
+    """P2: kustomize refuses a build whose replicas entry names no workload (the differential
+    corpus's replicas-naming-no-object), so the write that would leave the folder so is refused
+    rather than committed for Flux to fail on."""
+    files = _files()
+    before = _tree(files)
+    plan = ke.plan_delete(before, "apps", ("apps", "Deployment", "shop", "web"), files.get)
+    assert plan is not None
+    with pytest.raises(kz.Unsupported, match=r"replicas entry.*'web'"):
+        _tree(_apply(files, plan))
