@@ -1,4 +1,4 @@
-"""What each applier last applied, read once by a branch's very first owner (Q5, A1; O12).
+"""What each applier last applied, read once by a branch's very first owner (Q5, A1; issue 23).
 
 The first owner of a branch has no tip observed before it, so it cannot tell an outside push
 made just before it started (its webhook skipped, ``NoticeReader.start``) from what Git held

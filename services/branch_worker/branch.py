@@ -137,7 +137,7 @@ class BranchLoop:
         applied: AppliedReader = nothing_recorded,
     ) -> None:
         self.lease = lease
-        #: What each applier last applied, read at the branch's very first start (Q5, O12).
+        #: What each applier last applied, read at the branch's very first start (Q5, issue 23).
         self._applied = applied
         #: The benchmark seam's plain writer (``shared.settings.PLAIN_WRITER_TEST_SEAM``).
         self._plain_writer = plain_writer
@@ -1007,5 +1007,5 @@ def _owned_before(lease: Lease) -> bool:
     for: a tip we did not push is foreign. The branch's very first owner cannot tell what Git
     held at install from an outside push made just before it started, so it asks each applier
     what it last applied and owes a ForeignCommit where that is not the tip
-    (``ApplierDesk.on_first_start``; issue 23, O12)."""
+    (``ApplierDesk.on_first_start``; issue 23, finding 12)."""
     return lease.token > 1

@@ -122,7 +122,7 @@ class BranchJobs:
         applied: AppliedReader = nothing_recorded,
     ) -> None:
         self.settings = settings
-        self._applied = applied  # Q5, O12: what appliers last applied, at a first start
+        self._applied = applied  # Q5, issue 23: what appliers last applied, at a first start
         self.stores = stores
         self.worker_id = worker_id
         self._clock = clock

@@ -77,5 +77,5 @@ def first_start_owes(tip: str | None, applied: str | None) -> bool:
     the tip. ``applied`` is that commit, "" or None when the applier records none (a webhook
     applier, an applier that never applied, or one that could not be read): then it is owed,
     since an outside push made before the first start would otherwise never be applied (issue
-    23, O12). An install whose appliers already hold the tip owes nothing, and sends nothing."""
+    23). An install whose appliers already hold the tip owes nothing, and sends nothing."""
     return bool(tip) and applied != tip

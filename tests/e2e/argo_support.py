@@ -278,7 +278,7 @@ class ArgoTenants(FluxTenants):
         """Create the Application and record it from then on; with ``synced_at``, first sync
         it at that commit as an admin would (``argocd app sync``), and record from after that
         sync: an install whose Application holds the tip, so the branch's first owner owes it
-        nothing (issue 23, O12) and each test counts only the operations it causes."""
+        nothing (issue 23, finding 12) and each test counts only the operations it causes."""
         created = self.system.custom.create_namespaced_custom_object(
             *APPS[:2], ARGO_NS, APPS[2], body
         )

@@ -563,7 +563,7 @@ class FluxTenants(Tenants):
 
         Flux's objects are made before the GitTarget, and (following ``main``) the GitTarget
         only once Flux applied the repository's first commit: the branch's first owner then
-        finds the Kustomization at the tip and owes nothing (issue 23, O12), so each test
+        finds the Kustomization at the tip and owes nothing (issue 23, finding 12), so each test
         counts only the requests it causes. A suspended Kustomization is suspended after that
         first apply."""
         applier = {"kustomizationRef": {"name": "ks", "namespace": name}, "quietPeriod": quiet}

@@ -290,7 +290,7 @@ def test_automated_sync_stalls_the_git_target_and_we_never_set_an_operation(
         "the ForeignCommit's request to end",
     )
     # the attempt reads the check's rule and refuses (D5); the first start may have owed the
-    # tip it found too, if it ran before autosync's first sync finished (issue 23, O12)
+    # tip it found too, if it ran before autosync's first sync finished (issue 23, finding 12)
     for request in argo.requests():
         assert (request.commit in (base, commit), request.outcome) == (True, "Failed")
     assert argo.requests()[-1].commit == commit
@@ -455,7 +455,7 @@ def test_the_webhook_applier_gets_one_signed_post_for_an_outside_push_and_none_f
     tenants: ArgoTenants,
 ) -> None:
     """D7, A1: a GitTarget whose applier is a webhook: a webhook records nothing applied, so
-    the branch's first start POSTs one ForeignCommit for the tip it finds (issue 23, O12);
+    the branch's first start POSTs one ForeignCommit for the tip it finds (issue 23, finding 12);
     our own push (an API edit mirrored) owes it nothing and nothing more is POSTed; an
     outside push is one ForeignCommit POST, whose signature the sink verifies by the rule
     docs/crds.md publishes."""

@@ -67,7 +67,7 @@ def test_make_demo_tells_the_flux_and_the_argocd_story(
     _line(argo, rf"Event ApplyRequested on GitTarget apps: ForeignCommit at {outside}")
     _line(argo, r"lastRequest: reasons=\['ForeignCommit'\] outcome=Delivered")
     # the first start's sync of the tip it found (the Application had never synced, issue 23
-    # O12), then the outside push's
+    # issue 23), then the outside push's
     _line(argo, rf"status\.history \(every sync Argo CD ran\): \[(?:'\w{{12}}', )?'{outside}'\]")
     assert edit != outside
     _line(run.stdout, r"^demo \| done\.")

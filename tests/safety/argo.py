@@ -369,7 +369,7 @@ class ArgoWorld(World):
                 self.argo_apply()
 
     def applied_commit(self, ref: ApplierRef, namespaces: Collection[str]) -> str | None:
-        """The Application's last successful sync (what the product's reader reads, O12)."""
+        """The Application's last successful sync (what the product's reader reads, issue 23)."""
         yield_point("kube-read")
         return synced_commit(self.argo.app)
 

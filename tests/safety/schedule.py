@@ -79,7 +79,7 @@ def enabled(world: World) -> list[Action]:
     for n in NAMES:
         acts += [(f"edit {n}", partial(world.api_edit, n))] * 2
         acts.append((f"console edit {n}", partial(world.api_edit, n, CONSOLE)))
-        # also before the first fetch: the first start asks the applier (issue 23, O12)
+        # also before the first fetch: the first start asks the applier (issue 23, finding 12)
         acts.append((f"outside push {n}", partial(world.outside_push, n)))
     if world.watcher.pipe:
         acts += [("watcher publishes", world.watch)] * 3

@@ -105,7 +105,7 @@ def _checks_off(monkeypatch: pytest.MonkeyPatch) -> None:
 FLUX_APPLIES = ["flux source fetches", "tick 1s", "tick 1s", "flux applies an object"]
 
 #: The owner's steps until it has taken the branch: the lease, the fetch, what the applier last
-#: applied (the very first start, issue 23 O12) and the takeover published. Schedules that
+#: applied (the very first start, issue 23, finding 12) and the takeover published. Schedules that
 #: race the first pass start with them.
 STARTS = ["step w0"] * 19
 
@@ -185,7 +185,7 @@ WINDOW = [
 ]
 
 
-#: Found by the window search (``SAFETY_SEED=31``, 2,000 schedules; issue 23, O11, a fault of
+#: Found by the window search (``SAFETY_SEED=31``, 2,000 schedules; issue 23, finding 11, a fault of
 #: the suite): Flux's source fetches the ForeignCommit's commit, then a second outside push
 #: lands and its webhook is lost, and Flux applies the older artifact. Nothing in the product
 #: can know Git moved on until the owner reads the tip (no webhook, and the attempt was
@@ -398,12 +398,12 @@ def test_without_the_fix_the_first_start_schedule_does_not_converge(
 
 
 def _adopting(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The very first start as it was before issue 23 (O12): it adopted the tip it fetched,
+    """The very first start as it was before issue 23: it adopted the tip it fetched,
     as if the applier held it."""
     monkeypatch.setattr(World, "applied_commit", lambda self, ref, namespaces: self.remote.tip)
 
 
-#: Issue 23, O12: an outside push lands right after the GitTarget is created, its webhook is
+#: Issue 23 (finding 12): an outside push lands right after the GitTarget is created, its webhook is
 #: stored, and only then does the branch's very first owner start (the notices stored before
 #: a start are skipped, ``NoticeReader.start``).
 VERY_FIRST_START = ["outside push b", "webhook delivered", *STARTS]

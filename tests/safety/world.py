@@ -382,7 +382,7 @@ class World:
         return Worker(Actor(ident), ident, jobs, held, stores)
 
     def applied_commit(self, ref: ApplierRef, namespaces: Collection[str]) -> str | None:
-        """What the branch's first owner reads of the applier (``AppliedReader``, O12): the
+        """What the branch's first owner reads of the applier (``AppliedReader``, issue 23): the
         Kustomization's last attempted revision, else the commit it was installed at."""
         yield_point("kube-read")
         return self.flux.attempted or self.installed
@@ -722,7 +722,7 @@ class World:
         the remote's tip. An outside push whose webhook was lost is found by the owner's
         steady tick (Q7: a missing webhook costs latency, never an apply), and until then no
         part of the product can know the applier holds an older commit than Git's tip (Flux's
-        source may have fetched before that push: issue 23, O11), so the world waits for it."""
+        source may have fetched before that push; issue 23), so the world waits for it."""
         record = self.appliers_record()
         view = self.states.read(self.bk).view()
         if view.tip != self.remote.tip:

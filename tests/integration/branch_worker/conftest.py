@@ -85,7 +85,7 @@ class Rig:
         applied: AppliedReader | None = None,
     ) -> BranchLoop:
         """A started loop. ``applied``: what its appliers last applied, read at the branch's
-        very first start (O12); by default they hold the tip (an install at the tip)."""
+        very first start (issue 23); by default they hold the tip (an install at the tip)."""
         lease = Leases(self.client, self.keys, 60_000).acquire(self.bk, worker)
         assert lease is not None
         ws = Workspace(self.tmp / f"ws-{worker}-{lease.token}", self.branch.url, "main")

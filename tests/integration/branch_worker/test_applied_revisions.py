@@ -1,4 +1,4 @@
-"""What the branch's very first owner reads of each applier (Q5, A1; issue 23, O12), against
+"""What the branch's very first owner reads of each applier (Q5, A1; issue 23, finding 12), against
 the sandbox's Kubernetes API server with the real Flux and Argo CD CRDs, real Redis and a real
 bare repository.
 
@@ -80,7 +80,7 @@ def _requests(rig: Rig) -> list[ApplyRequest]:
 def test_an_outside_push_before_the_first_start_is_owed_to_the_kustomization(
     rig: Rig, api: KubeApiServer
 ) -> None:
-    """O12 end to end at this tier: Flux applied the commit before the outside push; the
+    """issue 23 end to end at this tier: Flux applied the commit before the outside push; the
     first owner reads that from the Kustomization and owes a ForeignCommit for the tip."""
     _install(api, URL, [NS])
     _applied_at(api, rig.head())

@@ -54,7 +54,7 @@ def test_an_owner_after_one_that_published_nothing_owes_the_tip_a_foreign_commit
 
 
 def test_the_very_first_owner_owes_nothing_when_the_applier_holds_the_tip(rig: Rig) -> None:
-    """Q5, O12: the branch's first owner asks each applier what it last applied; an install
+    """Q5, issue 23: the branch's first owner asks each applier what it last applied; an install
     whose applier already holds the tip sends no request at all."""
     _rig_with_applier(rig)
     tip = rig.foreign_push()
@@ -76,7 +76,7 @@ def test_the_very_first_owner_owes_nothing_when_the_applier_holds_the_tip(rig: R
 
 
 def test_an_outside_push_before_the_very_first_start_is_asked_for(rig: Rig) -> None:
-    """O12: an outside push lands right after the GitTarget is created and before the
+    """issue 23: an outside push lands right after the GitTarget is created and before the
     branch's first owner starts (its webhook is skipped by that start). The applier last
     applied the commit before it, so a ForeignCommit is owed for the tip and sent on the
     quiet branch. Before the fix the first owner adopted the tip and nobody asked."""
@@ -91,7 +91,7 @@ def test_an_outside_push_before_the_very_first_start_is_asked_for(rig: Rig) -> N
 
 
 def test_an_applier_that_records_nothing_is_asked_at_the_first_start(rig: Rig) -> None:
-    """O12: a webhook applier records no applied revision (nor does an applier that could
+    """issue 23: a webhook applier records no applied revision (nor does an applier that could
     not be read): the first start owes it a ForeignCommit for the tip."""
     _with_webhook(rig)
     foreign = rig.foreign_push()

@@ -1,4 +1,4 @@
-"""M7 with M10 (issue 23, O1): a replay onto a new tip never drops a write unseen.
+"""M7 with M10 (issue 23, finding 1): a replay onto a new tip never drops a write unseen.
 
 Someone pushes to the folder just before the owner's push: the push is rejected (stale info),
 the owner resets to the new tip and replays its writes there. Whatever the new tip makes of a
@@ -28,7 +28,7 @@ KS = ApplierRef("Kustomization", "flux-system", "apps", "default")
 
 
 def test_an_ignore_pushed_just_before_the_push_refuses_the_write_visibly(rig: Rig) -> None:
-    """O1: the edit was written on the old tip; the pushed ``.gittargetignore`` hides it. The
+    """The edit was written on the old tip; the pushed ``.gittargetignore`` hides it. The
     replay refuses it with ``IgnoreShadowsManagedPath`` (before the fix it vanished with
     ``GitPathAccepted`` still True), acknowledges its event, and the window's other write is
     still pushed, under a message that names only what the commit holds."""

@@ -175,7 +175,7 @@ def test_grants_have_exactly_the_documented_verbs() -> None:
     """O4: Flux get+patch on GitRepositories and Kustomizations, Argo CD get+update on
     Applications; a namespace list makes Roles, none makes a ClusterRole; no list, no watch.
     The branch worker only reads the Kustomization or Application (its last applied commit at
-    a branch's first start, O12): a get-only twin of each grant."""
+    a branch's first start, issue 23): a get-only twin of each grant."""
     found = render(VALUE_SETS["external-flux"])
     roles = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in found.of_kind("Role")}
     assert roles == {

@@ -1,4 +1,4 @@
-"""Q5, A1 at a branch's very first start (issue 23, O12), as pure rules: an applier owes a
+"""Q5, A1 at a branch's very first start (issue 23, finding 12), as pure rules: an applier owes a
 ForeignCommit for the tip exactly when the commit it last applied is not the tip, and what each
 kind records as applied."""
 
