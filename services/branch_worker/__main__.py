@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from services.branch_worker import workdirs
+from services.branch_worker.applied import AppliedRevisions
 from services.branch_worker.credentials import SecretCredentials
 from services.branch_worker.inspect import report
 from services.branch_worker.signing import SecretSigner
@@ -64,7 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     credentials = SecretCredentials(reader, stores.configs)
     signer = SecretSigner(reader)
     worker = BranchWorker(
-        settings, stores, args.id, time.time, credentials=credentials, signer=signer
+        settings,
+        stores,
+        args.id,
+        time.time,
+        credentials=credentials,
+        signer=signer,
+        applied=AppliedRevisions(reader, factory),
     )
     checks = [
         Check("redis", RedisProbe(settings.redis_url)),

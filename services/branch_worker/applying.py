@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 
 from services.branch_worker import metrics
+from services.branch_worker.applied import AppliedReader
 from shared.decide.obligations import (
     Ask,
     cancel_refusal,
@@ -27,6 +28,7 @@ from shared.decide.obligations import (
     owe_repair,
 )
 from shared.decide.quiet import BranchView, is_quiet
+from shared.decide.tips import first_start_owes
 from shared.model.appliers import REASONS, Applier, gets_repairs
 from shared.model.config import ApplierRef, BranchConfig, TargetConfig, appliers_of
 from shared.model.ids import ApplierKey, BranchKey
@@ -93,6 +95,26 @@ class ApplierDesk:
     def on_foreign(self, commit: str) -> None:
         """Q5: every applier of the branch owes a ForeignCommit."""
         for ref, targets in self._named().items():
+            owe = partial(owe_foreign_commit, commit=commit, uids=[t.uid for t in targets])
+            self._amend(ref, owe)
+
+    def on_first_start(self, commit: str, applied: AppliedReader) -> None:
+        """Q5, A1 at the branch's very first start: an applier whose last applied commit is
+        not the tip owes a ForeignCommit for it (an outside push made before this start);
+        one that holds the tip owes nothing (``first_start_owes``)."""
+        for ref, targets in self._named().items():
+            last = applied(ref, sorted({t.namespace for t in targets}))
+            if not first_start_owes(commit, last):
+                continue
+            log.info(
+                "first start: %s %s/%s last applied %s, not the tip %s: a ForeignCommit is owed",
+                ref.kind,
+                ref.namespace,
+                ref.name,
+                last or "nothing recorded",
+                commit,
+                extra={"branch": self._bk, "applier": ref.key, "commit": commit},
+            )
             owe = partial(owe_foreign_commit, commit=commit, uids=[t.uid for t in targets])
             self._amend(ref, owe)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from services.branch_worker import metrics
+from services.branch_worker.applied import AppliedReader, nothing_recorded
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.attribution import Attributor, Wait
@@ -139,8 +140,11 @@ class BranchLoop:
         requests: RequestDesk | None = None,
         attributor: Attributor | None = None,
         plain_writer: bool = False,
+        applied: AppliedReader = nothing_recorded,
     ) -> None:
         self.lease = lease
+        #: What each applier last applied, read at the branch's very first start (Q5, issue 23).
+        self._applied = applied
         #: The benchmark seam's plain writer (``shared.settings.PLAIN_WRITER_TEST_SEAM``).
         self._plain_writer = plain_writer
         self.requests = requests  # P6: CommitRequests bound to windows
@@ -215,6 +219,8 @@ class BranchLoop:
         self._ours = published.ours
         if published.observed_tip or _owned_before(self.lease):
             self._found_tip(self.tip, published.observed_tip)
+        elif self.desk is not None and self.tip:
+            self.desk.on_first_start(self.tip, self._applied)
         released = [w for w in published.pending if w != self.lease.owner]
         self._states.publish_takeover(self.lease, self.tip, released)
         self._events.ensure_group(self.lease.branch)
@@ -831,7 +837,13 @@ class BranchLoop:
     def _replay(self) -> None:
         """Reset to the remote tip and make every unpushed write again (M7): the closed
         windows committed again (a window whose key fails now is held, with the later windows
-        of its GitTarget), then the held and open writes, uncommitted, oldest first."""
+        of its GitTarget), then the held and open writes, uncommitted, oldest first.
+
+        The new tip may refuse a write the old one took (a ``.gittargetignore`` that hides it,
+        a file that makes the folder unsupported, a symbolic link...): such a write is refused
+        as it would be on arrival (M10: ``GitPathAccepted=False`` with the reason, a Refusal
+        owed to a consenting applier), acknowledged, and left out of its window's commit and
+        message, never dropped unseen (``_replay_window``)."""
         tip = self.ws.fetch()
         self._found_tip(tip, self.tip)
         self.tip = tip
@@ -840,32 +852,11 @@ class BranchLoop:
         self._states.publish_tip(self.lease, self.tip)
         held_before, retry_before = self._held, self._retry_at
         self._held, self._retry_at = {}, {}
-        kept: list[ClosedWindow] = []
-        for closed in self._closed:
-            window = OpenWindow(
-                closed.target,
-                open_window(self._clock()),
-                closed.entries,
-                closed.author,
-                requests=closed.requests,
-            )
-            self._apply_again(window)
-            blocker = self._held_with(closed.target)
-            if blocker is not None:
-                self._hold(window, blocker, None)
+        self._closed = [c for c in self._closed if self._replay_closed(c)]
+        for uid, held_windows in held_before.items():
+            held = [w for w in held_windows if self._replay_window(w)]
+            if not held:
                 continue
-            try:
-                closed.sha = self._commit_files(  # P6: after replay
-                    closed.target, closed.message, closed.author
-                )
-            except SigningUnavailable as err:
-                self._hold(window, closed.target, err)
-                continue
-            kept.append(closed)
-        self._closed = kept
-        for uid, held in held_before.items():
-            for window in held:
-                self._apply_again(window)
             joined = self._held.get(uid)
             if joined is None:
                 self._held[uid] = held
@@ -873,13 +864,63 @@ class BranchLoop:
             else:
                 for window in held:
                     _join_held(joined, window)
-        for window in self._open.values():
-            self._apply_again(window)
+        for uid, window in list(self._open.items()):
+            if not self._replay_window(window):
+                del self._open[uid]
 
-    def _apply_again(self, window: OpenWindow) -> None:
+    def _replay_closed(self, closed: ClosedWindow) -> bool:
+        """Commit a closed window again on the new tip; False when it is not kept among the
+        closed ones (held for its key, or nothing is left of it)."""
+        window = OpenWindow(
+            closed.target,
+            open_window(self._clock()),
+            closed.entries,
+            closed.author,
+            requests=closed.requests,
+        )
+        if not self._replay_window(window):
+            return False  # every write of it refused now, and no CommitRequest waits on it
+        if len(window.entries) < len(closed.entries):
+            closed.entries = window.entries
+            if not message_for(closed.requests):
+                closed.message = _message(self.config, window)[0]
+        blocker = self._held_with(closed.target)
+        if blocker is not None:
+            self._hold(window, blocker, None)
+            return False
+        try:
+            closed.sha = self._commit_files(  # P6: after replay
+                closed.target, closed.message, closed.author
+            )
+        except SigningUnavailable as err:
+            self._hold(window, closed.target, err)
+            return False
+        return True
+
+    def _replay_window(self, window: OpenWindow) -> bool:
+        """M7 with M10: apply a window's writes again on the new tip; the ones it refuses now
+        are recorded as refusals and acknowledged, and leave the window. False when nothing
+        is left of it (no write, no bound CommitRequest)."""
+        refused = self._apply_again(window)
+        if not refused:
+            return True
+        window.entries = [e for e in window.entries if all(e is not r for r in refused)]
+        left = {e.entry_id for e in window.entries}  # a listing's other deletes still wait
+        self._events.ack(self.lease.branch, [r for r in refused if r.entry_id not in left])
+        return bool(window.entries or window.requests)
+
+    def _apply_again(self, window: OpenWindow) -> list[StreamEntry]:
+        """Apply a window's events to the work tree again; the entries refused now, each
+        recorded as a refusal (a user sees it on the GitTarget: never a write lost unseen)."""
+        refused: list[StreamEntry] = []
         for entry in window.entries:
             if entry.event:
-                apply_event(self.ws, window.target, entry.event, self._folder(window.target))
+                event = entry.event
+                applied = apply_event(self.ws, window.target, event, self._folder(window.target))
+                if applied.kind == "refused":
+                    self._record_refusal(window.target, event, applied)
+                    refused.append(entry)
+        return refused
 
     def _publish_counts(self, last_write_at: float | None = None) -> None:
         pending = len(self._backlog) + sum(len(w.entries) for w in self._open.values())
@@ -974,7 +1015,8 @@ def _owned_before(lease: Lease) -> bool:
     fencing token counts every take) and published nothing, so it died or failed before its
     first publication. Notices stored since it started were its to read and this start skips
     them (``NoticeReader.start``), so the tip may hold outside pushes no applier was asked
-    for: a tip we did not push is foreign. The branch's very first owner adopts the tip as
-    its baseline instead (what is in Git when the product is installed); D4 and Argo CD's
-    already-synced check make the request free when the applier holds the commit."""
+    for: a tip we did not push is foreign. The branch's very first owner cannot tell what Git
+    held at install from an outside push made just before it started, so it asks each applier
+    what it last applied and owes a ForeignCommit where that is not the tip
+    (``ApplierDesk.on_first_start``; issue 23, finding 12)."""
     return lease.token > 1

@@ -13,6 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
+from services.branch_worker.applied import AppliedReader, nothing_recorded
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.attribution import Attributor
@@ -118,8 +119,10 @@ class BranchJobs:
         workspaces: WorkspaceFactory,
         signer: Signer = unsigned,
         plain_writer: bool | None = None,
+        applied: AppliedReader = nothing_recorded,
     ) -> None:
         self.settings = settings
+        self._applied = applied  # Q5, issue 23: what appliers last applied, at a first start
         self.stores = stores
         self.worker_id = worker_id
         self._clock = clock
@@ -237,6 +240,7 @@ class BranchJobs:
             max_window=self.settings.max_window.total_seconds(),
             signer=self._signer,
             plain_writer=self._plain_writer,
+            applied=self._applied,
             desk=ApplierDesk(
                 bk,
                 config,

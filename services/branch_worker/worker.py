@@ -30,6 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from services.branch_worker import metrics
+from services.branch_worker.applied import AppliedReader, nothing_recorded
 from services.branch_worker.branch import BranchLoop
 from services.branch_worker.heartbeat import Heartbeat, HeldLeases
 from services.branch_worker.jobs import (
@@ -92,6 +93,7 @@ class BranchWorker(Taking):
         workspaces: WorkspaceFactory = git_workspace,
         signer: Signer = unsigned,
         plain_writer: bool | None = None,
+        applied: AppliedReader = nothing_recorded,
     ) -> None:
         self.settings = settings
         self.stores = stores
@@ -111,6 +113,7 @@ class BranchWorker(Taking):
             workspaces=workspaces,
             signer=signer,
             plain_writer=plain_writer,
+            applied=applied,
         )
         self.heartbeat = Heartbeat(
             stores.leases, stores.registry, self.held, worker_id, clock=clock, lease_s=self._lease_s

@@ -126,6 +126,21 @@ def already_attempted(application: Raw, commit: str, reasons: Iterable[Reason]) 
     return state.get("phase") in FINISHED and result.get("revision") == commit
 
 
+def synced_commit(application: Raw) -> str:
+    """The commit the Application last synced successfully: its last operation's
+    ``syncResult.revision`` when that operation Succeeded, else the newest ``status.history``
+    entry (Argo CD records a successful sync there); "" when it records none. ``status.sync`` is
+    not used: it is the last comparison, not what was applied (appliers.md A4)."""
+    state = _state(application)
+    revision = str(_map(state.get("syncResult")).get("revision", ""))
+    if state.get("phase") == "Succeeded" and revision:
+        return revision
+    history = _map(application.get("status")).get("history")
+    if isinstance(history, list) and history:
+        return str(_map(history[-1]).get("revision", ""))
+    return ""
+
+
 def finished_phase(application: Raw, token: str) -> str | None:
     """D6: the phase our operation (``token`` in its info) completed in, or None."""
     state = _state(application)

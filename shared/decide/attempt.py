@@ -65,6 +65,14 @@ def revision_commit(revision: str) -> str:
     return digest.partition(":")[2] if ":" in digest else digest
 
 
+def flux_applied(kustomization: Mapping[str, object]) -> str:
+    """The commit a Kustomization last applied (``status.lastAppliedRevision``, facts F2),
+    "" when it has applied none."""
+    status = kustomization.get("status")
+    revision = status.get("lastAppliedRevision") if isinstance(status, Mapping) else None
+    return revision_commit(revision) if isinstance(revision, str) else ""
+
+
 Plan = Literal["stamp-source", "stamp-kustomization", "nothing"]
 
 

@@ -3,7 +3,9 @@
 A notice is a hint: it can close an open window so that pending writes are published before a
 foreign commit is applied (Q6), but only the ref advertisement says what the tip is (Q5). A
 tip that is neither the one last observed nor one we pushed is a foreign commit. Without any
-webhook, an idle branch reads its tip on a steady tick (Q7).
+webhook, an idle branch reads its tip on a steady tick (Q7). The branch's very first owner has
+no tip observed before it: what it owes for the tip it finds depends on what each applier last
+applied (``first_start_owes``).
 """
 
 from __future__ import annotations
@@ -67,3 +69,13 @@ def on_notices(afters: Sequence[str], observed: str | None, busy: bool) -> Notic
 def steady_tick_due(last_read_at: float, now: float, tick: float, busy: bool) -> bool:
     """Q7: an idle branch reads its tip every ``tick`` seconds even with no notice."""
     return not busy and now - last_read_at >= tick
+
+
+def first_start_owes(tip: str | None, applied: str | None) -> bool:
+    """Q5, A1 at the branch's very first start (no owner before it, nothing observed): an
+    applier owes a ForeignCommit for the tip exactly when the commit it last applied is not
+    the tip. ``applied`` is that commit, "" or None when the applier records none (a webhook
+    applier, an applier that never applied, or one that could not be read): then it is owed,
+    since an outside push made before the first start would otherwise never be applied (issue
+    23). An install whose appliers already hold the tip owes nothing, and sends nothing."""
+    return bool(tip) and applied != tip

@@ -32,6 +32,7 @@ from shared.model.config import ApplierRef
 from tests.e2e.conftest import (
     CONFIGMAPS,
     FLUX_SETTINGS,
+    WAIT_S,
     WEBHOOK_TOKEN,
     ApplierTenant,
     FluxTenant,
@@ -39,6 +40,7 @@ from tests.e2e.conftest import (
     Tenant,
 )
 from tests.e2e.system import GROUP, System
+from tests.helpers import wait_until
 
 ARGO_NS = "argocd"
 APPS = ("argoproj.io", "v1alpha1", "applications")
@@ -232,6 +234,13 @@ class ArgoTenants(FluxTenants):
         ``name``. Returns once a worker owns the branch and (automated sync off)
         ApplierConfigured is True."""
         applier = {"applicationRef": {"name": name, "namespace": ARGO_NS}}
+        made: list[AppRecorder] = []
+
+        def argo_first(url: str) -> None:
+            path = f"clusters/{name}"
+            body = application(name, url, path, name, automated=automated, retry=retry)
+            made.append(self._app(body, synced_at=None if automated else self.system.tip(name)))
+
         tenant = self.make(
             name,
             rules=rules or [CONFIGMAPS],
@@ -242,10 +251,10 @@ class ArgoTenants(FluxTenants):
                 f"clusters/{name}/README.md": b"The folder of GitTarget gt.\n",
                 **{p: t.encode() for p, t in (files or {}).items()},
             },
+            before_target=argo_first,
         )
         self.secret(name, "webhook", {"token": WEBHOOK_TOKEN})
-        body = application(name, tenant.url, tenant.path, name, automated=automated, retry=retry)
-        argo = ArgoTenant(tenant, str(tenant.target()["metadata"]["uid"]), name, self._app(body))
+        argo = ArgoTenant(tenant, str(tenant.target()["metadata"]["uid"]), name, made[0])
         tenant.wait_owned()
         self._hook(tenant)
         if not automated:
@@ -265,14 +274,38 @@ class ArgoTenants(FluxTenants):
         uid = str(self.system.get(GROUP, "v1alpha1", ns, "gittargets", name)["metadata"]["uid"])
         return ArgoTenant(flux.tenant, uid, app_name, self._app(body), target=name)
 
-    def _app(self, body: dict[str, Any]) -> AppRecorder:
+    def _app(self, body: dict[str, Any], synced_at: str | None = None) -> AppRecorder:
+        """Create the Application and record it from then on; with ``synced_at``, first sync
+        it at that commit as an admin would (``argocd app sync``), and record from after that
+        sync: an install whose Application holds the tip, so the branch's first owner owes it
+        nothing (issue 23, finding 12) and each test counts only the operations it causes."""
         created = self.system.custom.create_namespaced_custom_object(
             *APPS[:2], ARGO_NS, APPS[2], body
         )
         meta = dict(created)["metadata"]
+        if synced_at is not None:
+            meta = self._synced(str(meta["name"]), synced_at)["metadata"]
         recorder = AppRecorder(self.system, str(meta["name"]), str(meta["resourceVersion"]))
         self._recorders.append(recorder)
         return recorder
+
+    def _synced(self, name: str, commit: str) -> dict[str, Any]:
+        """Sync the Application ``name`` at ``commit`` as an admin; the Application after."""
+        operation = {"sync": {"revision": commit}, "initiatedBy": {"username": "admin"}}
+        self.system.custom.patch_namespaced_custom_object(
+            *APPS[:2], ARGO_NS, APPS[2], name, {"operation": operation}
+        )
+
+        def done() -> dict[str, Any] | None:
+            app = self.system.get(*APPS[:2], ARGO_NS, APPS[2], name)
+            state = (app.get("status") or {}).get("operationState") or {}
+            synced = (state.get("syncResult") or {}).get("revision") == commit
+            return app if state.get("phase") == "Succeeded" and synced else None
+
+        wait_until(lambda: done() is not None, WAIT_S, f"the admin's first sync of {name}")
+        found = done()
+        assert found is not None
+        return found
 
     def close(self) -> None:
         """Stop every recorder."""

@@ -37,7 +37,7 @@ after that sync completed), and the cluster ends at the Git tip.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -47,7 +47,7 @@ from sandbox.flux.conditions import timestamp
 from sandbox.kube.managed import server_side_apply
 from shared.appliers.argocd import ArgoApplier
 from shared.decide.apply_window import AFTER_FINISH_S, Verdict
-from shared.decide.argo import TOKEN_INFO
+from shared.decide.argo import TOKEN_INFO, synced_commit
 from shared.kube.errors import Conflict, NotFound
 from shared.kube.kinds import APPLICATIONS
 from shared.model.config import ApplierRef
@@ -368,18 +368,21 @@ class ArgoWorld(World):
             while argo.syncing() and argo.todo:
                 self.argo_apply()
 
+    def applied_commit(self, ref: ApplierRef, namespaces: Collection[str]) -> str | None:
+        """The Application's last successful sync (what the product's reader reads, issue 23)."""
+        yield_point("kube-read")
+        return synced_commit(self.argo.app)
+
     def diverged(self) -> set[str]:
         """A sync that completed Failed or Error leaves its unapplied objects to the user
         (docs/argocd.md: "the request is finished, fix the folder or the cluster")."""
         return set(self.argo.unapplied)
 
     def settled(self) -> bool:
-        """The world's settled, the controller idle, and the owner has read the remote's tip:
-        an Application syncs only the commit it is asked for (Flux's source fetches the tip
-        whatever asked it), so an outside push whose webhook was lost is applied only once
-        the owner's steady tick read it (Q7), and the world must wait for that."""
-        caught_up = self.states.read(self.bk).view().tip == self.remote.tip
-        return caught_up and not self.argo.busy() and super().settled()
+        """The world's settled (the owner read the remote's tip, Q7: an Application syncs only
+        the commit it is asked for, so an outside push whose webhook was lost is applied only
+        once the owner's steady tick read it) and the controller idle."""
+        return not self.argo.busy() and super().settled()
 
     def pending_summary(self) -> str:
         operation = self.argo.app.get("operation")

@@ -79,8 +79,8 @@ def enabled(world: World) -> list[Action]:
     for n in NAMES:
         acts += [(f"edit {n}", partial(world.api_edit, n))] * 2
         acts.append((f"console edit {n}", partial(world.api_edit, n, CONSOLE)))
-        if world.remote.fetched:  # installed on a branch its applier holds (docs/safety.md)
-            acts.append((f"outside push {n}", partial(world.outside_push, n)))
+        # also before the first fetch: the first start asks the applier (issue 23, finding 12)
+        acts.append((f"outside push {n}", partial(world.outside_push, n)))
     if world.watcher.pipe:
         acts += [("watcher publishes", world.watch)] * 3
     acts += _hooks(world)

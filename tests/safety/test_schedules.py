@@ -28,6 +28,7 @@ from shared.decide.attempt import Plan, revision_commit
 from shared.model.ledger import LastRequest
 from shared.store.branch_state import BranchState
 from shared.store.streams import EventStream
+from tests.safety.cluster import value_in
 from tests.safety.schedule import cadence, run, run_named
 from tests.safety.world import Violation, World
 
@@ -103,10 +104,15 @@ def _checks_off(monkeypatch: pytest.MonkeyPatch) -> None:
 #: sandbox's pacing), apply its first object.
 FLUX_APPLIES = ["flux source fetches", "tick 1s", "tick 1s", "flux applies an object"]
 
+#: The owner's steps until it has taken the branch: the lease, the fetch, what the applier last
+#: applied (the very first start, issue 23, finding 12) and the takeover published. Schedules that
+#: race the first pass start with them.
+STARTS = ["step w0"] * 19
+
 #: Issue 11 path 1 as a schedule: an API edit the watcher has not published when the
 #: dispatcher checks the branch (D3) for an outside push's ForeignCommit.
 WATCHER_LAG = [
-    *["step w0"] * 16,
+    *STARTS,
     "outside push b",
     "webhook delivered",
     "edit a",
@@ -129,7 +135,7 @@ def test_an_edit_still_in_the_watcher_is_not_reverted() -> None:
 #: The same race one step later: the edit reaches the stream while the pass that decides the
 #: ForeignCommit is running, after it read the stream.
 STREAM_LAG = [
-    *["step w0"] * 16,
+    *STARTS,
     "outside push b",
     "webhook delivered",
     *["step w0"] * 12,
@@ -169,7 +175,7 @@ def test_the_kept_schedules_still_reach_their_race(
 #: The apply window: the edit comes after the dispatcher checked the branch (D3) and before
 #: Flux applies; nothing the product reads before stamping can see it, so the apply reverts it.
 WINDOW = [
-    *["step w0"] * 16,
+    *STARTS,
     "outside push b",
     "webhook delivered",
     *["step w0"] * 40,
@@ -177,6 +183,28 @@ WINDOW = [
     "edit a",
     *FLUX_APPLIES,
 ]
+
+
+#: Found by the window search (``SAFETY_SEED=31``, 2,000 schedules; issue 23, finding 11, a fault of
+#: the suite): Flux's source fetches the ForeignCommit's commit, then a second outside push
+#: lands and its webhook is lost, and Flux applies the older artifact. Nothing in the product
+#: can know Git moved on until the owner reads the tip (no webhook, and the attempt was
+#: Delivered for the commit it asked); Q7 makes that the steady tick. The world called itself
+#: settled before that tick, with the cluster at the older value; it now waits for it.
+LOST_AFTER_FETCH = [*WINDOW[:-5], "step w1", "flux source fetches", "outside push b"]
+LOST_AFTER_FETCH += ["step w0", "webhook lost", "step w1"]
+
+
+def test_a_push_whose_webhook_was_lost_after_the_fetch_is_applied_after_the_steady_tick() -> None:
+    """Q5, Q7: the owner's steady tick reads the tip, owes a ForeignCommit for the second
+    push, and Flux applies it: the cluster ends at Git's tip, one steady tick after the
+    first request (a missing webhook costs latency, never an apply)."""
+    world = World()
+    run_named(LOST_AFTER_FETCH, world)
+    assert world.live["b"].value == value_in(world.remote.tree(world.remote.tip), "b")
+    foreign = [at for q, at, _ in world.requests if "ForeignCommit" in q.reasons]
+    assert len(foreign) == 2
+    assert foreign[1] - foreign[0] >= 59.0  # the steady tick, not a webhook
 
 
 def _guard_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -364,14 +392,47 @@ def test_without_the_fix_the_first_start_schedule_does_not_converge(
     """The kept schedule reaches the bug it guards (observed): an owner that adopts the tip
     as its baseline leaves the outside push unapplied, and the cluster never converges."""
     monkeypatch.setattr(branch_module, "_owned_before", lambda lease: False)
+    _adopting(monkeypatch)
     with pytest.raises(Violation, match="no convergence"):
         run_named(FIRST_START, World())
+
+
+def _adopting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The very first start as it was before issue 23: it adopted the tip it fetched,
+    as if the applier held it."""
+    monkeypatch.setattr(World, "applied_commit", lambda self, ref, namespaces: self.remote.tip)
+
+
+#: Issue 23 (finding 12): an outside push lands right after the GitTarget is created, its webhook is
+#: stored, and only then does the branch's very first owner start (the notices stored before
+#: a start are skipped, ``NoticeReader.start``).
+VERY_FIRST_START = ["outside push b", "webhook delivered", *STARTS]
+
+
+def test_an_outside_push_before_the_very_first_start_is_applied() -> None:
+    """Q5, A1: the first owner reads what the Kustomization last applied (the commit it was
+    installed at), finds it is not the tip, and owes a ForeignCommit; Flux applies the push
+    and the cluster converges (checked at the end)."""
+    world = World()
+    run_named(VERY_FIRST_START, world)
+    assert world.live["b"].value == "b-git1"
+    assert world.counts["outcome Delivered"] >= 1
+
+
+def test_a_first_start_that_adopts_the_tip_never_applies_the_push(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kept schedule reaches the bug it guards (observed): a first owner that adopts the
+    tip leaves the outside push unapplied, and the cluster never converges."""
+    _adopting(monkeypatch)
+    with pytest.raises(Violation, match="no convergence"):
+        run_named(VERY_FIRST_START, World())
 
 
 #: A watcher that is down with an API edit unseen while a ForeignCommit is owed (D3 is Stale
 #: as long as the watch is behind): the request storm consent's branch suspected.
 WATCHER_DOWN = [
-    *["step w0"] * 16,
+    *STARTS,
     "edit a",
     "outside push b",
     "webhook delivered",
@@ -419,7 +480,8 @@ def test_answering_stale_at_once_while_behind_is_a_storm(monkeypatch: pytest.Mon
 #: owner w1's lease runs out while it is paused, w0-1 takes the branch and claims what was
 #: pending, then w1 reads the two new events and finds its lease lost. Nobody read them again:
 #: the edit never reached Git and, the stream never empty, the branch was never quiet.
-STRANDED = ["edit a", "edit a", "step w1", "step w1", "step w0", "step w1", "watcher publishes"]
+#: (Three more steps of w1 at its start since the first start reads the applier, issue 23.)
+STRANDED = ["edit a", "edit a", *["step w1"] * 5, "step w0", "step w1", "watcher publishes"]
 STRANDED += [*["step w1"] * 3, "crash w0", *["step w1"] * 3, "outside push a", "step w0-1"]
 STRANDED += ["step w1", "webhook lost", "step w1", "lease expires", *["step w1"] * 5]
 STRANDED += ["watcher publishes", "step w1", "step w0-1"]

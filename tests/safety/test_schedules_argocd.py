@@ -16,7 +16,7 @@ import services.branch_worker.applying as applying_module
 from shared.decide.apply_window import Verdict
 from tests.safety.argo import ArgoWorld, NoRetryArgoWorld
 from tests.safety.schedule import run, run_named
-from tests.safety.test_schedules import EXAMPLES, LENGTH, SEARCH_TIMEOUT_S, SEED
+from tests.safety.test_schedules import EXAMPLES, LENGTH, SEARCH_TIMEOUT_S, SEED, STARTS
 from tests.safety.world import Violation
 
 
@@ -48,7 +48,7 @@ def test_argocd_every_schedule_keeps_the_invariants(choices: list[int]) -> None:
 #: The branch started and an outside push's ForeignCommit out: the operation is set, the
 #: controller has not taken it up.
 SYNC_OUT = [
-    *["step w0"] * 16,
+    *STARTS,
     "outside push b",
     "webhook delivered",
     *["step w0"] * 40,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -294,6 +294,8 @@ class World:
         self.reverts: list[Revert] = []
         self.decisions: dict[str, Decision] = {}  # resourceVersion -> the guard's W1 decision
         self.flux = Flux(artifact=self.remote.tip or "")
+        #: The commit the Kustomization applied when the product was installed (the seed).
+        self.installed = self.remote.tip or ""
         self.watcher = Watcher()
         self.queue: list[ApplyRequest] = []
         self.deliveries: list[Delivery] = []
@@ -375,8 +377,15 @@ class World:
             held,
             credentials=no_credentials,
             workspaces=workspaces,
+            applied=self.applied_commit,
         )
         return Worker(Actor(ident), ident, jobs, held, stores)
+
+    def applied_commit(self, ref: ApplierRef, namespaces: Collection[str]) -> str | None:
+        """What the branch's first owner reads of the applier (``AppliedReader``, issue 23): the
+        Kustomization's last attempted revision, else the commit it was installed at."""
+        yield_point("kube-read")
+        return self.flux.attempted or self.installed
 
     def _dispatcher(self, ident: str) -> Dispatcher:
         c = self._client()
@@ -709,9 +718,15 @@ class World:
         return {fields.get("outcome", "") for _, fields in entries}
 
     def settled(self) -> bool:
-        """Nothing in flight anywhere, nothing owed, and every worker idle."""
+        """Nothing in flight anywhere, nothing owed, every worker idle, and the owner has read
+        the remote's tip. An outside push whose webhook was lost is found by the owner's
+        steady tick (Q7: a missing webhook costs latency, never an apply), and until then no
+        part of the product can know the applier holds an older commit than Git's tip (Flux's
+        source may have fetched before that push; issue 23), so the world waits for it."""
         record = self.appliers_record()
         view = self.states.read(self.bk).view()
+        if view.tip != self.remote.tip:
+            return False
         return not (
             self.watcher.pipe
             or self.events.pending_count(self.bk)

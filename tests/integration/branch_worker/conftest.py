@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from sandbox.githost.outside import git, push
+from services.branch_worker.applied import AppliedReader
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop
 from services.branch_worker.commit_requests import RequestDesk
@@ -80,7 +81,11 @@ class Rig:
         signer: Signer = unsigned,
         requests: RequestDesk | None = None,
         plain_writer: bool = False,
+        *,
+        applied: AppliedReader | None = None,
     ) -> BranchLoop:
+        """A started loop. ``applied``: what its appliers last applied, read at the branch's
+        very first start (issue 23); by default they hold the tip (an install at the tip)."""
         lease = Leases(self.client, self.keys, 60_000).acquire(self.bk, worker)
         assert lease is not None
         ws = Workspace(self.tmp / f"ws-{worker}-{lease.token}", self.branch.url, "main")
@@ -99,6 +104,7 @@ class Rig:
             signer=signer,
             requests=requests,
             plain_writer=plain_writer,
+            applied=applied or (lambda _ref, _namespaces: self.head()),
             desk=ApplierDesk(
                 self.bk,
                 self.branch,

@@ -232,23 +232,35 @@ def test_secrets_are_read_by_name_never_listed(rendered: Rendered) -> None:
 
 def test_grants_have_exactly_the_documented_verbs() -> None:
     """O4: Flux get+patch on GitRepositories and Kustomizations, Argo CD get+update on
-    Applications; a namespace list makes Roles, none makes a ClusterRole; no list, no watch."""
+    Applications; a namespace list makes Roles, none makes a ClusterRole; no list, no watch.
+    The branch worker only reads the Kustomization or Application (its last applied commit at
+    a branch's first start, issue 23): a get-only twin of each grant."""
     found = render(VALUE_SETS["external-flux"])
     roles = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in found.of_kind("Role")}
     assert roles == {
-        (ns, f"{RELEASE}-gitops-reverser-flux-grant") for ns in ("flux-system", "team-a")
+        (ns, f"{RELEASE}-gitops-reverser-flux{kind}")
+        for ns in ("flux-system", "team-a")
+        for kind in ("-grant", "-read-grant")
     }
-    rules = found.of_kind("Role")[0]["rules"]
+    by_name = {o["metadata"]["name"]: o for o in found.of_kind("Role")}  # alike in each namespace
+    rules = by_name[f"{RELEASE}-gitops-reverser-flux-grant"]["rules"]
     assert {(r["resources"][0], tuple(r["verbs"])) for r in rules} == {
         ("gitrepositories", ("get", "patch")),
         ("kustomizations", ("get", "patch")),
     }
-    argo = render(VALUE_SETS["everything"]).one(
-        "ClusterRole", f"{RELEASE}-gitops-reverser-argocd-grant"
-    )
+    read = by_name[f"{RELEASE}-gitops-reverser-flux-read-grant"]["rules"]
+    assert {(r["resources"][0], tuple(r["verbs"])) for r in read} == {("kustomizations", ("get",))}
+    everything = render(VALUE_SETS["everything"])
+    argo = everything.one("ClusterRole", f"{RELEASE}-gitops-reverser-argocd-grant")
     assert argo["rules"] == [
         {"apiGroups": ["argoproj.io"], "resources": ["applications"], "verbs": ["get", "update"]}
     ]
+    argo_read = everything.one("ClusterRole", f"{RELEASE}-gitops-reverser-argocd-read-grant")
+    assert argo_read["rules"] == [
+        {"apiGroups": ["argoproj.io"], "resources": ["applications"], "verbs": ["get"]}
+    ]
+    binding = everything.one("ClusterRoleBinding", f"{RELEASE}-gitops-reverser-argocd-read-grant")
+    assert [s["name"] for s in binding["subjects"]] == [f"{RELEASE}-gitops-reverser-branch-worker"]
 
 
 def test_receiver_when_enabled_scales_on_its_own() -> None:
