@@ -21,7 +21,7 @@ from tests.sandbox.unit.test_flux_sops import IDENTITY
 
 #: Written by the real sops 3.11 for IDENTITY's recipient: a Secret the API accepts.
 APPLICABLE = (
-    Path(__file__).parents[2] / "unit/sandbox/data/applicable-secret-by-sops-3.11.0.yaml"
+    Path(__file__).parents[1] / "unit/data/applicable-secret-by-sops-3.11.0.yaml"
 ).read_text()
 
 pytestmark = pytest.mark.integration
