@@ -13,10 +13,9 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import posixpath
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from services.branch_worker import metrics
@@ -25,30 +24,26 @@ from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.attribution import Attributor, Wait
 from services.branch_worker.commit_requests import RequestDesk, message_for
+from services.branch_worker.conditions import Conditions
 from services.branch_worker.folder import Folder
 from services.branch_worker.listings import missed_deletes
-from services.branch_worker.signing import (
-    SIGNING_KEY_INVALID,
-    Signer,
-    SigningUnavailable,
-    unsigned,
+from services.branch_worker.messages import committer, message
+from services.branch_worker.signing import SIGNING_KEY_INVALID, Signer, SigningUnavailable, unsigned
+from services.branch_worker.windows import (
+    ClosedWindow,
+    OpenWindow,
+    depth,
+    join_held,
+    overlap,
 )
-from services.branch_worker.writer import (
-    Applied,
-    apply_event,
-    held_as_is,
-    key_of,
-    only_in_history,
-)
+from services.branch_worker.writer import apply_event, held_as_is, only_in_history
 from shared.decide.tips import TipKind, classify_tip, on_notices, steady_tick_due
-from shared.decide.window import Window, closes_at, is_due, open_window
+from shared.decide.window import closes_at, is_due, open_window
 from shared.git.errors import GitTemporary, WriteNotHeld
 from shared.git.workspace import Committer, Workspace
-from shared.model import templates
 from shared.model.attribution import Author
 from shared.model.commit_requests import RESOLVED, UNATTRIBUTED, UNRESOLVED, CommitRequestItem
 from shared.model.config import BranchConfig, TargetConfig
-from shared.model.defaults import EVENT_TEMPLATE, GROUP_TEMPLATE
 from shared.model.events import ObjectEvent
 from shared.model.ids import GitTargetUid
 from shared.model.notices import PushNotice
@@ -68,12 +63,6 @@ MAX_PUSH_ATTEMPTS = 5
 #: worked in slices of this size, one per wake, so the worker renews its leases between them
 #: instead of losing the branch mid-claim and replaying it again (Q1, M8).
 SLICE = 500
-#: The reason a GitTarget shows while its GitProvider's commit template cannot be used.
-BAD_TEMPLATE = "InvalidCommitTemplate"
-#: The commit did not hold a write made for the GitTarget (D1, issue 11): shown on it until a
-#: commit of its folder holds what was written.
-WRITE_NOT_HELD = "WriteNotHeld"
-
 #: How long the writes of a GitTarget whose signing key cannot be used are held before its
 #: key is asked for again (one Secret read per held GitTarget each time).
 SIGNING_RETRY_S = 10.0
@@ -86,35 +75,6 @@ class _AwaitFact(Exception):
 class ProviderChanged(Exception):
     """The branch's GitProvider changed since this owner took it (T1): give the branch back,
     so the next owner writes with the new GitProvider's credentials and committer."""
-
-
-@dataclass(slots=True)
-class OpenWindow:
-    """Writes of one GitTarget not yet committed, all by one author."""
-
-    target: TargetConfig
-    window: Window
-    entries: list[StreamEntry] = field(default_factory=list)
-    #: Who made these edits (attribution); None when attribution is off for the GitTarget
-    #: (its commits are authored by the committer). A write by another author closes the
-    #: window first, so one window is one author's commit.
-    author: Author | None = None
-    #: CommitRequests bound to the window (P6) and the close they ask for (None: none).
-    requests: list[CommitRequestItem] = field(default_factory=list)
-    deadline: float | None = None
-
-
-@dataclass(slots=True)
-class ClosedWindow:
-    """A committed window whose commit is not pushed yet."""
-
-    target: TargetConfig
-    message: str
-    entries: list[StreamEntry]
-    author: Author | None = None  # kept for a replay: the commit is made again by them
-    requests: list[CommitRequestItem] = field(default_factory=list)
-    #: The window's commit (made again by a replay, M7), None when it changed nothing.
-    sha: str | None = None
 
 
 class BranchLoop:
@@ -134,7 +94,7 @@ class BranchLoop:
         read_tip: TipReader,
         steady_tick: float,
         max_window: float,
-        desk: ApplierDesk | None = None,
+        desk: ApplierDesk,
         signer: Signer = unsigned,
         guard: ApplyWindowGuard | None = None,
         requests: RequestDesk | None = None,
@@ -178,13 +138,10 @@ class BranchLoop:
         self._parked_retry_at: float | None = None
         #: Per slice: whether a GitTarget without settings is withdrawn for its key.
         self._withdrawn: dict[GitTargetUid, bool] = {}
-        #: GitTargets whose ``signing`` refusal this owner set: lifted at their next commit.
-        self._signing_refused: set[GitTargetUid] = set()
         #: Events read or claimed but not applied yet, oldest first (see ``SLICE``).
         self._backlog: list[StreamEntry] = []
-        #: GitTargets whose folder refusal this owner has lifted since it took the branch: only
-        #: the owner sets one, so lifting it again on every write is a wasted round trip.
-        self._folder_ok: set[GitTargetUid] = set()
+        #: The refusals this owner sets and lifts on its GitTargets.
+        self._conditions = Conditions(lease.branch, configs, desk)
         self.tip: str | None = None
         self._ours: tuple[str, ...] = ()
         self._read_tip = read_tip
@@ -214,12 +171,12 @@ class BranchLoop:
         self.tip = self.ws.fetch()
         self.ws.reset(self.tip)
         self._folders.clear()
-        self._folder_ok.clear()
+        self._conditions.restart()
         published = self._states.read(self.lease.branch)
         self._ours = published.ours
         if published.observed_tip or _owned_before(self.lease):
             self._found_tip(self.tip, published.observed_tip)
-        elif self.desk is not None and self.tip:
+        elif self.tip:
             self.desk.on_first_start(self.tip, self._applied)
         released = [w for w in published.pending if w != self.lease.owner]
         self._states.publish_takeover(self.lease, self.tip, released)
@@ -303,8 +260,7 @@ class BranchLoop:
             # W1: withheld; Git keeps the API edit (or the tip's newer content, when the
             # applier applied an older commit). A Kustomization's CatchUp or ForeignCommit
             # (owed by the push) applies it back; an Application is owed a Repair for it.
-            if self.desk:
-                self.desk.on_withheld(target)
+            self.desk.on_withheld(target)
             return False
         author = self._author(target, entry, event)
         current = self._open.get(target.uid)
@@ -312,7 +268,7 @@ class BranchLoop:
             self._commit(self._open.pop(target.uid))
             current = None
         applied = apply_event(self.ws, target, event, self._folder(target))
-        self._record_refusal(target, event, applied)
+        self._conditions.applied(target, event, applied)
         if applied.kind != "write":
             return False
         now = self._clock()
@@ -392,19 +348,13 @@ class BranchLoop:
         assert item is not None
         uid = item.target.uid
         if uid not in self._withdrawn:
-            self._withdrawn[uid] = self._withdrawn_for_key(uid, target)
+            self._withdrawn[uid] = self._conditions.withdrawn_for_key(uid, target)
         if not self._withdrawn[uid]:
             return False
         self._parked.append(entry)
         if self._parked_retry_at is None:
             self._parked_retry_at = self._clock() + SIGNING_RETRY_S
         return True
-
-    def _withdrawn_for_key(self, uid: GitTargetUid, target: TargetConfig | None) -> bool:
-        """Whether a GitTarget whose settings are ``target`` is held for its signing key."""
-        if target is not None:
-            return target.key_held
-        return "signing" in self._configs.refusals(uid)
 
     def _not_ours(self, target: TargetConfig) -> bool:
         """T1: a GitTarget of another GitProvider never writes with this branch's Secret. The
@@ -428,34 +378,6 @@ class BranchLoop:
                 self.ws, target.path, rendered, plain=self._plain_writer
             )
         return folder
-
-    def _record_refusal(self, target: TargetConfig, event: ObjectEvent, applied: Applied) -> None:
-        key = "object:" + "/".join(key_of(event))
-        if applied.kind == "refused":
-            metrics.REFUSALS.labels(applied.reason).inc()
-            slot = "folder" if applied.reason != "SensitiveResource" else key
-            self._configs.set_refusal(target.uid, applied.reason, applied.message, key=slot)
-            if slot == "folder":
-                self._folder_ok.discard(target.uid)
-            if self.desk:
-                self.desk.on_refusal(target)
-            log.warning(
-                "refused: %s",
-                applied.message,
-                extra={
-                    "branch": self.bk,
-                    "gittarget": f"{target.namespace}/{target.name}",
-                    "reason": applied.reason,
-                },
-            )
-            return
-        if target.uid not in self._folder_ok:
-            self._configs.clear_refusal(target.uid, key="folder")
-            self._folder_ok.add(target.uid)
-        if event.operation == "DELETE" or event.sensitive:  # P3: a sealed Secret is written
-            self._configs.clear_refusal(target.uid, key=key)
-        if self.desk and target.applier and self._configs.refusal(target.uid) is None:
-            self.desk.on_recovery(target)
 
     def on_notices(self, notices: list[PushNotice]) -> None:
         """Q5-Q6 for every notice of this wake at once, read after any push in flight (pushes
@@ -503,14 +425,12 @@ class BranchLoop:
                 "foreign commit %s on the branch", tip, extra={"branch": self.bk, "commit": tip}
             )
             self._states.publish_foreign(self.lease, tip, self._clock())
-            if self.desk:
-                self.desk.on_foreign(tip)
+            self.desk.on_foreign(tip)
         return kind
 
     def apply_requests(self) -> None:
         """A1-A5: outcomes in, requests out, for the appliers this branch's GitTargets name."""
-        if self.desk:
-            self.desk.wake()
+        self.desk.wake()
 
     def next_deadline(self) -> float | None:
         """When the owner must act although nothing arrives: a window closes, an applier's
@@ -528,7 +448,7 @@ class BranchLoop:
             times.append(self._parked_retry_at)
         if not self.busy():
             times.append(self._tip_read_at + self._steady_tick)
-        if self.desk is not None and self.desk.next_wake is not None:
+        if self.desk.next_wake is not None:
             times.append(self.desk.next_wake)
         if self.requests is not None and (failure := self.requests.next_failure()) is not None:
             times.append(failure)  # P6: FinalizeFailed is reported on time
@@ -603,22 +523,17 @@ class BranchLoop:
         if blocker is not None:  # P6: nothing of a held folder is committed, signed or not
             self._hold(window, blocker, None)
             return
-        message, problem = _message(self.config, window)
-        if problem:  # T4: shown on this GitTarget; the commit is made with the built-in wording
-            self._configs.set_refusal(window.target.uid, BAD_TEMPLATE, problem, key="template")
-        elif "template" in self._configs.refusals(window.target.uid):
-            self._configs.clear_refusal(window.target.uid, key="template")
+        text, problem = message(self.config, window)
+        self._conditions.template(window.target.uid, problem)  # T4; built-in wording meanwhile
         if message_for(window.requests):  # P6: the request's message replaces the whole one
-            message = message_for(window.requests)
+            text = message_for(window.requests)
         try:
-            sha = self._commit_files(window.target, message, window.author, signer)
+            sha = self._commit_files(window.target, text, window.author, signer)
         except SigningUnavailable as err:
             self._hold(window, window.target, err)
             return
         self._closed.append(
-            ClosedWindow(
-                window.target, message, window.entries, window.author, window.requests, sha
-            )
+            ClosedWindow(window.target, text, window.entries, window.author, window.requests, sha)
         )
         if sha:
             metrics.COMMITS.inc()
@@ -643,21 +558,15 @@ class BranchLoop:
             with (signer or self._signer)(target) as key:
                 sha = self.ws.commit(
                     message,
-                    _committer(self.config),
+                    committer(self.config),
                     paths=(target.path or ".",),
                     signing_key=key,
                     author=Committer(author.name, author.email) if author else None,
                 )
         except WriteNotHeld as err:
-            self._configs.set_refusal(target.uid, WRITE_NOT_HELD, str(err), key="held")
-            metrics.REFUSALS.labels(WRITE_NOT_HELD).inc()
+            self._conditions.not_held(target.uid, str(err))
             raise
-        self._configs.clear_refusal(target.uid, key="held")
-        if target.uid in self._signing_refused or (
-            target.signing_secret and "signing" in self._configs.refusals(target.uid)
-        ):
-            self._configs.clear_refusal(target.uid, key="signing")
-            self._signing_refused.discard(target.uid)
+        self._conditions.committed(target)
         return sha
 
     def _held_with(self, target: TargetConfig) -> TargetConfig | None:
@@ -667,7 +576,7 @@ class BranchLoop:
         if held:
             return held[-1].target
         for windows in self._held.values():
-            if _overlap(windows[-1].target.path, target.path):
+            if overlap(windows[-1].target.path, target.path):
                 return windows[-1].target
         return None
 
@@ -688,7 +597,7 @@ class BranchLoop:
             raise GitTemporary(str(err)) from err
         target = window.target
         uid = target.uid
-        _join_held(self._held.setdefault(uid, []), window)
+        join_held(self._held.setdefault(uid, []), window)
         if err is None and uid in self._retry_at:
             return  # joined a standing hold
         self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
@@ -699,9 +608,7 @@ class BranchLoop:
                 f"held with GitTarget {blocker.namespace}/{blocker.name}: its folder overlaps "
                 "this one's and its commits cannot be signed"
             )
-        self._configs.set_refusal(uid, SIGNING_KEY_INVALID, message, key="signing")
-        self._signing_refused.add(uid)
-        metrics.REFUSALS.labels(SIGNING_KEY_INVALID).inc()
+        self._conditions.signing_held(uid, message)
         log.warning(
             "holding %d event(s) unacknowledged: %s",
             sum(len(w.entries) for w in self._held[uid]),
@@ -726,7 +633,7 @@ class BranchLoop:
                 uid
                 for uid, w in self._held.items()
                 if uid not in group
-                and any(_overlap(w[-1].target.path, self._held[g][-1].target.path) for g in group)
+                and any(overlap(w[-1].target.path, self._held[g][-1].target.path) for g in group)
             }
             group |= more
             grew = bool(more)
@@ -742,7 +649,7 @@ class BranchLoop:
                         self._hold(later, windows[0].target, None)
                     continue
                 ready.append((windows, _already(path)))
-            ready.sort(key=lambda r: _depth(r[0][0].target.path), reverse=True)
+            ready.sort(key=lambda r: depth(r[0][0].target.path), reverse=True)
             for index, (windows, signer) in enumerate(ready):
                 if len(windows) == 1:
                     self._commit(windows[0], signer)
@@ -771,7 +678,7 @@ class BranchLoop:
             self._apply_again(window)
             self._commit(window, signer)
         for window in later + list(self._open.values()):
-            if window.target.uid != target.uid and _overlap(window.target.path, target.path):
+            if window.target.uid != target.uid and overlap(window.target.path, target.path):
                 self._apply_again(window)
 
     def _take_held(self, uid: GitTargetUid) -> list[OpenWindow]:
@@ -785,9 +692,9 @@ class BranchLoop:
         self._retry_at.pop(uid, None)
         newer = self._open.pop(uid, None)
         if newer is not None:
-            _join_held(windows, newer, newer.window)
+            join_held(windows, newer, newer.window)
         current = self._configs.target(uid)
-        if self._withdrawn_for_key(uid, current):  # held until it is served again
+        if self._conditions.withdrawn_for_key(uid, current):  # held until it is served again
             self._held[uid] = windows
             self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
             return []
@@ -823,8 +730,7 @@ class BranchLoop:
         head = self.ws.head()
         if head != self.tip:
             self._ours = self._states.remember_ours(self.lease, head, self._ours)
-            if self.desk:
-                self.desk.on_pushed(head)
+            self.desk.on_pushed(head)
         self.tip = head
         if self.requests is not None:  # P6: recorded before the acknowledgement
             pushed = [(c.requests, c.sha) for c in self._closed if c.requests]
@@ -863,7 +769,7 @@ class BranchLoop:
                 self._retry_at[uid] = retry_before.get(uid, self._clock())
             else:
                 for window in held:
-                    _join_held(joined, window)
+                    join_held(joined, window)
         for uid, window in list(self._open.items()):
             if not self._replay_window(window):
                 del self._open[uid]
@@ -883,7 +789,7 @@ class BranchLoop:
         if len(window.entries) < len(closed.entries):
             closed.entries = window.entries
             if not message_for(closed.requests):
-                closed.message = _message(self.config, window)[0]
+                closed.message = message(self.config, window)[0]
         blocker = self._held_with(closed.target)
         if blocker is not None:
             self._hold(window, blocker, None)
@@ -918,7 +824,7 @@ class BranchLoop:
                 event = entry.event
                 applied = apply_event(self.ws, window.target, event, self._folder(window.target))
                 if applied.kind == "refused":
-                    self._record_refusal(window.target, event, applied)
+                    self._conditions.applied(window.target, event, applied)
                     refused.append(entry)
         return refused
 
@@ -930,31 +836,6 @@ class BranchLoop:
         self._states.publish_counts(self.lease, len(self._open), pending, last_write_at)
 
 
-def _join_held(held: list[OpenWindow], window: OpenWindow, span: Window | None = None) -> None:
-    """Add ``window`` to a GitTarget's held windows (a copy; ``span``: the merged window's
-    timing, kept when omitted): merged into the last one when it is the same author's, else
-    kept after it, so a held commit never holds another author's edits (P5). Every held
-    window takes the newest settings of the GitTarget."""
-    for earlier in held:
-        earlier.target = window.target
-    if held and held[-1].author == window.author:
-        last = held[-1]
-        last.entries.extend(window.entries)
-        last.requests.extend(window.requests)
-        if span is not None:
-            last.window = span
-        return
-    held.append(
-        OpenWindow(
-            window.target,
-            window.window,
-            list(window.entries),
-            window.author,
-            requests=list(window.requests),
-        )
-    )
-
-
 def _already(path: Path | None) -> Signer:
     """A Signer that hands out a key file already read (or None: unsigned) for one commit."""
 
@@ -962,52 +843,6 @@ def _already(path: Path | None) -> Signer:
         return nullcontext(path)
 
     return signer
-
-
-def _committer(config: BranchConfig) -> Committer:
-    return Committer(config.committer_name, config.committer_email)
-
-
-def _username(author: Author | None) -> str:
-    """The Kubernetes user a window's edits are attributed to, "" when none was resolved
-    (attribution off, or the sentinel, which is never put in a message: facts §3.6)."""
-    return author.username if author is not None and author.outcome == "resolved" else ""
-
-
-def _message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
-    """The commit message, and why the GitProvider's template could not be used ("" if it
-    could): a bad template falls back to the built-in one, so the write is still made (C1).
-    ``Username`` and ``Author`` are the window's resolved user (P5); with none resolved no actor
-    is named (``Username`` "") and ``Author`` is the committer (facts 3.6)."""
-    events = [e.event for e in window.entries if e.event]
-    name = window.target.name
-    if len(events) == 1:
-        event = events[0]
-        username = _username(window.author)
-        data = templates.event_data(event.operation, event.object_id, username, name)
-        own, variables, builtin = config.message_one, templates.EVENT, EVENT_TEMPLATE
-    else:
-        author = _username(window.author) or config.committer_name
-        writes = [(e.operation, e.object_id) for e in events]
-        data = templates.group_data(author, name, writes)
-        own, variables, builtin = config.message_many, templates.GROUP, GROUP_TEMPLATE
-    try:
-        return templates.render(own, variables, data), ""
-    except templates.TemplateError as err:
-        return templates.render(builtin, variables, data), str(err)
-
-
-def _overlap(a: str, b: str) -> bool:
-    """Whether two GitTargets' folders are one, or one holds the other."""
-    x, y = (posixpath.normpath(p or ".").strip("/") for p in (a, b))
-    x, y = ("" if x == "." else x), ("" if y == "." else y)
-    return not x or not y or x == y or x.startswith(y + "/") or y.startswith(x + "/")
-
-
-def _depth(path: str) -> int:
-    """How many folders deep a GitTarget's folder is (the root: 0)."""
-    norm = posixpath.normpath(path or ".").strip("/")
-    return 0 if norm == "." else norm.count("/") + 1
 
 
 def _owned_before(lease: Lease) -> bool:
