@@ -29,6 +29,7 @@ from services.branch_worker.folder import Folder
 from services.branch_worker.listings import missed_deletes
 from services.branch_worker.messages import committer, message
 from services.branch_worker.signing import SIGNING_KEY_INVALID, Signer, SigningUnavailable, unsigned
+from services.branch_worker.tips import TipReader, Tips
 from services.branch_worker.windows import (
     ClosedWindow,
     OpenWindow,
@@ -37,7 +38,7 @@ from services.branch_worker.windows import (
     overlap,
 )
 from services.branch_worker.writer import apply_event, held_as_is, only_in_history
-from shared.decide.tips import TipKind, classify_tip, on_notices, steady_tick_due
+from shared.decide.tips import TipKind, on_notices
 from shared.decide.window import closes_at, is_due, open_window
 from shared.git.errors import GitTemporary, WriteNotHeld
 from shared.git.workspace import Committer, Workspace
@@ -53,9 +54,6 @@ from shared.store.leases import Lease
 from shared.store.streams import EventStream, StreamEntry
 
 log = logging.getLogger(__name__)
-
-#: Reads the remote tip of the branch (ls-remote), or None when the branch does not exist.
-TipReader = Callable[[], str | None]
 
 #: Push attempts in one flush before the branch waits for its next wake.
 MAX_PUSH_ATTEMPTS = 5
@@ -143,13 +141,18 @@ class BranchLoop:
         #: The refusals this owner sets and lifts on its GitTargets.
         self._conditions = Conditions(lease.branch, configs, desk)
         self.tip: str | None = None
-        self._ours: tuple[str, ...] = ()
-        self._read_tip = read_tip
         self.desk = desk
         self.guard = guard  # W1: withholds the applier's revert of an API edit
-        self._steady_tick = steady_tick
         self._max_window = max_window  # Settings.max_window: a process setting, not a CRD's
-        self._tip_read_at = clock()
+        #: The remote tip as this owner sees it: what is ours, when it was read (Q5-Q7).
+        self._tips = Tips(
+            lease,
+            states=states,
+            desk=desk,
+            clock=clock,
+            read_tip=read_tip,
+            steady_tick=steady_tick,
+        )
         #: Why the last push did not land, while the remote keeps refusing it (T4); None once
         #: a push lands. The pass's job records it as the branch's stall, and while it is set
         #: the owner reads no new events (U1: they wait in the stream, one per object, instead
@@ -173,9 +176,9 @@ class BranchLoop:
         self._folders.clear()
         self._conditions.restart()
         published = self._states.read(self.lease.branch)
-        self._ours = published.ours
+        self._tips.taken(published.ours)
         if published.observed_tip or _owned_before(self.lease):
-            self._found_tip(self.tip, published.observed_tip)
+            self._tips.found(self.tip, published.observed_tip)
         elif self.tip:
             self.desk.on_first_start(self.tip, self._applied)
         released = [w for w in published.pending if w != self.lease.owner]
@@ -402,30 +405,17 @@ class BranchLoop:
             stranded = self._events.claim_stranded(self.lease.branch, self._worker)
             if stranded:
                 self.handle(stranded)
-        if steady_tick_due(self._tip_read_at, self._clock(), self._steady_tick, self.busy()):
+        if self._tips.due(self.busy()):
             self.check_tip()
 
     def check_tip(self) -> TipKind:
         """Read the remote tip (ls-remote) and record what it is."""
-        self._tip_read_at = self._clock()
-        tip = self._read_tip()
-        kind = self._found_tip(tip, self.tip)
+        tip, kind = self._tips.read(self.tip)
         if kind is not TipKind.UNCHANGED and not self.busy():
             self.tip = self.ws.fetch()  # follow the branch so the next write builds on it
             self.ws.reset(self.tip)
             self._folders.clear()
-        self._states.publish_tip(self.lease, tip, read_at=self._tip_read_at)
-        return kind
-
-    def _found_tip(self, tip: str | None, observed: str | None) -> TipKind:
-        kind = classify_tip(tip, observed, self._ours)
-        if kind is TipKind.FOREIGN and tip:
-            metrics.FOREIGN_COMMITS.inc()
-            log.info(
-                "foreign commit %s on the branch", tip, extra={"branch": self.bk, "commit": tip}
-            )
-            self._states.publish_foreign(self.lease, tip, self._clock())
-            self.desk.on_foreign(tip)
+        self._states.publish_tip(self.lease, tip, read_at=self._tips.read_at)
         return kind
 
     def apply_requests(self) -> None:
@@ -447,7 +437,7 @@ class BranchLoop:
         if self._parked_retry_at is not None:
             times.append(self._parked_retry_at)
         if not self.busy():
-            times.append(self._tip_read_at + self._steady_tick)
+            times.append(self._tips.next_read())
         if self.desk.next_wake is not None:
             times.append(self.desk.next_wake)
         if self.requests is not None and (failure := self.requests.next_failure()) is not None:
@@ -729,8 +719,7 @@ class BranchLoop:
     def _pushed(self) -> None:
         head = self.ws.head()
         if head != self.tip:
-            self._ours = self._states.remember_ours(self.lease, head, self._ours)
-            self.desk.on_pushed(head)
+            self._tips.pushed(head)
         self.tip = head
         if self.requests is not None:  # P6: recorded before the acknowledgement
             pushed = [(c.requests, c.sha) for c in self._closed if c.requests]
@@ -751,7 +740,7 @@ class BranchLoop:
         owed to a consenting applier), acknowledged, and left out of its window's commit and
         message, never dropped unseen (``_replay_window``)."""
         tip = self.ws.fetch()
-        self._found_tip(tip, self.tip)
+        self._tips.found(tip, self.tip)
         self.tip = tip
         self.ws.reset(self.tip)
         self._folders.clear()
