@@ -26,21 +26,21 @@ from services.branch_worker.attribution import Attributor, Wait
 from services.branch_worker.commit_requests import RequestDesk, message_for
 from services.branch_worker.conditions import Conditions
 from services.branch_worker.folder import Folder
+from services.branch_worker.holds import Holds, Parking
 from services.branch_worker.listings import missed_deletes
 from services.branch_worker.messages import committer, message
-from services.branch_worker.signing import SIGNING_KEY_INVALID, Signer, SigningUnavailable, unsigned
+from services.branch_worker.signing import Signer, SigningUnavailable, unsigned
 from services.branch_worker.tips import TipReader, Tips
 from services.branch_worker.windows import (
     ClosedWindow,
     OpenWindow,
     depth,
-    join_held,
     overlap,
 )
 from services.branch_worker.writer import apply_event, held_as_is, only_in_history
 from shared.decide.tips import TipKind, on_notices
 from shared.decide.window import closes_at, is_due, open_window
-from shared.git.errors import GitTemporary, WriteNotHeld
+from shared.git.errors import WriteNotHeld
 from shared.git.workspace import Committer, Workspace
 from shared.model.attribution import Author
 from shared.model.commit_requests import RESOLVED, UNATTRIBUTED, UNRESOLVED, CommitRequestItem
@@ -61,9 +61,6 @@ MAX_PUSH_ATTEMPTS = 5
 #: worked in slices of this size, one per wake, so the worker renews its leases between them
 #: instead of losing the branch mid-claim and replaying it again (Q1, M8).
 SLICE = 500
-#: How long the writes of a GitTarget whose signing key cannot be used are held before its
-#: key is asked for again (one Secret read per held GitTarget each time).
-SIGNING_RETRY_S = 10.0
 
 
 class _AwaitFact(Exception):
@@ -123,23 +120,16 @@ class BranchLoop:
         #: when the folders are read again after a reset.
         self._rendered: dict[GitTargetUid, dict[str, str]] = {}
         self._closed: list[ClosedWindow] = []
-        #: Writes of GitTargets whose commits cannot be signed now (P6): left uncommitted in
-        #: the work tree, their events unacknowledged, until ``_retry_at`` (see ``_hold``).
-        #: Per GitTarget, its held windows oldest first, one author each (P5: windows of one
-        #: author that meet in the hold merge; another author's stays a commit of its own).
-        self._held: dict[GitTargetUid, list[OpenWindow]] = {}
-        self._retry_at: dict[GitTargetUid, float] = {}
-        #: Events of GitTargets withdrawn while their key is out (the watcher stops serving
-        #: a GitTarget whose key it finds unusable, so its settings are gone): not applied,
-        #: not acknowledged, handled again every ``SIGNING_RETRY_S`` (``_park``).
-        self._parked: list[StreamEntry] = []
-        self._parked_retry_at: float | None = None
-        #: Per slice: whether a GitTarget without settings is withdrawn for its key.
-        self._withdrawn: dict[GitTargetUid, bool] = {}
         #: Events read or claimed but not applied yet, oldest first (see ``SLICE``).
         self._backlog: list[StreamEntry] = []
         #: The refusals this owner sets and lifts on its GitTargets.
         self._conditions = Conditions(lease.branch, configs, desk)
+        #: Writes of GitTargets whose commits cannot be signed now (P6): left uncommitted in
+        #: the work tree, their events unacknowledged, until their key is asked for again.
+        self._holds = Holds(lease.branch, self._conditions, clock)
+        #: Events of GitTargets withdrawn while their key is out (the watcher stops serving
+        #: a GitTarget whose key it finds unusable, so its settings are gone).
+        self._parking = Parking(self._conditions, clock)
         self.tip: str | None = None
         self.desk = desk
         self.guard = guard  # W1: withholds the applier's revert of an API edit
@@ -198,10 +188,10 @@ class BranchLoop:
             self.attributor.seen(self._backlog)
         batch, self._backlog = self._backlog[:SLICE], self._backlog[SLICE:]
         targets: dict[GitTargetUid, TargetConfig | None] = {}  # one read per GitTarget per slice
-        self._withdrawn.clear()
+        self._parking.new_slice()
         done: list[StreamEntry] = []
         wrote = False
-        parked = len(self._parked)
+        parked = self._parking.count()
         if self.attributor is not None:
             self.attributor.new_pass()
         waiting = False
@@ -214,9 +204,9 @@ class BranchLoop:
                 break
             if not made:
                 done.append(entry)
-            elif len(self._parked) == parked:
+            elif self._parking.count() == parked:
                 wrote = True
-            parked = len(self._parked)
+            parked = self._parking.count()
         if not waiting and self.attributor is not None:
             self.attributor.clear_waits()
             self._awaiting.clear()
@@ -235,7 +225,7 @@ class BranchLoop:
             targets[item.target.uid] = self._configs.target(item.target.uid)
         target = targets[item.target.uid]
         if target is None or target.key_held:
-            return self._park(entry, target)  # gone (dropped), or not served for its key
+            return self._parking.park(entry, target)  # gone (dropped), or not served for its key
         if not self.config.writes_for(target):
             return self._not_ours(target)
         if entry.listing is None:
@@ -340,25 +330,6 @@ class BranchLoop:
         until = self.attributor.waiting_until()
         return until if until is not None and until > self._clock() else None
 
-    def _park(self, entry: StreamEntry, target: TargetConfig | None) -> bool:
-        """An event of a GitTarget that is not served: dropped (False) if it is gone; kept
-        unacknowledged (True) if it is held for its signing key, until it is served again
-        (P6, M8). The watcher publishes such a GitTarget marked ``key_held``, still registered
-        with the branch, so a new owner takes the branch and keeps its events; one withdrawn
-        without the mark (by an older watcher) is told by its standing ``signing`` refusal
-        (withdrawal keeps refusals, deletion does not)."""
-        item = entry.listing or entry.event
-        assert item is not None
-        uid = item.target.uid
-        if uid not in self._withdrawn:
-            self._withdrawn[uid] = self._conditions.withdrawn_for_key(uid, target)
-        if not self._withdrawn[uid]:
-            return False
-        self._parked.append(entry)
-        if self._parked_retry_at is None:
-            self._parked_retry_at = self._clock() + SIGNING_RETRY_S
-        return True
-
     def _not_ours(self, target: TargetConfig) -> bool:
         """T1: a GitTarget of another GitProvider never writes with this branch's Secret. The
         watcher serves only the holder's GitTargets, so this is a handover (published config
@@ -433,9 +404,9 @@ class BranchLoop:
         times.extend(w.deadline for w in self._open.values() if w.deadline is not None)
         if awaiting is not None:  # closes are deferred until the grace ends
             times = [max(t, awaiting) for t in times]
-        times.extend(self._retry_at.values())
-        if self._parked_retry_at is not None:
-            times.append(self._parked_retry_at)
+        times.extend(self._holds.retry_times())
+        if self._parking.retry_at is not None:
+            times.append(self._parking.retry_at)
         if not self.busy():
             times.append(self._tips.next_read())
         if self.desk.next_wake is not None:
@@ -453,16 +424,16 @@ class BranchLoop:
 
     def retrying(self) -> bool:
         """Anything unapplied, open or unpushed: worth a pass every ``RETRY_S``. Held writes
-        (``_hold``) are not: they wait for their own ``next_deadline``."""
+        (``Holds``) are not: they wait for their own ``next_deadline``."""
         return bool(self._backlog or self._open or self._closed)
 
     def holding(self) -> bool:
         """Writes or events held until a GitTarget's signing key works again."""
-        return bool(self._held or self._parked)
+        return self._holds.any() or self._parking.any()
 
     def held(self) -> list[GitTargetUid]:
         """The GitTargets whose writes are held because their commits cannot be signed."""
-        return sorted(self._held)
+        return self._holds.uids()
 
     def flush(self, force: bool = False) -> None:
         """Close the windows that are due (all when ``force``), commit them, and push; then
@@ -477,7 +448,7 @@ class BranchLoop:
         deadline: its push refused, the branch failing, or its signing key out."""
         if self.requests is None or self.requests.next_failure() is None:
             return
-        held = {r.uid for ws in self._held.values() for w in ws for r in w.requests}
+        held = self._holds.request_uids()
         problem = self.push_refused or (
             "the branch's commit or push failed; see its GitTargets' conditions"
         )
@@ -486,10 +457,8 @@ class BranchLoop:
     def _flush(self, force: bool) -> None:
         now = self._clock()
         c = self.config
-        if self._parked_retry_at is not None and (force or self._parked_retry_at <= now):
-            self._backlog[:0], self._parked = self._parked, []  # handled again, oldest first
-            self._parked_retry_at = None
-        due_held = [u for u, at in self._retry_at.items() if force or at <= now]
+        self._backlog[:0] = self._parking.due(now, force)  # handled again, oldest first
+        due_held = self._holds.due(now, force)
         if due_held:
             self._retry_held(due_held)
         deferred = not force and self._awaiting_until() is not None
@@ -509,9 +478,9 @@ class BranchLoop:
     def _commit(self, window: OpenWindow, signer: Signer | None = None) -> None:
         """Commit a closed window (``signer``: the key already read for it, else this
         owner's signer reads it)."""
-        blocker = self._held_with(window.target)
+        blocker = self._holds.blocker(window.target)
         if blocker is not None:  # P6: nothing of a held folder is committed, signed or not
-            self._hold(window, blocker, None)
+            self._holds.hold(window, blocker, None)
             return
         text, problem = message(self.config, window)
         self._conditions.template(window.target.uid, problem)  # T4; built-in wording meanwhile
@@ -520,7 +489,7 @@ class BranchLoop:
         try:
             sha = self._commit_files(window.target, text, window.author, signer)
         except SigningUnavailable as err:
-            self._hold(window, window.target, err)
+            self._holds.hold(window, window.target, err)
             return
         self._closed.append(
             ClosedWindow(window.target, text, window.entries, window.author, window.requests, sha)
@@ -559,84 +528,23 @@ class BranchLoop:
         self._conditions.committed(target)
         return sha
 
-    def _held_with(self, target: TargetConfig) -> TargetConfig | None:
-        """A held GitTarget whose folder is, holds or is inside ``target``'s (``target``
-        itself first): a commit of ``target``'s folder would take its held, unsigned writes."""
-        held = self._held.get(target.uid)
-        if held:
-            return held[-1].target
-        for windows in self._held.values():
-            if overlap(windows[-1].target.path, target.path):
-                return windows[-1].target
-        return None
-
-    def _hold(
-        self, window: OpenWindow, blocker: TargetConfig, err: SigningUnavailable | None
-    ) -> None:
-        """P6, T4, M8: a GitTarget that asks for signed commits never gets an unsigned one, and
-        its writes are never dropped. A key the API could not give now fails the pass (the
-        branch starts over and tries again). A Secret that is gone or holds no usable key holds
-        the window: its changes stay uncommitted in the work tree, its events stay pending in
-        the stream (a new owner claims and replays them), the GitTarget shows
-        ``SigningKeyInvalid``, and its key is asked for again every ``SIGNING_RETRY_S``; once
-        it works, every held write is committed, signed, and pushed. Later windows of the
-        GitTarget join the hold. The branch's other GitTargets are committed and pushed as
-        usual, except one whose folder overlaps a held one's (``blocker``): it is held with
-        it, since a commit of its folder would take the held writes unsigned."""
-        if err is not None and not err.permanent:
-            raise GitTemporary(str(err)) from err
-        target = window.target
-        uid = target.uid
-        join_held(self._held.setdefault(uid, []), window)
-        if err is None and uid in self._retry_at:
-            return  # joined a standing hold
-        self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
-        if err is not None:
-            message = str(err)
-        else:
-            message = (
-                f"held with GitTarget {blocker.namespace}/{blocker.name}: its folder overlaps "
-                "this one's and its commits cannot be signed"
-            )
-        self._conditions.signing_held(uid, message)
-        log.warning(
-            "holding %d event(s) unacknowledged: %s",
-            sum(len(w.entries) for w in self._held[uid]),
-            message,
-            extra={
-                "branch": self.bk,
-                "gittarget": f"{target.namespace}/{target.name}",
-                "reason": SIGNING_KEY_INVALID,
-            },
-        )
-
     def _retry_held(self, due: list[GitTargetUid]) -> None:
         """Commit held GitTargets' writes if their keys work now; held again if not. The
         held GitTargets whose folders overlap a due one's are tried with it (each is held
         while another is, so one alone never goes): every key is asked for first, then the
         folders are committed deepest first, so a folder is committed only once no held
         folder overlaps it."""
-        group = set(due)
-        grew = True
-        while grew:
-            more = {
-                uid
-                for uid, w in self._held.items()
-                if uid not in group
-                and any(overlap(w[-1].target.path, self._held[g][-1].target.path) for g in group)
-            }
-            group |= more
-            grew = bool(more)
-        taken = [w for w in (self._take_held(uid) for uid in sorted(group)) if w]
+        group = self._holds.group(due)
+        taken = [w for w in (self._take_held(uid) for uid in group) if w]
         ready: list[tuple[list[OpenWindow], Signer]] = []
         with ExitStack() as keys:  # each key read once: the probe's file signs the commit
             for windows in taken:
                 try:
                     path = keys.enter_context(self._signer(windows[0].target))
                 except SigningUnavailable as err:
-                    self._hold(windows[0], windows[0].target, err)
+                    self._holds.hold(windows[0], windows[0].target, err)
                     for later in windows[1:]:
-                        self._hold(later, windows[0].target, None)
+                        self._holds.hold(later, windows[0].target, None)
                     continue
                 ready.append((windows, _already(path)))
             ready.sort(key=lambda r: depth(r[0][0].target.path), reverse=True)
@@ -658,7 +566,7 @@ class BranchLoop:
         applied again after, still uncommitted. While a GitTarget overlapping it is still held
         nothing is rebuilt: every window is held again, as ``_commit`` would."""
         target = windows[0].target
-        if self._held_with(target) is not None:
+        if self._holds.blocker(target) is not None:
             for window in windows:
                 self._commit(window, signer)  # held again, each window kept with its author
             return
@@ -678,15 +586,10 @@ class BranchLoop:
         GitTarget (acknowledged unwritten). One the watcher does not serve for its key
         (``key_held``, or settings gone with its ``signing`` refusal standing) stays held, with
         its requests."""
-        windows = self._held.pop(uid)
-        self._retry_at.pop(uid, None)
-        newer = self._open.pop(uid, None)
-        if newer is not None:
-            join_held(windows, newer, newer.window)
+        windows = self._holds.take(uid, self._open.pop(uid, None))
         current = self._configs.target(uid)
         if self._conditions.withdrawn_for_key(uid, current):  # held until it is served again
-            self._held[uid] = windows
-            self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
+            self._holds.keep(uid, windows)
             return []
         if current is None:
             self.ws.discard(windows[0].target.path or ".")
@@ -745,20 +648,12 @@ class BranchLoop:
         self.ws.reset(self.tip)
         self._folders.clear()
         self._states.publish_tip(self.lease, self.tip)
-        held_before, retry_before = self._held, self._retry_at
-        self._held, self._retry_at = {}, {}
+        held_before = self._holds.release_all()
         self._closed = [c for c in self._closed if self._replay_closed(c)]
-        for uid, held_windows in held_before.items():
+        for uid, held_windows, retry_at in held_before:
             held = [w for w in held_windows if self._replay_window(w)]
-            if not held:
-                continue
-            joined = self._held.get(uid)
-            if joined is None:
-                self._held[uid] = held
-                self._retry_at[uid] = retry_before.get(uid, self._clock())
-            else:
-                for window in held:
-                    join_held(joined, window)
+            if held:
+                self._holds.rejoin(uid, held, retry_at)
         for uid, window in list(self._open.items()):
             if not self._replay_window(window):
                 del self._open[uid]
@@ -779,16 +674,16 @@ class BranchLoop:
             closed.entries = window.entries
             if not message_for(closed.requests):
                 closed.message = message(self.config, window)[0]
-        blocker = self._held_with(closed.target)
+        blocker = self._holds.blocker(closed.target)
         if blocker is not None:
-            self._hold(window, blocker, None)
+            self._holds.hold(window, blocker, None)
             return False
         try:
             closed.sha = self._commit_files(  # P6: after replay
                 closed.target, closed.message, closed.author
             )
         except SigningUnavailable as err:
-            self._hold(window, closed.target, err)
+            self._holds.hold(window, closed.target, err)
             return False
         return True
 
@@ -820,8 +715,8 @@ class BranchLoop:
     def _publish_counts(self, last_write_at: float | None = None) -> None:
         pending = len(self._backlog) + sum(len(w.entries) for w in self._open.values())
         pending += sum(len(c.entries) for c in self._closed)
-        pending += sum(len(w.entries) for ws in self._held.values() for w in ws)
-        pending += len(self._parked)
+        pending += self._holds.pending()
+        pending += self._parking.count()
         self._states.publish_counts(self.lease, len(self._open), pending, last_write_at)
 
 

@@ -11,8 +11,9 @@ import dataclasses
 
 import pytest
 
-from services.branch_worker.branch import SIGNING_RETRY_S, BranchLoop
+from services.branch_worker.branch import BranchLoop
 from services.branch_worker.commit_requests import RequestDesk
+from services.branch_worker.holds import SIGNING_RETRY_S
 from services.branch_worker.signing import Signer, SigningUnavailable, unsigned
 from shared.decide.commit_requests import FINALIZE_BOUND_S
 from shared.git.signing import generate_key
