@@ -23,12 +23,12 @@ from services.branch_worker.applied import AppliedReader, nothing_recorded
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.attribution import Attributor, Wait
-from services.branch_worker.commit_requests import RequestDesk, message_for
+from services.branch_worker.commit_requests import RequestDesk
+from services.branch_worker.committing import Commits
 from services.branch_worker.conditions import Conditions
 from services.branch_worker.folder import Folder
 from services.branch_worker.holds import Holds, Parking
 from services.branch_worker.listings import missed_deletes
-from services.branch_worker.messages import committer, message
 from services.branch_worker.signing import Signer, SigningUnavailable, unsigned
 from services.branch_worker.tips import TipReader, Tips
 from services.branch_worker.windows import (
@@ -40,8 +40,7 @@ from services.branch_worker.windows import (
 from services.branch_worker.writer import apply_event, held_as_is, only_in_history
 from shared.decide.tips import TipKind, on_notices
 from shared.decide.window import closes_at, is_due, open_window
-from shared.git.errors import WriteNotHeld
-from shared.git.workspace import Committer, Workspace
+from shared.git.workspace import Workspace
 from shared.model.attribution import Author
 from shared.model.commit_requests import RESOLVED, UNATTRIBUTED, UNRESOLVED, CommitRequestItem
 from shared.model.config import BranchConfig, TargetConfig
@@ -119,7 +118,6 @@ class BranchLoop:
         #: Per GitTarget, the digests of files the writer rendered whole (see Folder): kept
         #: when the folders are read again after a reset.
         self._rendered: dict[GitTargetUid, dict[str, str]] = {}
-        self._closed: list[ClosedWindow] = []
         #: Events read or claimed but not applied yet, oldest first (see ``SLICE``).
         self._backlog: list[StreamEntry] = []
         #: The refusals this owner sets and lifts on its GitTargets.
@@ -130,6 +128,10 @@ class BranchLoop:
         #: Events of GitTargets withdrawn while their key is out (the watcher stops serving
         #: a GitTarget whose key it finds unusable, so its settings are gone).
         self._parking = Parking(self._conditions, clock)
+        #: Closed windows' commits, kept until their push lands.
+        self._commits = Commits(
+            config, workspace, signer=signer, conditions=self._conditions, holds=self._holds
+        )
         self.tip: str | None = None
         self.desk = desk
         self.guard = guard  # W1: withholds the applier's revert of an API edit
@@ -258,7 +260,7 @@ class BranchLoop:
         author = self._author(target, entry, event)
         current = self._open.get(target.uid)
         if current is not None and current.author != author:  # a window holds one author
-            self._commit(self._open.pop(target.uid))
+            self._commits.commit(self._open.pop(target.uid))
             current = None
         applied = apply_event(self.ws, target, event, self._folder(target))
         self._conditions.applied(target, event, applied)
@@ -271,7 +273,7 @@ class BranchLoop:
             current.window = current.window.with_write(now)
             current.entries.append(entry)
         if self.config.commit_window_s <= 0:
-            self._commit(self._open.pop(target.uid))  # commitWindow 0s: a commit per write
+            self._commits.commit(self._open.pop(target.uid))  # commitWindow 0s: a commit per write
         return True
 
     def _request(self, entry: StreamEntry, request: CommitRequestItem) -> bool:
@@ -425,7 +427,7 @@ class BranchLoop:
     def retrying(self) -> bool:
         """Anything unapplied, open or unpushed: worth a pass every ``RETRY_S``. Held writes
         (``Holds``) are not: they wait for their own ``next_deadline``."""
-        return bool(self._backlog or self._open or self._closed)
+        return bool(self._backlog or self._open or self._commits.closed)
 
     def holding(self) -> bool:
         """Writes or events held until a GitTarget's signing key works again."""
@@ -470,63 +472,10 @@ class BranchLoop:
             or (w.deadline is not None and now >= w.deadline)  # P6: a request's close
         ]
         for uid in due:
-            self._commit(self._open.pop(uid))
-        if self._closed:
+            self._commits.commit(self._open.pop(uid))
+        if self._commits.closed:
             self._push()
         self._publish_counts()
-
-    def _commit(self, window: OpenWindow, signer: Signer | None = None) -> None:
-        """Commit a closed window (``signer``: the key already read for it, else this
-        owner's signer reads it)."""
-        blocker = self._holds.blocker(window.target)
-        if blocker is not None:  # P6: nothing of a held folder is committed, signed or not
-            self._holds.hold(window, blocker, None)
-            return
-        text, problem = message(self.config, window)
-        self._conditions.template(window.target.uid, problem)  # T4; built-in wording meanwhile
-        if message_for(window.requests):  # P6: the request's message replaces the whole one
-            text = message_for(window.requests)
-        try:
-            sha = self._commit_files(window.target, text, window.author, signer)
-        except SigningUnavailable as err:
-            self._holds.hold(window, window.target, err)
-            return
-        self._closed.append(
-            ClosedWindow(window.target, text, window.entries, window.author, window.requests, sha)
-        )
-        if sha:
-            metrics.COMMITS.inc()
-
-    def _commit_files(
-        self,
-        target: TargetConfig,
-        message: str,
-        author: Author | None = None,
-        signer: Signer | None = None,
-    ) -> str | None:
-        """Commit the GitTarget's folder, signed when it asks for it (P6); SigningUnavailable
-        when its key cannot be had, with nothing committed.
-
-        D1: a commit that does not hold the folder's writes (``WriteNotHeld``, the last
-        defence after the folder's own checks) is shown on the GitTarget as
-        ``GitPathAccepted=False WriteNotHeld`` and fails the pass as before: nothing is
-        acknowledged and the branch starts over. No Refusal is owed to the applier (the edit is
-        not refused, only not yet written). The next commit of the folder that holds its writes
-        lifts it."""
-        try:
-            with (signer or self._signer)(target) as key:
-                sha = self.ws.commit(
-                    message,
-                    committer(self.config),
-                    paths=(target.path or ".",),
-                    signing_key=key,
-                    author=Committer(author.name, author.email) if author else None,
-                )
-        except WriteNotHeld as err:
-            self._conditions.not_held(target.uid, str(err))
-            raise
-        self._conditions.committed(target)
-        return sha
 
     def _retry_held(self, due: list[GitTargetUid]) -> None:
         """Commit held GitTargets' writes if their keys work now; held again if not. The
@@ -550,7 +499,7 @@ class BranchLoop:
             ready.sort(key=lambda r: depth(r[0][0].target.path), reverse=True)
             for index, (windows, signer) in enumerate(ready):
                 if len(windows) == 1:
-                    self._commit(windows[0], signer)
+                    self._commits.commit(windows[0], signer)
                 else:
                     rest = [w for ws, _ in ready[index + 1 :] for w in ws]
                     self._commit_in_order(windows, rest, signer)
@@ -568,13 +517,13 @@ class BranchLoop:
         target = windows[0].target
         if self._holds.blocker(target) is not None:
             for window in windows:
-                self._commit(window, signer)  # held again, each window kept with its author
+                self._commits.commit(window, signer)  # held again, each window kept with its author
             return
         self.ws.discard(target.path or ".")
         self._folders.clear()  # their scans may hold what the discard removed
         for window in windows:
             self._apply_again(window)
-            self._commit(window, signer)
+            self._commits.commit(window, signer)
         for window in later + list(self._open.values()):
             if window.target.uid != target.uid and overlap(window.target.path, target.path):
                 self._apply_again(window)
@@ -625,10 +574,10 @@ class BranchLoop:
             self._tips.pushed(head)
         self.tip = head
         if self.requests is not None:  # P6: recorded before the acknowledgement
-            pushed = [(c.requests, c.sha) for c in self._closed if c.requests]
+            pushed = [(c.requests, c.sha) for c in self._commits.closed if c.requests]
             self.requests.finished(self.lease, pushed, head)
-        entries = [e for closed in self._closed for e in closed.entries]
-        self._closed.clear()
+        entries = [e for closed in self._commits.closed for e in closed.entries]
+        self._commits.closed.clear()
         self._events.ack(self.lease.branch, entries)
         self._states.publish_pushed(self.lease, head)
 
@@ -649,7 +598,7 @@ class BranchLoop:
         self._folders.clear()
         self._states.publish_tip(self.lease, self.tip)
         held_before = self._holds.release_all()
-        self._closed = [c for c in self._closed if self._replay_closed(c)]
+        self._commits.closed[:] = [c for c in self._commits.closed if self._replay_closed(c)]
         for uid, held_windows, retry_at in held_before:
             held = [w for w in held_windows if self._replay_window(w)]
             if held:
@@ -670,22 +619,7 @@ class BranchLoop:
         )
         if not self._replay_window(window):
             return False  # every write of it refused now, and no CommitRequest waits on it
-        if len(window.entries) < len(closed.entries):
-            closed.entries = window.entries
-            if not message_for(closed.requests):
-                closed.message = message(self.config, window)[0]
-        blocker = self._holds.blocker(closed.target)
-        if blocker is not None:
-            self._holds.hold(window, blocker, None)
-            return False
-        try:
-            closed.sha = self._commit_files(  # P6: after replay
-                closed.target, closed.message, closed.author
-            )
-        except SigningUnavailable as err:
-            self._holds.hold(window, closed.target, err)
-            return False
-        return True
+        return self._commits.again(closed, window)
 
     def _replay_window(self, window: OpenWindow) -> bool:
         """M7 with M10: apply a window's writes again on the new tip; the ones it refuses now
@@ -714,7 +648,7 @@ class BranchLoop:
 
     def _publish_counts(self, last_write_at: float | None = None) -> None:
         pending = len(self._backlog) + sum(len(w.entries) for w in self._open.values())
-        pending += sum(len(c.entries) for c in self._closed)
+        pending += sum(len(c.entries) for c in self._commits.closed)
         pending += self._holds.pending()
         pending += self._parking.count()
         self._states.publish_counts(self.lease, len(self._open), pending, last_write_at)
