@@ -13,10 +13,9 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import posixpath
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from services.branch_worker import metrics
@@ -24,31 +23,27 @@ from services.branch_worker.applied import AppliedReader, nothing_recorded
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.attribution import Attributor, Wait
-from services.branch_worker.commit_requests import RequestDesk, message_for
+from services.branch_worker.commit_requests import RequestDesk
+from services.branch_worker.committing import Commits
+from services.branch_worker.conditions import Conditions
 from services.branch_worker.folder import Folder
+from services.branch_worker.holds import Holds, Parking
 from services.branch_worker.listings import missed_deletes
-from services.branch_worker.signing import (
-    SIGNING_KEY_INVALID,
-    Signer,
-    SigningUnavailable,
-    unsigned,
+from services.branch_worker.signing import Signer, SigningUnavailable, unsigned
+from services.branch_worker.tips import TipReader, Tips
+from services.branch_worker.windows import (
+    ClosedWindow,
+    OpenWindow,
+    depth,
+    overlap,
 )
-from services.branch_worker.writer import (
-    Applied,
-    apply_event,
-    held_as_is,
-    key_of,
-    only_in_history,
-)
-from shared.decide.tips import TipKind, classify_tip, on_notices, steady_tick_due
-from shared.decide.window import Window, closes_at, is_due, open_window
-from shared.git.errors import GitTemporary, WriteNotHeld
-from shared.git.workspace import Committer, Workspace
-from shared.model import templates
+from services.branch_worker.writer import apply_event, held_as_is, only_in_history
+from shared.decide.tips import TipKind, on_notices
+from shared.decide.window import closes_at, is_due, open_window
+from shared.git.workspace import Workspace
 from shared.model.attribution import Author
 from shared.model.commit_requests import RESOLVED, UNATTRIBUTED, UNRESOLVED, CommitRequestItem
 from shared.model.config import BranchConfig, TargetConfig
-from shared.model.defaults import EVENT_TEMPLATE, GROUP_TEMPLATE
 from shared.model.events import ObjectEvent
 from shared.model.ids import GitTargetUid
 from shared.model.notices import PushNotice
@@ -59,24 +54,12 @@ from shared.store.streams import EventStream, StreamEntry
 
 log = logging.getLogger(__name__)
 
-#: Reads the remote tip of the branch (ls-remote), or None when the branch does not exist.
-TipReader = Callable[[], str | None]
-
 #: Push attempts in one flush before the branch waits for its next wake.
 MAX_PUSH_ATTEMPTS = 5
 #: Most events applied in one ``handle``: what a new owner claims (a whole snapshot, maybe) is
 #: worked in slices of this size, one per wake, so the worker renews its leases between them
 #: instead of losing the branch mid-claim and replaying it again (Q1, M8).
 SLICE = 500
-#: The reason a GitTarget shows while its GitProvider's commit template cannot be used.
-BAD_TEMPLATE = "InvalidCommitTemplate"
-#: The commit did not hold a write made for the GitTarget (D1, issue 11): shown on it until a
-#: commit of its folder holds what was written.
-WRITE_NOT_HELD = "WriteNotHeld"
-
-#: How long the writes of a GitTarget whose signing key cannot be used are held before its
-#: key is asked for again (one Secret read per held GitTarget each time).
-SIGNING_RETRY_S = 10.0
 
 
 class _AwaitFact(Exception):
@@ -86,35 +69,6 @@ class _AwaitFact(Exception):
 class ProviderChanged(Exception):
     """The branch's GitProvider changed since this owner took it (T1): give the branch back,
     so the next owner writes with the new GitProvider's credentials and committer."""
-
-
-@dataclass(slots=True)
-class OpenWindow:
-    """Writes of one GitTarget not yet committed, all by one author."""
-
-    target: TargetConfig
-    window: Window
-    entries: list[StreamEntry] = field(default_factory=list)
-    #: Who made these edits (attribution); None when attribution is off for the GitTarget
-    #: (its commits are authored by the committer). A write by another author closes the
-    #: window first, so one window is one author's commit.
-    author: Author | None = None
-    #: CommitRequests bound to the window (P6) and the close they ask for (None: none).
-    requests: list[CommitRequestItem] = field(default_factory=list)
-    deadline: float | None = None
-
-
-@dataclass(slots=True)
-class ClosedWindow:
-    """A committed window whose commit is not pushed yet."""
-
-    target: TargetConfig
-    message: str
-    entries: list[StreamEntry]
-    author: Author | None = None  # kept for a replay: the commit is made again by them
-    requests: list[CommitRequestItem] = field(default_factory=list)
-    #: The window's commit (made again by a replay, M7), None when it changed nothing.
-    sha: str | None = None
 
 
 class BranchLoop:
@@ -134,7 +88,7 @@ class BranchLoop:
         read_tip: TipReader,
         steady_tick: float,
         max_window: float,
-        desk: ApplierDesk | None = None,
+        desk: ApplierDesk,
         signer: Signer = unsigned,
         guard: ApplyWindowGuard | None = None,
         requests: RequestDesk | None = None,
@@ -164,35 +118,33 @@ class BranchLoop:
         #: Per GitTarget, the digests of files the writer rendered whole (see Folder): kept
         #: when the folders are read again after a reset.
         self._rendered: dict[GitTargetUid, dict[str, str]] = {}
-        self._closed: list[ClosedWindow] = []
-        #: Writes of GitTargets whose commits cannot be signed now (P6): left uncommitted in
-        #: the work tree, their events unacknowledged, until ``_retry_at`` (see ``_hold``).
-        #: Per GitTarget, its held windows oldest first, one author each (P5: windows of one
-        #: author that meet in the hold merge; another author's stays a commit of its own).
-        self._held: dict[GitTargetUid, list[OpenWindow]] = {}
-        self._retry_at: dict[GitTargetUid, float] = {}
-        #: Events of GitTargets withdrawn while their key is out (the watcher stops serving
-        #: a GitTarget whose key it finds unusable, so its settings are gone): not applied,
-        #: not acknowledged, handled again every ``SIGNING_RETRY_S`` (``_park``).
-        self._parked: list[StreamEntry] = []
-        self._parked_retry_at: float | None = None
-        #: Per slice: whether a GitTarget without settings is withdrawn for its key.
-        self._withdrawn: dict[GitTargetUid, bool] = {}
-        #: GitTargets whose ``signing`` refusal this owner set: lifted at their next commit.
-        self._signing_refused: set[GitTargetUid] = set()
         #: Events read or claimed but not applied yet, oldest first (see ``SLICE``).
         self._backlog: list[StreamEntry] = []
-        #: GitTargets whose folder refusal this owner has lifted since it took the branch: only
-        #: the owner sets one, so lifting it again on every write is a wasted round trip.
-        self._folder_ok: set[GitTargetUid] = set()
+        #: The refusals this owner sets and lifts on its GitTargets.
+        self._conditions = Conditions(lease.branch, configs, desk)
+        #: Writes of GitTargets whose commits cannot be signed now (P6): left uncommitted in
+        #: the work tree, their events unacknowledged, until their key is asked for again.
+        self._holds = Holds(lease.branch, self._conditions, clock)
+        #: Events of GitTargets withdrawn while their key is out (the watcher stops serving
+        #: a GitTarget whose key it finds unusable, so its settings are gone).
+        self._parking = Parking(self._conditions, clock)
+        #: Closed windows' commits, kept until their push lands.
+        self._commits = Commits(
+            config, workspace, signer=signer, conditions=self._conditions, holds=self._holds
+        )
         self.tip: str | None = None
-        self._ours: tuple[str, ...] = ()
-        self._read_tip = read_tip
         self.desk = desk
         self.guard = guard  # W1: withholds the applier's revert of an API edit
-        self._steady_tick = steady_tick
         self._max_window = max_window  # Settings.max_window: a process setting, not a CRD's
-        self._tip_read_at = clock()
+        #: The remote tip as this owner sees it: what is ours, when it was read (Q5-Q7).
+        self._tips = Tips(
+            lease,
+            states=states,
+            desk=desk,
+            clock=clock,
+            read_tip=read_tip,
+            steady_tick=steady_tick,
+        )
         #: Why the last push did not land, while the remote keeps refusing it (T4); None once
         #: a push lands. The pass's job records it as the branch's stall, and while it is set
         #: the owner reads no new events (U1: they wait in the stream, one per object, instead
@@ -214,12 +166,12 @@ class BranchLoop:
         self.tip = self.ws.fetch()
         self.ws.reset(self.tip)
         self._folders.clear()
-        self._folder_ok.clear()
+        self._conditions.restart()
         published = self._states.read(self.lease.branch)
-        self._ours = published.ours
+        self._tips.taken(published.ours)
         if published.observed_tip or _owned_before(self.lease):
-            self._found_tip(self.tip, published.observed_tip)
-        elif self.desk is not None and self.tip:
+            self._tips.found(self.tip, published.observed_tip)
+        elif self.tip:
             self.desk.on_first_start(self.tip, self._applied)
         released = [w for w in published.pending if w != self.lease.owner]
         self._states.publish_takeover(self.lease, self.tip, released)
@@ -238,10 +190,10 @@ class BranchLoop:
             self.attributor.seen(self._backlog)
         batch, self._backlog = self._backlog[:SLICE], self._backlog[SLICE:]
         targets: dict[GitTargetUid, TargetConfig | None] = {}  # one read per GitTarget per slice
-        self._withdrawn.clear()
+        self._parking.new_slice()
         done: list[StreamEntry] = []
         wrote = False
-        parked = len(self._parked)
+        parked = self._parking.count()
         if self.attributor is not None:
             self.attributor.new_pass()
         waiting = False
@@ -254,9 +206,9 @@ class BranchLoop:
                 break
             if not made:
                 done.append(entry)
-            elif len(self._parked) == parked:
+            elif self._parking.count() == parked:
                 wrote = True
-            parked = len(self._parked)
+            parked = self._parking.count()
         if not waiting and self.attributor is not None:
             self.attributor.clear_waits()
             self._awaiting.clear()
@@ -275,7 +227,7 @@ class BranchLoop:
             targets[item.target.uid] = self._configs.target(item.target.uid)
         target = targets[item.target.uid]
         if target is None or target.key_held:
-            return self._park(entry, target)  # gone (dropped), or not served for its key
+            return self._parking.park(entry, target)  # gone (dropped), or not served for its key
         if not self.config.writes_for(target):
             return self._not_ours(target)
         if entry.listing is None:
@@ -303,16 +255,15 @@ class BranchLoop:
             # W1: withheld; Git keeps the API edit (or the tip's newer content, when the
             # applier applied an older commit). A Kustomization's CatchUp or ForeignCommit
             # (owed by the push) applies it back; an Application is owed a Repair for it.
-            if self.desk:
-                self.desk.on_withheld(target)
+            self.desk.on_withheld(target)
             return False
         author = self._author(target, entry, event)
         current = self._open.get(target.uid)
         if current is not None and current.author != author:  # a window holds one author
-            self._commit(self._open.pop(target.uid))
+            self._commits.commit(self._open.pop(target.uid))
             current = None
         applied = apply_event(self.ws, target, event, self._folder(target))
-        self._record_refusal(target, event, applied)
+        self._conditions.applied(target, event, applied)
         if applied.kind != "write":
             return False
         now = self._clock()
@@ -322,7 +273,7 @@ class BranchLoop:
             current.window = current.window.with_write(now)
             current.entries.append(entry)
         if self.config.commit_window_s <= 0:
-            self._commit(self._open.pop(target.uid))  # commitWindow 0s: a commit per write
+            self._commits.commit(self._open.pop(target.uid))  # commitWindow 0s: a commit per write
         return True
 
     def _request(self, entry: StreamEntry, request: CommitRequestItem) -> bool:
@@ -381,31 +332,6 @@ class BranchLoop:
         until = self.attributor.waiting_until()
         return until if until is not None and until > self._clock() else None
 
-    def _park(self, entry: StreamEntry, target: TargetConfig | None) -> bool:
-        """An event of a GitTarget that is not served: dropped (False) if it is gone; kept
-        unacknowledged (True) if it is held for its signing key, until it is served again
-        (P6, M8). The watcher publishes such a GitTarget marked ``key_held``, still registered
-        with the branch, so a new owner takes the branch and keeps its events; one withdrawn
-        without the mark (by an older watcher) is told by its standing ``signing`` refusal
-        (withdrawal keeps refusals, deletion does not)."""
-        item = entry.listing or entry.event
-        assert item is not None
-        uid = item.target.uid
-        if uid not in self._withdrawn:
-            self._withdrawn[uid] = self._withdrawn_for_key(uid, target)
-        if not self._withdrawn[uid]:
-            return False
-        self._parked.append(entry)
-        if self._parked_retry_at is None:
-            self._parked_retry_at = self._clock() + SIGNING_RETRY_S
-        return True
-
-    def _withdrawn_for_key(self, uid: GitTargetUid, target: TargetConfig | None) -> bool:
-        """Whether a GitTarget whose settings are ``target`` is held for its signing key."""
-        if target is not None:
-            return target.key_held
-        return "signing" in self._configs.refusals(uid)
-
     def _not_ours(self, target: TargetConfig) -> bool:
         """T1: a GitTarget of another GitProvider never writes with this branch's Secret. The
         watcher serves only the holder's GitTargets, so this is a handover (published config
@@ -428,34 +354,6 @@ class BranchLoop:
                 self.ws, target.path, rendered, plain=self._plain_writer
             )
         return folder
-
-    def _record_refusal(self, target: TargetConfig, event: ObjectEvent, applied: Applied) -> None:
-        key = "object:" + "/".join(key_of(event))
-        if applied.kind == "refused":
-            metrics.REFUSALS.labels(applied.reason).inc()
-            slot = "folder" if applied.reason != "SensitiveResource" else key
-            self._configs.set_refusal(target.uid, applied.reason, applied.message, key=slot)
-            if slot == "folder":
-                self._folder_ok.discard(target.uid)
-            if self.desk:
-                self.desk.on_refusal(target)
-            log.warning(
-                "refused: %s",
-                applied.message,
-                extra={
-                    "branch": self.bk,
-                    "gittarget": f"{target.namespace}/{target.name}",
-                    "reason": applied.reason,
-                },
-            )
-            return
-        if target.uid not in self._folder_ok:
-            self._configs.clear_refusal(target.uid, key="folder")
-            self._folder_ok.add(target.uid)
-        if event.operation == "DELETE" or event.sensitive:  # P3: a sealed Secret is written
-            self._configs.clear_refusal(target.uid, key=key)
-        if self.desk and target.applier and self._configs.refusal(target.uid) is None:
-            self.desk.on_recovery(target)
 
     def on_notices(self, notices: list[PushNotice]) -> None:
         """Q5-Q6 for every notice of this wake at once, read after any push in flight (pushes
@@ -480,37 +378,22 @@ class BranchLoop:
             stranded = self._events.claim_stranded(self.lease.branch, self._worker)
             if stranded:
                 self.handle(stranded)
-        if steady_tick_due(self._tip_read_at, self._clock(), self._steady_tick, self.busy()):
+        if self._tips.due(self.busy()):
             self.check_tip()
 
     def check_tip(self) -> TipKind:
         """Read the remote tip (ls-remote) and record what it is."""
-        self._tip_read_at = self._clock()
-        tip = self._read_tip()
-        kind = self._found_tip(tip, self.tip)
+        tip, kind = self._tips.read(self.tip)
         if kind is not TipKind.UNCHANGED and not self.busy():
             self.tip = self.ws.fetch()  # follow the branch so the next write builds on it
             self.ws.reset(self.tip)
             self._folders.clear()
-        self._states.publish_tip(self.lease, tip, read_at=self._tip_read_at)
-        return kind
-
-    def _found_tip(self, tip: str | None, observed: str | None) -> TipKind:
-        kind = classify_tip(tip, observed, self._ours)
-        if kind is TipKind.FOREIGN and tip:
-            metrics.FOREIGN_COMMITS.inc()
-            log.info(
-                "foreign commit %s on the branch", tip, extra={"branch": self.bk, "commit": tip}
-            )
-            self._states.publish_foreign(self.lease, tip, self._clock())
-            if self.desk:
-                self.desk.on_foreign(tip)
+        self._states.publish_tip(self.lease, tip, read_at=self._tips.read_at)
         return kind
 
     def apply_requests(self) -> None:
         """A1-A5: outcomes in, requests out, for the appliers this branch's GitTargets name."""
-        if self.desk:
-            self.desk.wake()
+        self.desk.wake()
 
     def next_deadline(self) -> float | None:
         """When the owner must act although nothing arrives: a window closes, an applier's
@@ -523,12 +406,12 @@ class BranchLoop:
         times.extend(w.deadline for w in self._open.values() if w.deadline is not None)
         if awaiting is not None:  # closes are deferred until the grace ends
             times = [max(t, awaiting) for t in times]
-        times.extend(self._retry_at.values())
-        if self._parked_retry_at is not None:
-            times.append(self._parked_retry_at)
+        times.extend(self._holds.retry_times())
+        if self._parking.retry_at is not None:
+            times.append(self._parking.retry_at)
         if not self.busy():
-            times.append(self._tip_read_at + self._steady_tick)
-        if self.desk is not None and self.desk.next_wake is not None:
+            times.append(self._tips.next_read())
+        if self.desk.next_wake is not None:
             times.append(self.desk.next_wake)
         if self.requests is not None and (failure := self.requests.next_failure()) is not None:
             times.append(failure)  # P6: FinalizeFailed is reported on time
@@ -543,16 +426,16 @@ class BranchLoop:
 
     def retrying(self) -> bool:
         """Anything unapplied, open or unpushed: worth a pass every ``RETRY_S``. Held writes
-        (``_hold``) are not: they wait for their own ``next_deadline``."""
-        return bool(self._backlog or self._open or self._closed)
+        (``Holds``) are not: they wait for their own ``next_deadline``."""
+        return bool(self._backlog or self._open or self._commits.closed)
 
     def holding(self) -> bool:
         """Writes or events held until a GitTarget's signing key works again."""
-        return bool(self._held or self._parked)
+        return self._holds.any() or self._parking.any()
 
     def held(self) -> list[GitTargetUid]:
         """The GitTargets whose writes are held because their commits cannot be signed."""
-        return sorted(self._held)
+        return self._holds.uids()
 
     def flush(self, force: bool = False) -> None:
         """Close the windows that are due (all when ``force``), commit them, and push; then
@@ -567,7 +450,7 @@ class BranchLoop:
         deadline: its push refused, the branch failing, or its signing key out."""
         if self.requests is None or self.requests.next_failure() is None:
             return
-        held = {r.uid for ws in self._held.values() for w in ws for r in w.requests}
+        held = self._holds.request_uids()
         problem = self.push_refused or (
             "the branch's commit or push failed; see its GitTargets' conditions"
         )
@@ -576,10 +459,8 @@ class BranchLoop:
     def _flush(self, force: bool) -> None:
         now = self._clock()
         c = self.config
-        if self._parked_retry_at is not None and (force or self._parked_retry_at <= now):
-            self._backlog[:0], self._parked = self._parked, []  # handled again, oldest first
-            self._parked_retry_at = None
-        due_held = [u for u, at in self._retry_at.items() if force or at <= now]
+        self._backlog[:0] = self._parking.due(now, force)  # handled again, oldest first
+        due_held = self._holds.due(now, force)
         if due_held:
             self._retry_held(due_held)
         deferred = not force and self._awaiting_until() is not None
@@ -591,127 +472,10 @@ class BranchLoop:
             or (w.deadline is not None and now >= w.deadline)  # P6: a request's close
         ]
         for uid in due:
-            self._commit(self._open.pop(uid))
-        if self._closed:
+            self._commits.commit(self._open.pop(uid))
+        if self._commits.closed:
             self._push()
         self._publish_counts()
-
-    def _commit(self, window: OpenWindow, signer: Signer | None = None) -> None:
-        """Commit a closed window (``signer``: the key already read for it, else this
-        owner's signer reads it)."""
-        blocker = self._held_with(window.target)
-        if blocker is not None:  # P6: nothing of a held folder is committed, signed or not
-            self._hold(window, blocker, None)
-            return
-        message, problem = _message(self.config, window)
-        if problem:  # T4: shown on this GitTarget; the commit is made with the built-in wording
-            self._configs.set_refusal(window.target.uid, BAD_TEMPLATE, problem, key="template")
-        elif "template" in self._configs.refusals(window.target.uid):
-            self._configs.clear_refusal(window.target.uid, key="template")
-        if message_for(window.requests):  # P6: the request's message replaces the whole one
-            message = message_for(window.requests)
-        try:
-            sha = self._commit_files(window.target, message, window.author, signer)
-        except SigningUnavailable as err:
-            self._hold(window, window.target, err)
-            return
-        self._closed.append(
-            ClosedWindow(
-                window.target, message, window.entries, window.author, window.requests, sha
-            )
-        )
-        if sha:
-            metrics.COMMITS.inc()
-
-    def _commit_files(
-        self,
-        target: TargetConfig,
-        message: str,
-        author: Author | None = None,
-        signer: Signer | None = None,
-    ) -> str | None:
-        """Commit the GitTarget's folder, signed when it asks for it (P6); SigningUnavailable
-        when its key cannot be had, with nothing committed.
-
-        D1: a commit that does not hold the folder's writes (``WriteNotHeld``, the last
-        defence after the folder's own checks) is shown on the GitTarget as
-        ``GitPathAccepted=False WriteNotHeld`` and fails the pass as before: nothing is
-        acknowledged and the branch starts over. No Refusal is owed to the applier (the edit is
-        not refused, only not yet written). The next commit of the folder that holds its writes
-        lifts it."""
-        try:
-            with (signer or self._signer)(target) as key:
-                sha = self.ws.commit(
-                    message,
-                    _committer(self.config),
-                    paths=(target.path or ".",),
-                    signing_key=key,
-                    author=Committer(author.name, author.email) if author else None,
-                )
-        except WriteNotHeld as err:
-            self._configs.set_refusal(target.uid, WRITE_NOT_HELD, str(err), key="held")
-            metrics.REFUSALS.labels(WRITE_NOT_HELD).inc()
-            raise
-        self._configs.clear_refusal(target.uid, key="held")
-        if target.uid in self._signing_refused or (
-            target.signing_secret and "signing" in self._configs.refusals(target.uid)
-        ):
-            self._configs.clear_refusal(target.uid, key="signing")
-            self._signing_refused.discard(target.uid)
-        return sha
-
-    def _held_with(self, target: TargetConfig) -> TargetConfig | None:
-        """A held GitTarget whose folder is, holds or is inside ``target``'s (``target``
-        itself first): a commit of ``target``'s folder would take its held, unsigned writes."""
-        held = self._held.get(target.uid)
-        if held:
-            return held[-1].target
-        for windows in self._held.values():
-            if _overlap(windows[-1].target.path, target.path):
-                return windows[-1].target
-        return None
-
-    def _hold(
-        self, window: OpenWindow, blocker: TargetConfig, err: SigningUnavailable | None
-    ) -> None:
-        """P6, T4, M8: a GitTarget that asks for signed commits never gets an unsigned one, and
-        its writes are never dropped. A key the API could not give now fails the pass (the
-        branch starts over and tries again). A Secret that is gone or holds no usable key holds
-        the window: its changes stay uncommitted in the work tree, its events stay pending in
-        the stream (a new owner claims and replays them), the GitTarget shows
-        ``SigningKeyInvalid``, and its key is asked for again every ``SIGNING_RETRY_S``; once
-        it works, every held write is committed, signed, and pushed. Later windows of the
-        GitTarget join the hold. The branch's other GitTargets are committed and pushed as
-        usual, except one whose folder overlaps a held one's (``blocker``): it is held with
-        it, since a commit of its folder would take the held writes unsigned."""
-        if err is not None and not err.permanent:
-            raise GitTemporary(str(err)) from err
-        target = window.target
-        uid = target.uid
-        _join_held(self._held.setdefault(uid, []), window)
-        if err is None and uid in self._retry_at:
-            return  # joined a standing hold
-        self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
-        if err is not None:
-            message = str(err)
-        else:
-            message = (
-                f"held with GitTarget {blocker.namespace}/{blocker.name}: its folder overlaps "
-                "this one's and its commits cannot be signed"
-            )
-        self._configs.set_refusal(uid, SIGNING_KEY_INVALID, message, key="signing")
-        self._signing_refused.add(uid)
-        metrics.REFUSALS.labels(SIGNING_KEY_INVALID).inc()
-        log.warning(
-            "holding %d event(s) unacknowledged: %s",
-            sum(len(w.entries) for w in self._held[uid]),
-            message,
-            extra={
-                "branch": self.bk,
-                "gittarget": f"{target.namespace}/{target.name}",
-                "reason": SIGNING_KEY_INVALID,
-            },
-        )
 
     def _retry_held(self, due: list[GitTargetUid]) -> None:
         """Commit held GitTargets' writes if their keys work now; held again if not. The
@@ -719,33 +483,23 @@ class BranchLoop:
         while another is, so one alone never goes): every key is asked for first, then the
         folders are committed deepest first, so a folder is committed only once no held
         folder overlaps it."""
-        group = set(due)
-        grew = True
-        while grew:
-            more = {
-                uid
-                for uid, w in self._held.items()
-                if uid not in group
-                and any(_overlap(w[-1].target.path, self._held[g][-1].target.path) for g in group)
-            }
-            group |= more
-            grew = bool(more)
-        taken = [w for w in (self._take_held(uid) for uid in sorted(group)) if w]
+        group = self._holds.group(due)
+        taken = [w for w in (self._take_held(uid) for uid in group) if w]
         ready: list[tuple[list[OpenWindow], Signer]] = []
         with ExitStack() as keys:  # each key read once: the probe's file signs the commit
             for windows in taken:
                 try:
                     path = keys.enter_context(self._signer(windows[0].target))
                 except SigningUnavailable as err:
-                    self._hold(windows[0], windows[0].target, err)
+                    self._holds.hold(windows[0], windows[0].target, err)
                     for later in windows[1:]:
-                        self._hold(later, windows[0].target, None)
+                        self._holds.hold(later, windows[0].target, None)
                     continue
                 ready.append((windows, _already(path)))
-            ready.sort(key=lambda r: _depth(r[0][0].target.path), reverse=True)
+            ready.sort(key=lambda r: depth(r[0][0].target.path), reverse=True)
             for index, (windows, signer) in enumerate(ready):
                 if len(windows) == 1:
-                    self._commit(windows[0], signer)
+                    self._commits.commit(windows[0], signer)
                 else:
                     rest = [w for ws, _ in ready[index + 1 :] for w in ws]
                     self._commit_in_order(windows, rest, signer)
@@ -761,17 +515,17 @@ class BranchLoop:
         applied again after, still uncommitted. While a GitTarget overlapping it is still held
         nothing is rebuilt: every window is held again, as ``_commit`` would."""
         target = windows[0].target
-        if self._held_with(target) is not None:
+        if self._holds.blocker(target) is not None:
             for window in windows:
-                self._commit(window, signer)  # held again, each window kept with its author
+                self._commits.commit(window, signer)  # held again, each window kept with its author
             return
         self.ws.discard(target.path or ".")
         self._folders.clear()  # their scans may hold what the discard removed
         for window in windows:
             self._apply_again(window)
-            self._commit(window, signer)
+            self._commits.commit(window, signer)
         for window in later + list(self._open.values()):
-            if window.target.uid != target.uid and _overlap(window.target.path, target.path):
+            if window.target.uid != target.uid and overlap(window.target.path, target.path):
                 self._apply_again(window)
 
     def _take_held(self, uid: GitTargetUid) -> list[OpenWindow]:
@@ -781,15 +535,10 @@ class BranchLoop:
         GitTarget (acknowledged unwritten). One the watcher does not serve for its key
         (``key_held``, or settings gone with its ``signing`` refusal standing) stays held, with
         its requests."""
-        windows = self._held.pop(uid)
-        self._retry_at.pop(uid, None)
-        newer = self._open.pop(uid, None)
-        if newer is not None:
-            _join_held(windows, newer, newer.window)
+        windows = self._holds.take(uid, self._open.pop(uid, None))
         current = self._configs.target(uid)
-        if self._withdrawn_for_key(uid, current):  # held until it is served again
-            self._held[uid] = windows
-            self._retry_at[uid] = self._clock() + SIGNING_RETRY_S
+        if self._conditions.withdrawn_for_key(uid, current):  # held until it is served again
+            self._holds.keep(uid, windows)
             return []
         if current is None:
             self.ws.discard(windows[0].target.path or ".")
@@ -822,15 +571,13 @@ class BranchLoop:
     def _pushed(self) -> None:
         head = self.ws.head()
         if head != self.tip:
-            self._ours = self._states.remember_ours(self.lease, head, self._ours)
-            if self.desk:
-                self.desk.on_pushed(head)
+            self._tips.pushed(head)
         self.tip = head
         if self.requests is not None:  # P6: recorded before the acknowledgement
-            pushed = [(c.requests, c.sha) for c in self._closed if c.requests]
+            pushed = [(c.requests, c.sha) for c in self._commits.closed if c.requests]
             self.requests.finished(self.lease, pushed, head)
-        entries = [e for closed in self._closed for e in closed.entries]
-        self._closed.clear()
+        entries = [e for closed in self._commits.closed for e in closed.entries]
+        self._commits.closed.clear()
         self._events.ack(self.lease.branch, entries)
         self._states.publish_pushed(self.lease, head)
 
@@ -845,25 +592,17 @@ class BranchLoop:
         owed to a consenting applier), acknowledged, and left out of its window's commit and
         message, never dropped unseen (``_replay_window``)."""
         tip = self.ws.fetch()
-        self._found_tip(tip, self.tip)
+        self._tips.found(tip, self.tip)
         self.tip = tip
         self.ws.reset(self.tip)
         self._folders.clear()
         self._states.publish_tip(self.lease, self.tip)
-        held_before, retry_before = self._held, self._retry_at
-        self._held, self._retry_at = {}, {}
-        self._closed = [c for c in self._closed if self._replay_closed(c)]
-        for uid, held_windows in held_before.items():
+        held_before = self._holds.release_all()
+        self._commits.closed[:] = [c for c in self._commits.closed if self._replay_closed(c)]
+        for uid, held_windows, retry_at in held_before:
             held = [w for w in held_windows if self._replay_window(w)]
-            if not held:
-                continue
-            joined = self._held.get(uid)
-            if joined is None:
-                self._held[uid] = held
-                self._retry_at[uid] = retry_before.get(uid, self._clock())
-            else:
-                for window in held:
-                    _join_held(joined, window)
+            if held:
+                self._holds.rejoin(uid, held, retry_at)
         for uid, window in list(self._open.items()):
             if not self._replay_window(window):
                 del self._open[uid]
@@ -880,22 +619,7 @@ class BranchLoop:
         )
         if not self._replay_window(window):
             return False  # every write of it refused now, and no CommitRequest waits on it
-        if len(window.entries) < len(closed.entries):
-            closed.entries = window.entries
-            if not message_for(closed.requests):
-                closed.message = _message(self.config, window)[0]
-        blocker = self._held_with(closed.target)
-        if blocker is not None:
-            self._hold(window, blocker, None)
-            return False
-        try:
-            closed.sha = self._commit_files(  # P6: after replay
-                closed.target, closed.message, closed.author
-            )
-        except SigningUnavailable as err:
-            self._hold(window, closed.target, err)
-            return False
-        return True
+        return self._commits.again(closed, window)
 
     def _replay_window(self, window: OpenWindow) -> bool:
         """M7 with M10: apply a window's writes again on the new tip; the ones it refuses now
@@ -918,41 +642,16 @@ class BranchLoop:
                 event = entry.event
                 applied = apply_event(self.ws, window.target, event, self._folder(window.target))
                 if applied.kind == "refused":
-                    self._record_refusal(window.target, event, applied)
+                    self._conditions.applied(window.target, event, applied)
                     refused.append(entry)
         return refused
 
     def _publish_counts(self, last_write_at: float | None = None) -> None:
         pending = len(self._backlog) + sum(len(w.entries) for w in self._open.values())
-        pending += sum(len(c.entries) for c in self._closed)
-        pending += sum(len(w.entries) for ws in self._held.values() for w in ws)
-        pending += len(self._parked)
+        pending += sum(len(c.entries) for c in self._commits.closed)
+        pending += self._holds.pending()
+        pending += self._parking.count()
         self._states.publish_counts(self.lease, len(self._open), pending, last_write_at)
-
-
-def _join_held(held: list[OpenWindow], window: OpenWindow, span: Window | None = None) -> None:
-    """Add ``window`` to a GitTarget's held windows (a copy; ``span``: the merged window's
-    timing, kept when omitted): merged into the last one when it is the same author's, else
-    kept after it, so a held commit never holds another author's edits (P5). Every held
-    window takes the newest settings of the GitTarget."""
-    for earlier in held:
-        earlier.target = window.target
-    if held and held[-1].author == window.author:
-        last = held[-1]
-        last.entries.extend(window.entries)
-        last.requests.extend(window.requests)
-        if span is not None:
-            last.window = span
-        return
-    held.append(
-        OpenWindow(
-            window.target,
-            window.window,
-            list(window.entries),
-            window.author,
-            requests=list(window.requests),
-        )
-    )
 
 
 def _already(path: Path | None) -> Signer:
@@ -962,52 +661,6 @@ def _already(path: Path | None) -> Signer:
         return nullcontext(path)
 
     return signer
-
-
-def _committer(config: BranchConfig) -> Committer:
-    return Committer(config.committer_name, config.committer_email)
-
-
-def _username(author: Author | None) -> str:
-    """The Kubernetes user a window's edits are attributed to, "" when none was resolved
-    (attribution off, or the sentinel, which is never put in a message: facts §3.6)."""
-    return author.username if author is not None and author.outcome == "resolved" else ""
-
-
-def _message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
-    """The commit message, and why the GitProvider's template could not be used ("" if it
-    could): a bad template falls back to the built-in one, so the write is still made (C1).
-    ``Username`` and ``Author`` are the window's resolved user (P5); with none resolved no actor
-    is named (``Username`` "") and ``Author`` is the committer (facts 3.6)."""
-    events = [e.event for e in window.entries if e.event]
-    name = window.target.name
-    if len(events) == 1:
-        event = events[0]
-        username = _username(window.author)
-        data = templates.event_data(event.operation, event.object_id, username, name)
-        own, variables, builtin = config.message_one, templates.EVENT, EVENT_TEMPLATE
-    else:
-        author = _username(window.author) or config.committer_name
-        writes = [(e.operation, e.object_id) for e in events]
-        data = templates.group_data(author, name, writes)
-        own, variables, builtin = config.message_many, templates.GROUP, GROUP_TEMPLATE
-    try:
-        return templates.render(own, variables, data), ""
-    except templates.TemplateError as err:
-        return templates.render(builtin, variables, data), str(err)
-
-
-def _overlap(a: str, b: str) -> bool:
-    """Whether two GitTargets' folders are one, or one holds the other."""
-    x, y = (posixpath.normpath(p or ".").strip("/") for p in (a, b))
-    x, y = ("" if x == "." else x), ("" if y == "." else y)
-    return not x or not y or x == y or x.startswith(y + "/") or y.startswith(x + "/")
-
-
-def _depth(path: str) -> int:
-    """How many folders deep a GitTarget's folder is (the root: 0)."""
-    norm = posixpath.normpath(path or ".").strip("/")
-    return 0 if norm == "." else norm.count("/") + 1
 
 
 def _owned_before(lease: Lease) -> bool:

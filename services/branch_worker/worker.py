@@ -46,6 +46,7 @@ from services.branch_worker.orphans import Orphans
 from services.branch_worker.signing import Signer, unsigned
 from services.branch_worker.stores import Stores
 from services.branch_worker.taking import RETAKE_PAUSE_S, Taking
+from shared.model.config import BranchConfig
 from shared.model.ids import BranchKey
 from shared.model.notices import PushNotice
 from shared.settings import Settings
@@ -79,7 +80,7 @@ def retake_pause(failures: int) -> float:
     return float(min(RETAKE_PAUSE_S * 2 ** min(failures - 1, 16), MAX_RETAKE_PAUSE_S))
 
 
-class BranchWorker(Taking):
+class BranchWorker:
     """One branch-worker process."""
 
     def __init__(
@@ -127,11 +128,25 @@ class BranchWorker(Taking):
         #: Failures of each branch since its last pass that ran (the retake pause grows).
         self._failures: dict[BranchKey, int] = {}
         self._last_pass: dict[BranchKey, float] = {}
-        self._acquired_at: float | None = None
         self._hints_at: float | None = None
         self.orphans = Orphans(stores.configs, clock)
         #: Set whenever a scheduling round found Redis away (tests wait on it).
         self.outage = threading.Event()
+        #: Which branches this worker takes and gives back (its fair share, Q1).
+        self.taking = Taking(
+            stores,
+            worker_id,
+            clock,
+            settings=settings,
+            lease_s=self._lease_s,
+            held=self.held,
+            orphans=self.orphans,
+            loops=self.loops,
+            inflight=self._inflight,
+            paused_until=self._paused_until,
+            start=self._start,
+            drop=self._drop,
+        )
 
     def run(self, stop: threading.Event, burst: bool = False) -> None:
         """Work until ``stop`` is set; with ``burst``, until nothing is left to do."""
@@ -190,7 +205,7 @@ class BranchWorker(Taking):
             log.info("Redis is back")
             self.outage.clear()
         self._drop_lost()
-        self._acquire_if_due()
+        self.taking.acquire_if_due()
         self._retire_orphans()
         idle = [bk for bk in self.loops if bk not in self._inflight]
         self._report()
@@ -312,6 +327,9 @@ class BranchWorker(Taking):
         if idle:
             for bk in self.orphans.to_retire(idle):
                 self._submit(bk, self.jobs.retire, bk, self.loops[bk])
+
+    def _start(self, bk: BranchKey, config: BranchConfig, lease: Lease) -> None:
+        self._submit(bk, self.jobs.start, bk, config, lease)
 
     def _drop(self, bk: BranchKey) -> None:
         self.jobs.forget(bk)

@@ -79,6 +79,9 @@ def test_contracts_pass_on_the_project(project_copy: Path) -> None:
         ("services/receiver/verify.py", "import shared.store\n", "verifiers and parsers do no"),
         ("services/receiver/routing.py", "import socket\n", "verifiers and parsers do no"),
         ("services/receiver/deliveries.py", "import flask\n", "verifiers and parsers do no"),
+        ("services/branch_worker/windows.py", "import services.branch_worker.holds\n", "parts"),
+        ("services/branch_worker/holds.py", "import services.branch_worker.branch\n", "parts"),
+        ("services/branch_worker/tips.py", "import services.branch_worker.conditions\n", "parts"),
     ],
 )
 def test_a_violation_fails(project_copy: Path, module: str, code: str, contract: str) -> None:

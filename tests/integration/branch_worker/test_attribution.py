@@ -14,7 +14,8 @@ import pytest
 
 from sandbox.githost.outside import git
 from services.branch_worker.attribution import WAIT, Attributor
-from services.branch_worker.branch import SIGNING_RETRY_S, BranchLoop
+from services.branch_worker.branch import BranchLoop
+from services.branch_worker.holds import SIGNING_RETRY_S
 from services.branch_worker.signing import SigningUnavailable
 from shared.git.signing import SigningKey, generate_key
 from shared.model.attribution import Author, AuthorFact

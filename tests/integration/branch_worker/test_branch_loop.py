@@ -161,7 +161,7 @@ def test_pushed_but_unacknowledged_events_make_no_second_commit(rig: Rig) -> Non
     rig.publish("app", "CREATE", {"a": "1"})
     rig.drain(dead, "dead")
     rig.clock.now += 10
-    dead._commit(dead._open.pop(rig.target.uid))  # committed and pushed, then died before ack
+    dead._commits.commit(dead._open.pop(rig.target.uid))  # committed, pushed, died before ack
     dead.ws.push(dead.tip)
     rig.client.delete(rig.keys.branch_lease(rig.bk))
     heir = rig.loop("heir")

@@ -11,8 +11,9 @@ import dataclasses
 
 import pytest
 
-from services.branch_worker.branch import SIGNING_RETRY_S, BranchLoop
+from services.branch_worker.branch import BranchLoop
 from services.branch_worker.commit_requests import RequestDesk
+from services.branch_worker.holds import SIGNING_RETRY_S
 from services.branch_worker.signing import Signer, SigningUnavailable, unsigned
 from shared.decide.commit_requests import FINALIZE_BOUND_S
 from shared.git.signing import generate_key
@@ -205,7 +206,7 @@ def test_pushed_before_the_outcome_was_recorded_is_already_present(long_rig: Rig
     _request(rig)
     rig.drain(dead, "dead")
     dead.requests = None  # dies between its push and the outcome
-    dead._commit(dead._open.pop(rig.target.uid))
+    dead._commits.commit(dead._open.pop(rig.target.uid))
     dead.ws.push(dead.tip)
     rig.client.delete(rig.keys.branch_lease(rig.bk))
     heir = _loop(rig, "heir")

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 
-from services.branch_worker.branch import BAD_TEMPLATE
+from services.branch_worker.conditions import BAD_TEMPLATE
 from shared.model import templates
 from shared.model.events import Operation
 from tests.integration.branch_worker.conftest import Rig

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.githost.outside import git
-from services.branch_worker.branch import SIGNING_RETRY_S
+from services.branch_worker.holds import SIGNING_RETRY_S
 from services.branch_worker.signing import SIGNING_KEY_INVALID, SigningUnavailable
 from shared.git.errors import GitTemporary
 from shared.git.signing import SigningKey, generate_key, key_file

@@ -21,7 +21,7 @@ import pytest
 
 from sandbox.githost import GitHost
 from sandbox.githost.outside import git
-from services.branch_worker.branch import SIGNING_RETRY_S
+from services.branch_worker.holds import SIGNING_RETRY_S
 from services.branch_worker.signing import SIGNING_KEY_INVALID, SecretSigner, SigningUnavailable
 from services.branch_worker.worker import BranchWorker, Stores
 from services.watcher.signing import GENERATED, SIGNING_SECRET_NOT_OWNED
