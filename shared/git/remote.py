@@ -78,9 +78,15 @@ def ls_remote(url: str, branch: str, env: Mapping[str, str] | None = None) -> st
     return sha
 
 
+#: git's words for a remote that refused the credentials (prompts are disabled, so a 401 shows
+#: as "terminal prompts disabled"; a 403 as curl's "returned error: 403"). Matched as phrases:
+#: the text also holds the URL, whose port may hold the digits 403.
+_REFUSED = re.compile(r"Authentication failed|terminal prompts disabled|returned error: 403\b")
+
+
 def _classify(err: git.GitCommandError, url: str) -> Exception:
     text = str(err.stderr or "")
-    if any(word in text for word in ("Authentication failed", "terminal prompts disabled", "403")):
+    if _REFUSED.search(text):
         return GitPermanent(f"git refused the credentials for {url}")
     if "not found" in text or "does not appear to be a git repository" in text:
         return GitPermanent(f"no repository at {url}")

@@ -57,6 +57,6 @@ def test_test_demo_and_up_install_the_embedded_redis_the_same_way() -> None:
     makefile = (REPO_ROOT / "Makefile").read_text()
     _, step = _recipe(makefile, "embedded-redis")
     assert re.search(r"command -v redis-server.*\.\[embedded-redis\]", step), step
-    for target in ("test", "test-integration", "test-e2e", "demo", "up", "bench", "chaos"):
+    for target in ("test-rest", "test-integration", "test-e2e", "demo", "up", "bench", "chaos"):
         prerequisites, _ = _recipe(makefile, target)
         assert "embedded-redis" in prerequisites.split(), target

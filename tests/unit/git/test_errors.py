@@ -10,6 +10,7 @@ from __future__ import annotations
 import git
 import pytest
 
+from shared.git import remote
 from shared.git.errors import GitPermanent, GitTemporary, PathEscapes, readable
 from shared.git.remote import ls_remote
 from shared.git.workspace import _parse_push
@@ -56,3 +57,15 @@ def test_a_tip_that_is_not_an_object_name_is_not_taken(monkeypatch: pytest.Monke
         git.cmd.Git, "ls_remote", lambda *args, **kwargs: f"{good}\trefs/heads/main"
     )
     assert ls_remote("http://127.0.0.1:1/x.git", "main") == good
+
+
+def test_a_port_with_the_digits_403_is_not_a_refusal() -> None:
+    """The outside check's CI run: a certificate error from ``https://127.0.0.1:36403/...`` was
+    reported as refused credentials, since the URL's port held "403"."""
+    url = "https://127.0.0.1:36403/team/private.git"
+    stderr = f"fatal: unable to access '{url}/': server certificate verification failed."
+    err = remote._classify(git.GitCommandError(["git", "ls-remote"], 128, stderr=stderr), url)
+    assert isinstance(err, GitTemporary) and "certificate" in str(err)
+    refused = "fatal: unable to access 'x': The requested URL returned error: 403"
+    err = remote._classify(git.GitCommandError(["git", "ls-remote"], 128, stderr=refused), url)
+    assert isinstance(err, GitPermanent) and "refused the credentials" in str(err)
