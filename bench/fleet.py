@@ -18,11 +18,16 @@ The Git host runs in this process, so the benchmark counts its requests itself: 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import os
 import signal
 import subprocess
 import threading
 import time
+import urllib.request
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,12 +36,14 @@ from typing import Any
 
 from kubernetes import client
 
-from bench.product import read_tip, wait_for
+from bench.product import TOKEN, read_tip, wait_for
 from sandbox import manifests as m
+from sandbox.githost.hooks import Hook
 from sandbox.githost.server import GitHttpApp
 from sandbox.processes import environment, free_port, procfile
 from sandbox.stack import Sandbox, start
 from shared.model.ids import Branch, BranchKey
+from shared.model.receivers import webhook_path
 from shared.settings import Settings
 from shared.store.connection import connect
 from shared.store.keys import Keys
@@ -123,8 +130,12 @@ class Fleet:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=STOP_S)
 
-    def configure(self, targets: int, repositories: int, commit_window: str = "0s") -> None:
-        """The repositories, a ClusterProvider, and per GitTarget its namespace and objects."""
+    def configure(
+        self, targets: int, repositories: int, commit_window: str = "0s", receiver: bool = False
+    ) -> None:
+        """The repositories, a ClusterProvider, and per GitTarget its namespace and objects.
+        With ``receiver`` every GitProvider has a GitHub receiver, and each repository's hook
+        on the Git host posts to the receiver of its first GitTarget's GitProvider."""
         host = self.sbx.githost
         self.urls = [
             host.create_repo(REPOSITORY.format(r), files={"README.md": b"x\n"})
@@ -132,13 +143,26 @@ class Fleet:
         ]
         api = self.api
         m.create(api, m.cluster_provider())
+        hook = {"receiver": {"type": "github", "secretRef": {"name": "webhook"}}}
         for i in range(targets):
             ns = NAMESPACE.format(i)
             url = self.urls[i % repositories]
             m.create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-            m.create(api, m.git_provider(ns, "gp", url, push={"commitWindow": commit_window}))
+            if receiver:
+                m.create(api, _webhook_secret(ns))
+            push = {"push": {"commitWindow": commit_window}}
+            m.create(api, m.git_provider(ns, "gp", url, **push, **(hook if receiver else {})))
             m.create(api, m.git_target(ns, "gt", "gp", ns))
             m.create(api, m.watch_rule(ns, "wr", "gt", ["configmaps"]))
+        if receiver:
+            for r in range(min(repositories, targets)):
+                host.add_hook(REPOSITORY.format(r), Hook(self.hook_url(r), "github", secret=TOKEN))
+
+    def hook_url(self, repository: int) -> str:
+        """Where repository ``repository``'s webhook posts: its first GitTarget's receiver."""
+        port = self.env["GITOPS_REVERSER_RECEIVER_BIND"].rsplit(":", 1)[1]
+        path = webhook_path(TOKEN.encode(), "gp", NAMESPACE.format(repository))
+        return f"http://127.0.0.1:{port}{path}"
 
     def branch_keys(self) -> list[BranchKey]:
         return [Branch(url, "main").key for url in self.urls]
@@ -169,6 +193,34 @@ class Fleet:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         self.sbx.stop()
+
+
+def ping(url: str) -> int:
+    """POST a signed GitHub ``ping`` to a webhook URL, as GitHub does when a hook is created
+    (the sandbox Git host sends pushes only); the answer's status code."""
+    body = json.dumps({"zen": "Keep it logically awesome.", "hook_id": 1}).encode()
+    signature = hmac.new(TOKEN.encode(), body, hashlib.sha256).hexdigest()
+    request = urllib.request.Request(
+        url,
+        data=body,
+        headers={
+            "Content-Type": "application/json",
+            "X-GitHub-Event": "ping",
+            "X-GitHub-Delivery": uuid.uuid4().hex,
+            "X-Hub-Signature-256": f"sha256={signature}",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return int(answer.status)
+
+
+def _webhook_secret(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "webhook", "namespace": namespace},
+        "stringData": {"token": TOKEN},
+    }
 
 
 @contextmanager

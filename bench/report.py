@@ -59,6 +59,14 @@ def percentile(samples: list[float], q: float) -> float:
     return statistics.quantiles(samples, n=100, method="inclusive")[int(q) - 1]
 
 
+def load_average() -> str:
+    """The 1-minute load average now: the machine may be shared, so it goes beside figures."""
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "unknown"
+
+
 def _first_line(*cmd: str) -> str:
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False).stdout

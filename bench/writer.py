@@ -11,9 +11,9 @@ one edit each per round (the first to go rotating):
   it in place (P1: ``shared.model.roundtrip``), keeping all of that;
 - product-written: the same object in the file the writer rendered itself, which it knows by
   the digest it keeps and rewrites whole (the common case of a mirrored object);
-- hand-written, plain writer: the hand-written file with the benchmark seam's plain writer
-  (``shared.settings.PLAIN_WRITER_TEST_SEAM``), which rewrites it whole and loses its comments:
-  the cost of a write before issue 14.
+- hand-written, plain writer: the hand-written file with the benchmarks' plain writer
+  (``bench.plain.apply_plain``), which rewrites it whole and loses its comments: the cost of
+  a write before issue 14.
 
 Run alone: ``.venv/bin/python -m bench writer``.
 """
@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from bench.plain import apply_plain
 from bench.report import Section, percentile
 from services.branch_worker.folder import Folder
 from services.branch_worker.writer import apply_event
@@ -174,7 +175,8 @@ class _Side:
         )
         if hand_written:
             self.ws.write(HAND_PATH, HAND_WRITTEN.encode())
-        self.folder = Folder(self.ws, FOLDER, {}, plain=plain)
+        self.folder = Folder(self.ws, FOLDER, {})
+        self._writer = apply_plain if plain else apply_event
         if not hand_written:  # the product writes it first, as it mirrors a new object
             self._apply(dataclasses.replace(_event(self.uid, -1), operation="CREATE"))
         self.path = HAND_PATH if hand_written else self._only_file()
@@ -185,7 +187,7 @@ class _Side:
         return located.path
 
     def _apply(self, event: ObjectEvent) -> None:
-        applied = apply_event(self.ws, self.target, event, self.folder)
+        applied = self._writer(self.ws, self.target, event, self.folder)
         if applied.kind != "write":
             raise RuntimeError(f"bench: the writer did not write: {applied}")
 
@@ -242,19 +244,20 @@ def bench() -> Section:
     for what, rate, values in (
         (f"hand-written Deployment ({lines} lines, comments), in place", rates[0], times[0]),
         ("the same Deployment in a file the product wrote", rates[1], times[1]),
-        ("hand-written Deployment, plain writer (seam): whole", rates[2], times[2]),
+        ("hand-written Deployment, plain writer (bench.plain): whole", rates[2], times[2]),
     ):
         section.add(f"{what}: edits", rate, "edits/s", f"{len(values)} edits")
         section.add(f"{what}: p50", percentile(values, 50) * 1000, "ms")
     section.add("in place / product-written, speed", rates[0] / rates[1], "")
     section.add("in place / plain writer (whole), speed", rates[0] / rates[2], "")
     section.notes.append(
-        "One apply_event per edit (the image of the first container changes), in a work tree "
+        "One write per edit (apply_event; apply_plain for the plain writer: the image of the "
+        "first container changes), in a work tree "
         "that is never committed: the writer's own cost, without git, Redis or the network. "
         "The sides take turns, one edit each per round. The hand-written file keeps every "
         "comment and changes one line (checked at the end); the product-written one is "
         "rewritten whole, recognised by the digest of what the writer last rendered there; "
-        "the plain writer (benchmark seam GR_TEST_SEAM_PLAIN_WRITER=1) rewrites the "
+        "the plain writer (bench.plain) rewrites the "
         "hand-written file whole and drops its comments, as the writer did before issue 14."
     )
     return section

@@ -7,7 +7,15 @@ CD doubles, and every process of the Procfile run by honcho, each with its own
 ``/healthz``/``/readyz``/``/metrics`` port. A tenant is configured as ``make demo``'s Flux
 story configures it (namespace ``demo``, GitTarget ``apps`` mirroring ConfigMaps to
 ``clusters/demo`` of repository ``demo``, a Flux Kustomization as its applier, the Git host's
-webhook pointed at the receiver); once every process is ready the commands to try are printed.
+webhook pointed at the receiver); once every process is ready the commands to try are printed,
+``gitops-reverser`` (docs/cli.md) among them with this run's kubeconfig, Redis URL and key
+prefix, ready to paste. The rq dashboard gets a free port (``DASHBOARD_PORT``, which the
+Procfile reads; ``--skip dashboard``, ``make up DASHBOARD=0``, leaves it out).
+
+``--attribution`` (``make up ATTRIBUTION=1``) lets docs/attribution.md be tried here: the API
+double authenticates users (``--user NAME=TOKEN``, else ``alice`` and ``bob``, each with a
+``DIR/kubeconfig-NAME``), the ClusterProvider has ``spec.attribution``, and the API's audit
+events go to the receiver's route, so a commit names the user whose edit it holds.
 
 Ctrl-C (or SIGTERM) stops the processes (honcho sends each one SIGTERM: it finishes the work
 in hand), then the sandbox, then the Redis it started, and exits 0 when every process of
@@ -21,6 +29,7 @@ import argparse
 import contextlib
 import multiprocessing
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -32,19 +41,33 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
+from kubernetes import client
+
 from sandbox import demo
 from sandbox import manifests as m
 from sandbox.demo_common import hook
+from sandbox.kube.audit import AuditWebhook
 from sandbox.localredis import LocalRedis
 from sandbox.paths import REPO_ROOT
 from sandbox.processes import environment, free_port, procfile
-from sandbox.stack import start
+from sandbox.stack import Sandbox, start
 from sandbox.terminal import Manager, Output
+from sandbox.users import demo_users, identities, parse_users, write_kubeconfigs
 
 #: Bound on every process turning ready.
 READY_S = 120.0
 #: The product's processes (the Procfile's other entries, the dashboard, are tools).
 PRODUCT = ("watcher", "branch_worker", "dispatcher", "receiver")
+#: ``--attribution``: the product's namespace (Settings.namespace's default, where the watcher
+#: reads the token Secret), the Secret and the audit route.
+PRODUCT_NS = "gitops-reverser"
+AUDIT_SECRET = "audit-webhook-token"
+AUDIT_ROUTE = "local"
+#: The GitTarget ``demo.configure`` makes (the CLI lines name it).
+TARGET = "apps"
+#: The rq dashboard's Procfile entry, and the variable its ``--port`` is read from.
+DASHBOARD = "dashboard"
+DASHBOARD_PORT = "DASHBOARD_PORT"
 #: The line a script (or a test) waits for: everything answers /readyz, the commands are out.
 READY_LINE = "up | ready to use; Ctrl-C stops everything"
 
@@ -94,8 +117,21 @@ def _wait_ready(urls: dict[str, str], then: Callable[[], None]) -> None:
     then()
 
 
-def _try_this(directory: Path, repo_url: str, urls: dict[str, str]) -> None:
+def cli_command(directory: Path, env: dict[str, str]) -> str:
+    """``gitops-reverser`` with this run's settings as flags (the CLI reads no environment)."""
+    script = Path(sys.executable).parent / "gitops-reverser"
+    return (
+        f"{script} --kubeconfig {directory / 'kubeconfig'} "
+        f"--redis-url {env['GITOPS_REVERSER_REDIS_URL']} "
+        f"--key-prefix {env['GITOPS_REVERSER_KEY_PREFIX']}"
+    )
+
+
+def _try_this(
+    directory: Path, repo_url: str, urls: dict[str, str], env: dict[str, str], dashboard: str
+) -> None:
     kubectl = f"kubectl --kubeconfig {directory / 'kubeconfig'}"
+    cli = cli_command(directory, env)
     say(f"ready: every process answers /readyz ({', '.join(sorted(urls))})")
     for name, url in sorted(urls.items()):
         say(f"  {name:<13} {url}")
@@ -104,7 +140,12 @@ def _try_this(directory: Path, repo_url: str, urls: dict[str, str]) -> None:
     say(f"  git clone {repo_url} {directory / 'clone'}")
     say(f"  git -C {directory / 'clone'} pull && git -C {directory / 'clone'} log --stat -3")
     say(f"  {kubectl} get gittargets,kustomizations -n demo -o yaml")
-    say("  rq-dashboard: http://127.0.0.1:9181")
+    say("the CLI (docs/cli.md):")
+    say(f"  {cli} get targets -n {demo.NS}")
+    say(f"  {cli} trace configmap/hello -n {demo.NS}")
+    say(f"  {cli} commit target {TARGET} -n {demo.NS} -m 'saved by hand' --wait")
+    say(f"  {cli} inspect")
+    say(f"rq-dashboard: {dashboard}")
 
 
 class _ToTheProcess:
@@ -122,7 +163,8 @@ class _ToTheProcess:
 
 
 def _manager(output: Output, env: dict[str, str], skip: set[str]) -> tuple[Manager, dict[str, str]]:
-    """honcho's manager with every Procfile process not skipped; their /readyz URLs."""
+    """honcho's manager with every Procfile process not skipped; their /readyz URLs (and the
+    dashboard's page, under ``dashboard``, when it runs)."""
     manager = Manager(output)
     manager._procmgr = _ToTheProcess()
     urls: dict[str, str] = {}
@@ -136,13 +178,41 @@ def _manager(output: Output, env: dict[str, str], skip: set[str]) -> tuple[Manag
             own["GITOPS_REVERSER_METRICS_PORT"] = str(port)
             address = receiver if name == "receiver" else f"127.0.0.1:{port}"
             urls[name] = f"http://{address}/readyz"
+        elif name == DASHBOARD:
+            port = free_port()
+            own[DASHBOARD_PORT] = str(port)  # the Procfile's --port
+            urls[name] = f"http://127.0.0.1:{port}/"
         # exec: the shell gives way to the process, so the SIGTERM sent to the pid reaches it.
         manager.add_process(name, f"exec {command.strip()}", env=own, cwd=str(REPO_ROOT))
     return manager, urls
 
 
-def run(directory: Path, skip: set[str]) -> int:
-    """Everything up until a signal; 0 when every process of the product stopped cleanly."""
+def _attribution(sbx: Sandbox, api: client.ApiClient, receiver: str) -> None:
+    """docs/attribution.md on this machine: the token Secret in the product's namespace, the
+    ClusterProvider's ``spec.attribution`` (route ``AUDIT_ROUTE``), and the API double's audit
+    webhook pointed at the receiver's route with that token."""
+    token = secrets.token_hex(24)
+    m.create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PRODUCT_NS}})
+    secret = {"name": AUDIT_SECRET, "namespace": PRODUCT_NS}
+    m.create(
+        api,
+        {"apiVersion": "v1", "kind": "Secret", "metadata": secret, "stringData": {"token": token}},
+    )
+    attribution = {"auditRoute": AUDIT_ROUTE, "tokenSecretRef": {"name": AUDIT_SECRET}}
+    m.create(api, m.cluster_provider(accessFrom={"selector": {}}, attribution=attribution))
+    url = f"http://{receiver}/audit-webhook/{AUDIT_ROUTE}"
+    sbx.kube.set_audit_webhook(AuditWebhook(url, token=token))
+    say(f"attribution: the API's audit events go to {url}")
+
+
+def run(
+    directory: Path, skip: set[str], users: dict[str, str] | None = None, attribution: bool = False
+) -> int:
+    """Everything up until a signal; 0 when every process of the product stopped cleanly.
+
+    ``users`` ({token: name}) turn the API double's tokens on and get ``DIR/kubeconfig-NAME``
+    each; ``attribution`` wires the audit webhook to the receiver (and makes ``DEMO_USERS``
+    when no user is named), so commits name who made each edit."""
     # honcho forks a watcher per process; forking a process that runs the sandbox's threads
     # could copy a held lock, so its helpers start afresh instead.
     multiprocessing.set_start_method("spawn", force=True)
@@ -159,17 +229,27 @@ def run(directory: Path, skip: set[str]) -> int:
         redis.wait()
         env["GITOPS_REVERSER_REDIS_URL"] = redis.url
     say(f"Redis {env['GITOPS_REVERSER_REDIS_URL']}")
-    sbx = start(directory)
+    tokens = dict(users or {}) or (demo_users() if attribution else {})
+    sbx = start(directory, identities=identities(tokens))
     try:
         api = sbx.api_client()
-        m.create(api, m.cluster_provider())
+        if attribution:
+            _attribution(sbx, api, env["GITOPS_REVERSER_RECEIVER_BIND"])
+        else:
+            m.create(api, m.cluster_provider())
+        kubeconfigs = write_kubeconfigs(sbx.kube, directory, tokens)
         demo.configure(sbx, api)
         say(f"sandbox: Kubernetes API {sbx.kube.url}, Git host {sbx.githost.url}")
         manager, urls = _manager(output, env, skip)
 
+        dashboard = urls.pop(DASHBOARD, "not started (--skip dashboard)")
+
         def ready() -> None:
             hook(sbx, api, demo.NS, demo.REPO, port)
-            _try_this(directory, sbx.githost.repo_url(demo.REPO), urls)
+            _try_this(directory, sbx.githost.repo_url(demo.REPO), urls, env, dashboard)
+            for path in kubeconfigs:
+                name = path.name.removeprefix("kubeconfig-")
+                say(f"  as {name}: kubectl --kubeconfig {path} create configmap by-{name} -n demo")
             say(READY_LINE.removeprefix("up | "))
 
         threading.Thread(target=_wait_ready, args=(urls, ready), daemon=True).start()
@@ -192,9 +272,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--skip", action="append", default=[], help="a Procfile entry not to start (repeatable)"
     )
+    parser.add_argument(
+        "--user",
+        action="append",
+        default=[],
+        metavar="NAME=TOKEN",
+        help="a user of the API double: writes DIR/kubeconfig-NAME (repeatable)",
+    )
+    parser.add_argument(
+        "--attribution",
+        action="store_true",
+        help="send the API's audit events to the receiver (docs/attribution.md)",
+    )
     args = parser.parse_args(argv)
     try:
-        return run(Path(args.dir).resolve(), set(args.skip))
+        users = parse_users(args.user)
+    except ValueError as err:
+        parser.error(str(err))
+    try:
+        return run(Path(args.dir).resolve(), set(args.skip), users, args.attribution)
     except KeyboardInterrupt:
         say("stopped before every process started")
         return 130

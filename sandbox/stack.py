@@ -38,6 +38,12 @@ class Identities:
     rules: tuple[AccessRule, ...]
     product_token: str
     admin_token: str
+    #: The token the Flux doubles act with (None: ``admin_token``). Flux's controllers run as
+    #: service accounts of their own (kustomize-controller as
+    #: ``system:serviceaccount:flux-system:kustomize-controller``: the facts'
+    #: upstream-gitops-reverser.md, attribution's email example), so an audit event of an
+    #: apply names that user, not whoever drives the sandbox.
+    flux_token: str | None = None
 
 
 @dataclass(slots=True)
@@ -117,7 +123,10 @@ def start(
     admin = identities.admin_token if identities else None
     running = Sandbox(directory, kube, githost, list(repos), admin_token=admin)
     if flux:
-        running.flux = FluxControllers(running.api_client(), directory / "flux", pacing=flux_pacing)
+        token = identities.flux_token if identities and identities.flux_token else admin
+        running.flux = FluxControllers(
+            kube.api_client(token), directory / "flux", pacing=flux_pacing
+        )
         running.flux.start()
     if argocd:
         running.argocd = ArgoCDController(

@@ -28,6 +28,7 @@ import select
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -136,14 +137,38 @@ class Helper(Process):  # type: ignore[misc]
         super().run(events, ignore_signals)
 
 
+#: How long a process may finish the work in hand after SIGTERM before SIGKILL: Kubernetes'
+#: default ``terminationGracePeriodSeconds``, the chart's too (honcho's own is 5 s, which a
+#: loaded machine overran: rq's warm shutdown of the dispatcher was SIGKILLed mid-way).
+GRACE_S = 30.0
+
+
 class Manager(honcho.manager.Manager):  # type: ignore[misc]
     """honcho's manager for ``make up``: helpers are ``Helper``s spawned with SIGINT blocked,
     and a stop asked before a process reported its pid (Ctrl-C while starting) skips it rather
-    than failing on the missing pid in the signal handler; honcho kills it once it reports."""
+    than failing on the missing pid in the signal handler; honcho kills it once it reports.
+    SIGKILL comes ``grace`` seconds after the first process stopped, not honcho's 5."""
 
-    def __init__(self, output: Output) -> None:
+    def __init__(
+        self,
+        output: Output,
+        grace: float = GRACE_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(printer=honcho.printer.Printer(output))
         self._process_ctor = Helper
+        self._grace = grace
+        self._clock_s = clock
+        self._kill_from: float | None = None
+
+    def kill(self) -> None:
+        """honcho's loop calls this on every turn from ``KILL_WAIT`` seconds after the first
+        process stopped; the SIGKILL waits until ``grace`` seconds have passed since then."""
+        now = self._clock_s()
+        if self._kill_from is None:
+            self._kill_from = now + max(0.0, self._grace - honcho.manager.KILL_WAIT)
+        if now >= self._kill_from:
+            super().kill()
 
     def _start(self) -> None:
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})

@@ -23,13 +23,17 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import REGISTRY, make_wsgi_app
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from shared.metrics import CONTENT_TYPE, own_exposition
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,30 @@ Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 #: Longest ``/readyz`` waits for its checks. Kubernetes' default probe timeout is 1 s; the
 #: chart sets 3 s, so 2 s leaves room for the answer itself.
 READY_DEADLINE_S = 2.0
+
+
+#: The readiness checks' series: 1 when the check passed at this scrape, else 0 (issue 26:
+#: "Redis unreachable" is ``{check="redis"} == 0``).
+READY_CHECK = "gitops_reverser_readiness_check_ok"
+READY_CHECK_HELP = (
+    "1 when the process's readiness check (redis, kubernetes, leases) passed when scraped, else 0"
+)
+
+
+class ReadyChecks(Collector):
+    """The process's readiness checks, run at each scrape (bounded by their own deadline)."""
+
+    def __init__(self, checks: Callable[[], Mapping[str, bool]]) -> None:
+        self._checks = checks
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(READY_CHECK, READY_CHECK_HELP, labels=["check"])
+        for name, ok in sorted(self._checks().items()):
+            family.add_metric([name], 1.0 if ok else 0.0)
+        yield family
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +151,15 @@ class Health:
         return Readiness(all(result == "ok" for result in results.values()), results)
 
 
+def _metrics_app(checks: CollectorRegistry) -> Wsgi:
+    def serve(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
+        data = own_exposition(checks)
+        start("200 OK", [("Content-Type", CONTENT_TYPE), ("Content-Length", str(len(data)))])
+        return [data]
+
+    return serve
+
+
 def _json(start: Callable[..., Any], code: str, body: dict[str, Any]) -> list[bytes]:
     data = json.dumps(body).encode()
     start(code, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
@@ -130,8 +167,14 @@ def _json(start: Callable[..., Any], code: str, body: dict[str, Any]) -> list[by
 
 
 def app(health: Health, metrics: Wsgi | None = None) -> Wsgi:
-    """The WSGI application: the two health paths, and the metrics for every other path."""
-    exposition: Wsgi = metrics or make_wsgi_app(REGISTRY)
+    """The WSGI application: the two health paths, and the metrics for every other path
+    (the process's own, ``shared.metrics.LIVE``, and the readiness checks run at the scrape:
+    ``gitops_reverser_readiness_check_ok``)."""
+    checks = CollectorRegistry(auto_describe=False)
+    checks.register(
+        ReadyChecks(lambda: {k: v == "ok" for k, v in health.readiness().results.items()})
+    )
+    exposition: Wsgi = metrics or _metrics_app(checks)
 
     def serve(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")

@@ -27,6 +27,17 @@ from prometheus_client import (
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 #: The start of every metric name the product registers (O1).
 PREFIX = "gitops_reverser_"
+#: Collectors that build their series at each scrape from the process's own state (the
+#: watcher's per-GitTarget gauges): served by ``exposition`` in both modes, since the
+#: multiprocess files hold only the client library's own metric values.
+LIVE = CollectorRegistry(auto_describe=False)
+
+
+def own_exposition(extra: CollectorRegistry | None = None) -> bytes:
+    """This process's own metrics and ``LIVE`` (and ``extra``): what a process that is not
+    gunicorn serves (in multiprocess mode too, a process's registry reads its own files)."""
+    text = generate_latest(REGISTRY) + generate_latest(LIVE)
+    return text + generate_latest(extra) if extra is not None else text
 
 
 def multiprocess_enabled() -> bool:
@@ -40,8 +51,8 @@ def exposition() -> bytes:
     if multiprocess_enabled():
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
-        return generate_latest(registry)
-    return generate_latest(REGISTRY)
+        return generate_latest(registry) + generate_latest(LIVE)
+    return generate_latest(REGISTRY) + generate_latest(LIVE)
 
 
 def wipe_multiprocess_dir(directory: Path) -> None:

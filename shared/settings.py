@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from shared.model.duration import DurationError, parse_duration
+from shared.model.redis_url import UrlError, check_url
 
 PREFIX = "GITOPS_REVERSER_"
 T = TypeVar("T")
@@ -31,8 +32,15 @@ class SettingsError(ValueError):
 class Settings:
     """What every process may be configured with. Each field's doc says why it has its default."""
 
-    #: Where all state lives; the Debian package's default port.
+    #: Where all state lives; the Debian package's default port. ``redis+sentinel://`` (or
+    #: ``rediss+sentinel://``) ``[:password@]host1:port1,host2:port2/<service>/<db>`` follows
+    #: a Sentinel set's primary across failovers (``shared.model.redis_url``).
     redis_url: str = "redis://127.0.0.1:6379/0"
+    #: How many replicas a write the product acknowledges (the watcher's publish of an edit,
+    #: the receiver's 202, the branch worker's ack after a push, the dispatcher's report)
+    #: waits for (``WAIT``, at most a second) before it counts as done (``shared.store.durable``).
+    #: 0 waits for none; 1 is the advice with Sentinel, so a failover drops no acknowledged write.
+    redis_min_replicas: int = 0
     #: Prefix of every Redis key; versioned so a layout change never reads old keys.
     key_prefix: str = "gr:v1"
     #: ``DEBUG``, ``INFO``, ``WARNING`` or ``ERROR``.
@@ -45,8 +53,20 @@ class Settings:
     #: How often the watcher lists GitProviders, GitTargets, WatchRules and ClusterProviders
     #: again; a change to them is picked up within this time.
     reconcile_period: timedelta = timedelta(seconds=10)
+    #: Most watches of one namespace each (a thread and a watch connection apiece) the watcher
+    #: runs at once. The watcher watches each resource type once, cluster-wide, for every
+    #: namespace (issue 29); only a type whose cluster-wide list or watch is forbidden (a
+    #: ClusterProvider whose credentials reach some namespaces only) falls back to a watch per
+    #: namespace. Past this many, the others wait, with a warning, until one ends: a bound on
+    #: the threads a thousand namespaces would otherwise each take.
+    namespace_watches: int = 100
     #: How often an idle branch reads its remote tip when no webhook arrives (Q7).
     steady_tick: timedelta = timedelta(seconds=60)
+    #: How long an idle branch trusts its view of the remote after a receiver last took a
+    #: verified delivery for its repository (P14): meanwhile the steady tick reads no tip, since a
+    #: push would come as a notice; 10 minutes, as upstream's guidance bounds a view's age.
+    #: Past it, or without a receiver, the steady tick reads (Q7). ``0s`` always reads.
+    remote_trust_max_age: timedelta = timedelta(minutes=10)
     #: How long a branch lease lasts without renewal; a dead owner's branches move after it (Q1).
     lease_period: timedelta = timedelta(seconds=15)
     #: Largest webhook body the receiver reads (R3), also for chunked bodies.
@@ -79,6 +99,16 @@ class Settings:
     metrics_port: int = 0
     #: rq queue that carries apply attempts (D1).
     apply_queue: str = "apply-attempts"
+    #: How long a finished apply attempt's rq job and its result stay in Redis, for
+    #: rq-dashboard (about 6 KB each); ``0s`` drops them when the job ends. A finished job
+    #: never runs again, so this does not touch the token's outcome guard.
+    job_result_ttl: timedelta = timedelta(minutes=10)
+    #: How long a failed apply attempt's rq job stays, so rq-dashboard can show and requeue
+    #: it. Each token's outcome guard (D1: one outcome per token) lives this long plus the
+    #: job timeout, so a requeued job never reports twice: lowering it is what bounds the
+    #: guards' memory (about 0.1 KB a token; docs/architecture.md "What grows with apply
+    #: requests").
+    job_failure_ttl: timedelta = timedelta(hours=24)
     #: Where a branch worker keeps its clones (one folder per branch; disposable).
     work_dir: str = "/tmp/gitops-reverser"
     #: Longest a commit window stays open while writes keep coming (M6).
@@ -139,8 +169,10 @@ class Settings:
         """Refuse combinations no process can run with."""
         if self.log_level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
             raise SettingsError(f"{PREFIX}LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR")
-        if not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
-            raise SettingsError(f"{PREFIX}REDIS_URL must be a redis://, rediss:// or unix:// URL")
+        try:
+            check_url(self.redis_url)
+        except UrlError as err:
+            raise SettingsError(f"{PREFIX}REDIS_URL: {err}") from err
         positive = (
             "max_body_bytes",
             "receiver_workers",
@@ -148,6 +180,7 @@ class Settings:
             "receiver_connections",
             "branch_threads",
             "max_branches",
+            "namespace_watches",
         )
         for name in positive:
             if getattr(self, name) <= 0:
@@ -167,6 +200,8 @@ class Settings:
         )
         if any(value <= timedelta(0) for value in durations):
             raise SettingsError("durations must be positive")
+        if self.remote_trust_max_age < timedelta(0):
+            raise SettingsError(f"{PREFIX}REMOTE_TRUST_MAX_AGE must not be negative")
         if self.commit_request_ttl < timedelta(0):
             raise SettingsError(f"{PREFIX}COMMIT_REQUEST_TTL must not be negative")
 
@@ -211,6 +246,7 @@ def _convert(name: str, raw: str, parser: Callable[[str], T]) -> T:
 
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "redis_url": str,
+    "redis_min_replicas": _positive_or_zero_int,
     "key_prefix": str,
     "log_level": str.upper,
     "kubeconfig": str,
@@ -218,6 +254,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "sops_fingerprint_secret": str,
     "reconcile_period": _duration,
     "steady_tick": _duration,
+    "remote_trust_max_age": _duration,
     "lease_period": _duration,
     "max_body_bytes": _positive_or_zero_int,
     "secret_cache": _duration,
@@ -232,42 +269,17 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "work_dir": str,
     "max_window": _duration,
     "attribution_grace": _duration,
+    "job_result_ttl": _duration,
+    "job_failure_ttl": _duration,
     "applier_check_deadline": _duration,
     "min_source_interval": _duration,
     "applier_status_period": _duration,
     "attempt_deadline": _duration,
     "branch_threads": _positive_or_zero_int,
     "max_branches": _positive_or_zero_int,
+    "namespace_watches": _positive_or_zero_int,
     "commit_request_ttl": _duration,
 }
 #: Variables of the test tooling that share the prefix but configure no process.
 _TOOLING = frozenset({PREFIX + "SHARED_DIR"})
 _KNOWN = frozenset(PREFIX + name.upper() for name in _PARSERS) | _TOOLING
-
-
-#: A test seam, not a user setting: the e2e tests set it to ``1`` in a branch worker's
-#: environment to switch the apply window (W1) off and show that their collision test catches
-#: the race without it (issue 12). It lies outside the ``GITOPS_REVERSER_`` prefix on purpose:
-#: ``Settings`` does not list it, the docs do not offer it, and the chart never sets it.
-APPLY_WINDOW_TEST_SEAM = "GR_TEST_SEAM_APPLY_WINDOW_OFF"
-
-
-def apply_window_switched_off(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the test seam ``APPLY_WINDOW_TEST_SEAM`` switched the apply window off."""
-    env = os.environ if environ is None else environ
-    return env.get(APPLY_WINDOW_TEST_SEAM, "") == "1"
-
-
-#: A benchmark seam, not a user setting: ``bench.snapshot`` and ``bench.mirror`` set it to ``1``
-#: in one side's branch worker to measure the writer without what issue 14 added to every write
-#: (in-place editing of hand-written files with its digest bookkeeping, the kustomize and
-#: ``.gittargetignore`` reads of a folder, the bootstrap files), beside the writer as built. Like
-#: ``APPLY_WINDOW_TEST_SEAM`` it lies outside the prefix: ``Settings`` does not list it, the docs
-#: do not offer it, and the chart never sets it.
-PLAIN_WRITER_TEST_SEAM = "GR_TEST_SEAM_PLAIN_WRITER"
-
-
-def plain_writer_switched_on(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the benchmark seam ``PLAIN_WRITER_TEST_SEAM`` asked for the plain writer."""
-    env = os.environ if environ is None else environ
-    return env.get(PLAIN_WRITER_TEST_SEAM, "") == "1"

@@ -24,8 +24,10 @@ def branch_config(
     secret_name: str = "",
     *,
     commit_window_s: float = defaults.COMMIT_WINDOW_S,
+    known_hosts: str = "",
 ) -> BranchConfig:
-    """A branch written by a GitProvider with only its URL (and maybe its Secret) set."""
+    """A branch written by a GitProvider with only its URL (and maybe its Secret and its
+    knownHostsRef, as ``Kind/name``) set."""
     return BranchConfig(
         url=url,
         branch=branch,
@@ -37,6 +39,7 @@ def branch_config(
         committer_email=defaults.COMMITTER_EMAIL,
         message_one=defaults.EVENT_TEMPLATE,
         message_many=defaults.GROUP_TEMPLATE,
+        known_hosts=known_hosts,
     )
 
 

@@ -145,6 +145,10 @@ class KubeApiServer:
             old.stop()
         return self.audit
 
+    def open_watches(self) -> dict[tuple[str, str], int]:
+        """How many watch streams are open now, by (group, resource)."""
+        return self._store.open_watches()
+
     def stop(self) -> None:
         """End open watches and stop serving."""
         self._store.close()

@@ -213,6 +213,12 @@ class Store:
             newer.reverse()
             return newer, self._rv
 
+    def open_watches(self) -> dict[GroupResource, int]:
+        """How many watch streams are open now, by resource (kube-apiserver's
+        ``apiserver_registered_watchers`` gauge counts the same, by group, version and kind)."""
+        with self._lock:
+            return {r: len(found) for r, found in self._followers.items() if found}
+
     def namespaced_objects(self, namespace: str) -> list[tuple[GroupResource, dict[str, Any]]]:
         """Every object stored in one namespace, across all resources."""
         with self._lock:

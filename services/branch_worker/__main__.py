@@ -26,8 +26,10 @@ from services.branch_worker import workdirs
 from services.branch_worker.applied import AppliedRevisions
 from services.branch_worker.credentials import SecretCredentials
 from services.branch_worker.inspect import report
+from services.branch_worker.postbuild import PostBuildReader
 from services.branch_worker.signing import SecretSigner
 from services.branch_worker.worker import BranchWorker, Stores
+from services.branch_worker.worktree import TreeFactory, WorkTree
 from shared import process
 from shared.health import Check
 from shared.kube.clients import ClientFactory
@@ -37,8 +39,21 @@ from shared.store.connection import connect
 from shared.store.health import RedisProbe
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point."""
+def _with_renders(trees: TreeFactory, renders: PostBuildReader) -> TreeFactory:
+    """The product's work trees read each Kustomization's postBuild variables (the
+    render-fidelity gate); another factory (the benchmarks') is used as it is."""
+    if trees is not WorkTree:
+        return trees
+    return lambda workspace: WorkTree(workspace, renders=renders)
+
+
+def main(
+    argv: list[str] | None = None, *, trees: TreeFactory = WorkTree, apply_window: bool = True
+) -> int:
+    """Entry point (``trees``: how each branch's work tree is built; the benchmarks run this
+    process with a plain writer of their own, ``bench.plain``. ``apply_window``: W1's guard,
+    always on in the product; the e2e tests run a process without it,
+    ``tests.e2e.window_off_worker``)."""
     parser = argparse.ArgumentParser(prog="python -m services.branch_worker")
     parser.add_argument(
         "command",
@@ -58,7 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         return process.EXIT_OK
     settings = process.start("branch_worker")
     workdirs.remove_stale(Path(settings.work_dir), hostname, args.id)  # N12
-    client = connect(settings.redis_url, client_name=f"branch-worker:{args.id}")
+    client = connect(
+        settings.redis_url,
+        client_name=f"branch-worker:{args.id}",
+        min_replicas=settings.redis_min_replicas,
+    )
     stores = Stores.build(client, settings)
     factory = ClientFactory(settings, time.time)
     reader = lambda: CrdReader(factory.local().client)  # noqa: E731
@@ -71,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         time.time,
         credentials=credentials,
         signer=signer,
+        trees=_with_renders(trees, PostBuildReader(reader, factory)),
         applied=AppliedRevisions(reader, factory),
+        apply_window=apply_window,
     )
     checks = [
         Check("redis", RedisProbe(settings.redis_url)),

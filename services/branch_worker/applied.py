@@ -66,15 +66,24 @@ class AppliedRevisions:
             return None
 
     def _client(self, ref: ApplierRef, namespaces: Collection[str]) -> KubeClient | None:
-        """The applier's cluster, when its ClusterProvider admits one of ``namespaces``."""
-        reader = self._reader()
-        found = [c for c in reader.cluster_providers() if c.meta.name == ref.cluster_provider]
-        if not found:
-            return None
-        labels = reader.namespace_labels()
-        if all(admission_problem(ref, ns, found[0], labels.get(ns, {})) for ns in namespaces):
-            return None
-        return self._clusters.for_provider(found[0]).client
+        return applier_client(self._reader, self._clusters, ref, namespaces)
+
+
+def applier_client(
+    reader: Callable[[], CrdReader],
+    clusters: ClientFactory,
+    ref: ApplierRef,
+    namespaces: Collection[str],
+) -> KubeClient | None:
+    """The applier's cluster, when its ClusterProvider admits one of ``namespaces``."""
+    crds = reader()
+    found = [c for c in crds.cluster_providers() if c.meta.name == ref.cluster_provider]
+    if not found:
+        return None
+    labels = crds.namespace_labels()
+    if all(admission_problem(ref, ns, found[0], labels.get(ns, {})) for ns in namespaces):
+        return None
+    return clusters.for_provider(found[0]).client
 
 
 def _applied(client: KubeClient, ref: ApplierRef) -> str | None:

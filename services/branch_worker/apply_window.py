@@ -44,14 +44,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from services.branch_worker import metrics
 from services.branch_worker.writer import key_of
 from shared.decide.apply_window import (
     AFTER_FINISH_S,
+    EDIT_BY,
     ApplyWindow,
     Decision,
     Verdict,
+    applier_user,
     asks_change,
     asks_history,
     decide,
@@ -93,6 +96,31 @@ class GitView:
     unchanged: Callable[[], bool] = _no
 
 
+@dataclass(frozen=True, slots=True)
+class Tie:
+    """The facts that may decide a same-second tie (W2): the writers by the watch's order,
+    whether the write's audit fact names the applier's user, whether attribution is on."""
+
+    writers: frozenset[str] | None
+    audit_by_applier: bool | None
+    attribution: bool
+
+
+class Admission(Protocol):
+    """Whether a branch mirrors an object event (``ApplyWindowGuard``, W1)."""
+
+    def is_tie(self, target: TargetConfig, event: ObjectEvent) -> bool: ...
+
+    def admits(
+        self,
+        target: TargetConfig,
+        event: ObjectEvent,
+        older_only: Callable[[], bool] = _no,
+        unchanged: Callable[[], bool] = _no,
+        audit_user: str | None = None,
+    ) -> bool: ...
+
+
 class ApplyWindowGuard:
     """Judges one branch's object events against their appliers' apply windows."""
 
@@ -113,9 +141,20 @@ class ApplyWindowGuard:
         self._collisions = collisions
         self._edits = edits
         self._clock = clock
-        self._enabled = enabled  # False only through the e2e test seam
+        self._enabled = enabled  # False only in tests (BranchJobs' apply_window)
         self._edited: dict[EditKey, float] = {}
         self._recent_by_target: dict[GitTargetUid, tuple[int, list[LastRequest]]] = {}
+
+    def is_tie(self, target: TargetConfig, event: ObjectEvent) -> bool:
+        """Whether ``event`` is a same-second tie between the applier of its GitTarget and
+        another manager (W2), which the audit fact of its write may decide: the caller waits
+        for that fact before ``admits`` when attribution is on."""
+        ref = target.applier
+        if not self._enabled or ref is None or event.operation == "DELETE":
+            return False
+        names = {m.manager for m in event.managers}
+        own = managers_of(ref.kind)
+        return bool(names & own) and not names <= own
 
     def admits(
         self,
@@ -123,21 +162,33 @@ class ApplyWindowGuard:
         event: ObjectEvent,
         older_only: Callable[[], bool] = _no,
         unchanged: Callable[[], bool] = _no,
+        audit_user: str | None = None,
     ) -> bool:
         """True to mirror ``event``; False when the apply window withholds it (W1).
         ``older_only`` says whether the event's object is what Git held at an older commit
         but not at the tip; ``unchanged`` whether Git already holds it as it is (a write that
-        changes no value, W2); each is asked only when the decision depends on it."""
+        changes no value, W2); each is asked only when the decision depends on it.
+        ``audit_user``: the user the audit fact of this very write names (attribution on,
+        its uid and resourceVersion matched), which decides a tie the watch's order does not."""
         ref = target.applier
         if not self._enabled or ref is None:
             return True
         key: EditKey = (target.uid, *key_of(event))
         if is_api_edit(event.operation, event.managers, ref.kind):
             decision = Decision(Verdict.MIRROR, "an API edit")
-            if {m.manager for m in event.managers} & managers_of(ref.kind):
-                # a same-second tie (W2)
-                decision = self._judge(ref, target, event, key, GitView(unchanged=unchanged))
-            self._remember(key, event.observed_at)
+            if self.is_tie(target, event):  # W2: a fact may say it is the applier's write
+                tie = Tie(
+                    None if event.writers is None else frozenset(event.writers),
+                    None if audit_user is None else applier_user(ref.kind, audit_user),
+                    bool(target.audit_route),
+                )
+                decision = self._judge(
+                    ref, target, event, key, GitView(unchanged=unchanged), tie=tie
+                )
+                if EDIT_BY in decision.why:
+                    self._edit_by_fact(ref, target, event, decision)
+            if decision.mirrored:  # a revert the facts gave to the applier is no API edit
+                self._remember(key, event.observed_at)
         else:
             decision = self._judge(ref, target, event, key, GitView(older_only, unchanged))
         if decision.collision:
@@ -151,6 +202,8 @@ class ApplyWindowGuard:
         event: ObjectEvent,
         key: EditKey,
         git: GitView,
+        *,
+        tie: Tie | None = None,
     ) -> Decision:
         """W1-W2 for one event; the work tree and the branch's history are read only when
         the verdict depends on them (``asks_change``, ``asks_history``)."""
@@ -187,6 +240,9 @@ class ApplyWindowGuard:
             now=written,
             older_only=older,
             unchanged=same,
+            writers=None if tie is None else tie.writers,
+            audit_by_applier=None if tie is None else tie.audit_by_applier,
+            attribution=tie is not None and tie.attribution,
         )
 
     def _windows(self, ref: ApplierRef, target: TargetConfig) -> list[ApplyWindow]:
@@ -230,6 +286,26 @@ class ApplyWindowGuard:
         horizon = self._clock() - REMEMBER_S - AFTER_FINISH_S
         if len(self._edited) % 256 == 0:  # now and then, drop what no window can need
             self._edited = {k: t for k, t in self._edited.items() if t >= horizon}
+
+    def _edit_by_fact(
+        self, ref: ApplierRef, target: TargetConfig, event: ObjectEvent, decision: Decision
+    ) -> None:
+        """W2: a same-second tie a fact gave to the editor is mirrored and is no collision;
+        its line (INFO, outcome ``edit``) says which fact decided it, beside the collisions'."""
+        oid = event.object_id
+        subject = "/".join(p for p in (oid.kind, oid.namespace, oid.name) if p)
+        log.info(
+            "apply window: edit %s (%s)",
+            subject,
+            decision.why,
+            extra={
+                "branch": self._bk,
+                "applier": f"{ref.kind}/{ref.namespace}/{ref.name}",
+                "gittarget": f"{target.namespace}/{target.name}",
+                "object": subject,
+                "outcome": "edit",
+            },
+        )
 
     def _report(
         self, ref: ApplierRef, target: TargetConfig, event: ObjectEvent, decision: Decision

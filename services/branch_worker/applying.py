@@ -32,12 +32,14 @@ from shared.decide.tips import first_start_owes
 from shared.model.appliers import REASONS, Applier, gets_repairs
 from shared.model.config import ApplierRef, BranchConfig, TargetConfig, appliers_of
 from shared.model.ids import ApplierKey, BranchKey
-from shared.model.requests import ApplyRequest
+from shared.model.ledger import LastRequest
+from shared.model.requests import ApplyRequest, AttemptOutcome
 from shared.model.webhook import WebhookEndpoint, shared_endpoint
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
 from shared.store.branch_state import BranchStates
 from shared.store.config import ConfigStore
+from shared.store.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +58,10 @@ class ApplierDesk:
         states: BranchStates,
         clock: Callable[[], float],
         attempt_deadline_s: float,
+        ledger: Ledger | None = None,
     ) -> None:
         self._bk = bk
+        self._ledger = ledger
         self._config = config
         self._configs = configs
         self._appliers = appliers
@@ -70,6 +74,11 @@ class ApplierDesk:
         self.next_wake: float | None = None
         self._deadline_s = attempt_deadline_s
         self._tracked: set[ApplierKey] = set()
+        #: Every applier of the branch was owed nothing and had no attempt out when the last
+        #: wake decided, and nothing was owed since (only this desk owes: ``_amend``). A wake
+        #: then has nothing to decide unless an outcome came: it reads the outcomes alone, not
+        #: the GitTargets' settings and the branch's state (an idle branch's tick, issue 29).
+        self._settled = False
 
     def _named(self) -> dict[ApplierRef, list[TargetConfig]]:
         """Appliers of this branch and the GitTargets naming each (A3: one applier, many)."""
@@ -83,6 +92,7 @@ class ApplierDesk:
             self._tracked.add(ref.key)
 
     def _amend(self, ref: ApplierRef, change: Callable[[Applier], Applier]) -> None:
+        self._settled = False
         self._track(ref)
         self._appliers.amend(ref.key, ref.kind, change)
 
@@ -141,16 +151,24 @@ class ApplierDesk:
             self._amend(ref, partial(cancel_refusal, uid=target.uid))
 
     def wake(self) -> None:
-        """Read outcomes, then decide and send for every applier of the branch."""
-        named = self._named()
-        self._read_outcomes(named)
+        """Read outcomes, then decide and send for every applier of the branch (one that only
+        suspended GitTargets name is decided with none: what it was owed is dropped, P7)."""
+        entries = self._attempts.outcomes(self._bk)
+        if self._settled and not entries:
+            return  # nothing owed, nothing out, no outcome: nothing to decide
+        named = appliers_of(self._configs.targets_of(self._bk), with_suspended=True)
+        self._read_outcomes(named, entries)
         view = self._view()
         self.next_wake = None
         owed: dict[str, int] = dict.fromkeys(REASONS, 0)
+        settled = True
         for ref, targets in named.items():
-            for reason in self._consider(ref, targets, view):
+            after = self._consider(ref, targets, view)
+            for reason in after.owes():
                 owed[reason] += 1
+            settled = settled and not after.owes() and after.attempt is None
         self._report(owed, view)
+        self._settled = settled and self.next_wake is None
 
     def _wake_by(self, until: float) -> None:
         """Remember the earliest moment a waiting decision may change (quiet period, backoff)."""
@@ -168,10 +186,13 @@ class ApplierDesk:
         since = self._waiting_since
         metrics.QUIET_WAIT.labels(self._bk).set(0.0 if since is None else self._clock() - since)
 
-    def _read_outcomes(self, named: Mapping[ApplierRef, list[TargetConfig]]) -> None:
-        """A4: every new outcome reaches every applier of the branch (an outcome for another
-        applier's token changes nothing), one transaction per applier."""
-        entries = self._attempts.outcomes(self._bk)
+    def _read_outcomes(
+        self,
+        named: Mapping[ApplierRef, list[TargetConfig]],
+        entries: list[tuple[str, AttemptOutcome | None]],
+    ) -> None:
+        """A4: every new outcome (``entries``, as read) reaches every applier of the branch (an
+        outcome for another applier's token changes nothing), one transaction per applier."""
         outcomes = [outcome for _, outcome in entries if outcome is not None]
         if outcomes:
             now = self._clock()
@@ -183,13 +204,12 @@ class ApplierDesk:
     def _view(self) -> BranchView:
         return self._states.read(self._bk).view()
 
-    def _consider(
-        self, ref: ApplierRef, targets: list[TargetConfig], view: BranchView
-    ) -> list[str]:
+    def _consider(self, ref: ApplierRef, targets: list[TargetConfig], view: BranchView) -> Applier:
         """A2-A5 for one applier: decide under the record's transaction, then act on the
         decision that was committed (send it, or remember when to look again)."""
         now = self._clock()
         token = uuid.uuid4().hex
+        self._remember_overdue(ref, targets, now)
         periods = {str(t.uid): t.quiet_period_s for t in targets}
         step = partial(
             consider,
@@ -206,7 +226,29 @@ class ApplierDesk:
             self._send(ref, decision, token, now, shared_endpoint(t.webhook for t in targets))
         elif decision.until is not None:
             self._wake_by(decision.until)
-        return list(after.owes())
+        return after
+
+    def _remember_overdue(self, ref: ApplierRef, targets: list[TargetConfig], now: float) -> None:
+        """Before an overdue attempt is handed back (A4, in ``consider``), keep it in the
+        GitTargets' recent requests, finished now: its stamp may have landed (a dispatcher
+        killed after its stamp, before its report) and its apply come seconds later. Forgotten,
+        that apply met no window, and its re-create of an object deleted through the API after
+        the hand-back was mirrored: the soak lost chaos-flux-0/cm-00231 (seed 483848) so."""
+        if self._ledger is None:
+            return
+        attempt = self._appliers.load(ref.key, ref.kind).attempt
+        if attempt is None or now < attempt.deadline:
+            return
+        entry = LastRequest(
+            attempt.token,
+            attempt.commit,
+            tuple(sorted(attempt.reasons)),
+            attempt.sent_at,
+            now,
+            "Failed",
+            "handed back at its deadline",
+        )
+        self._ledger.remember([str(t.uid) for t in targets], entry)
 
     def _refusing(self, targets: list[TargetConfig]) -> set[str]:
         """S1/A5 at the decision: the GitTargets that consent now (``onRefusal: Reapply`` as

@@ -139,6 +139,28 @@ class Attributor:
             (event.operation, oid.group, oid.version, oid.resource),
         )
 
+    def writer(self, target: TargetConfig, event: ObjectEvent) -> str | None:
+        """W2: the user the audit fact of this very write names (its uid and resourceVersion,
+        the ``exact`` tier), None when no such fact is known (attribution off, the fact not
+        come, or only a fact of another write of the object). Read after ``author`` found
+        the event's author, so a fact that was coming has been waited for."""
+        if not target.audit_route or event.operation == "DELETE":
+            return None
+        oid = event.object_id
+        now = self._clock()
+        joined = join(
+            event.operation,
+            uid=event.uid,
+            resource_version=event.resource_version,
+            namespace=oid.namespace,
+            name=oid.name,
+            facts=self._facts(target.audit_route, group_resource(oid.group, oid.resource), now),
+            grace_over=True,
+        )
+        if joined is None or joined.tier != "exact" or joined.fact is None:
+            return None
+        return joined.fact.author
+
     def submitter(
         self, target: TargetConfig, entry_id: str, request: CommitRequestItem
     ) -> Author | Wait | None:

@@ -57,6 +57,25 @@ class Bindable(Protocol):
     requests: list[CommitRequestItem]
 
 
+class Requests(Protocol):
+    """The CommitRequests of one branch as its owner uses them (``RequestDesk``)."""
+
+    def receive(
+        self, lease: Lease, request: CommitRequestItem, window: Bindable | None, tip: str
+    ) -> bool: ...
+
+    def overdue(self, lease: Lease, problem: str, held: Collection[str] = ()) -> None: ...
+
+    def next_failure(self) -> float | None: ...
+
+    def finished(
+        self,
+        lease: Lease,
+        pushed: Sequence[tuple[Sequence[CommitRequestItem], str | None]],
+        head: str,
+    ) -> None: ...
+
+
 class RequestDesk:
     """The CommitRequests of one branch, between receipt and the push that holds them."""
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from shared.git.auth import keeps_files
-from shared.git.credentials import SecretMissing, resolve
+from shared.git.credentials import KnownHostsMissing, SecretMissing, known_hosts_of, resolve
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
 from shared.model.ids import BranchKey
@@ -86,13 +86,14 @@ class SecretCredentials:
             self.forget(bk)
             return {}
         try:
-            env = resolve(
-                self._reader().secret_data,
-                config.provider_namespace,
-                config.secret_name,
-                folder,
+            reader = self._reader()
+            hosts = known_hosts_of(
+                reader.object_data, config.provider_namespace, config.known_hosts
             )
-        except (KubeError, SecretMissing) as err:
+            env = resolve(
+                reader.secret_data, config.provider_namespace, config.secret_name, folder, hosts
+            )
+        except (KubeError, SecretMissing, KnownHostsMissing) as err:
             # the branch is still worked: the push fails and is retried once the Secret is back
             if isinstance(err, SecretMissing):
                 self.forget(bk)  # the Secret is gone: so is any key we wrote from it

@@ -87,14 +87,8 @@ class Folder:
         workspace: Workspace,
         path: str,
         rendered: dict[str, str] | None = None,
-        *,
-        plain: bool = False,
     ) -> None:
         self.path = path
-        #: The benchmark seam's plain writer (``shared.settings.PLAIN_WRITER_TEST_SEAM``): the
-        #: folder is read without ``.gittargetignore`` and kustomize, and the writer edits
-        #: nothing in place and adds no bootstrap files. Never set outside the benchmarks.
-        self.plain = plain
         self._ws = workspace
         self._where: dict[IdentityKey, Located] = {}
         #: The keys each file was indexed under, so forgetting a file costs its own documents
@@ -134,15 +128,11 @@ class Folder:
             self._bad[link] = "SymbolicLink"
         self.files = scan.files
         try:
-            self._read_files(plain)
+            self._read_files()
         except Unreadable as err:
             self._elsewhere = FolderVerdict(False, err.file, "UnsupportedContent", str(err))
 
-    def _read_files(self, plain: bool) -> None:
-        if plain:
-            for file in self.files:
-                self.reindex(file)
-            return
+    def _read_files(self) -> None:
         self._read_ignore()
         if any(kustomize.is_kustomization(f) for f in self.files):
             self._render()
@@ -246,6 +236,11 @@ class Folder:
             return FolderVerdict(False, file, reason, detail)
         return FolderVerdict(False, file, reason)
 
+    def refused_files(self) -> dict[str, str]:
+        """Every file that refuses the folder, with its reason (``verdict`` names the first);
+        ``gitops-reverser analyze`` lists them all."""
+        return dict(self._bad)
+
     def reindex(self, file: str) -> None:
         """Read one file again after it changed outside the writer (or on first sight)."""
         self._forget(file)
@@ -281,7 +276,7 @@ class Folder:
         self._edited.pop(file, None)
         if documents:
             self._index(file, documents)
-            if rendered is not None and not self.plain:
+            if rendered is not None:
                 self._rendered[file] = _digest(rendered)
             elif edited is not None:
                 self._edited[file] = _digest(edited)
@@ -295,6 +290,11 @@ class Folder:
         """Whether ``data``, the bytes of ``file``, are what the writer last edited there in
         place (P1): a person's file, to be edited in place again."""
         return self._edited.get(file) == _digest(data)
+
+    def object_files(self) -> list[str]:
+        """The files that hold the folder's objects as indexed now (the writer's own writes
+        and deletes included; ``files`` is the folder as last scanned)."""
+        return sorted(self._keys_of)
 
     def kustomized(self, files: list[str], tree: kustomize.Tree) -> None:
         """A kustomize folder after a write (P2): its files and the render the writer just

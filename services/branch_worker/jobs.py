@@ -17,11 +17,14 @@ from services.branch_worker.applied import AppliedReader, nothing_recorded
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.attribution import Attributor
-from services.branch_worker.branch import BranchLoop, ProviderChanged
+from services.branch_worker.branch import BranchLoop
 from services.branch_worker.commit_requests import RequestDesk
+from services.branch_worker.failures import FailureLog
 from services.branch_worker.heartbeat import HeldLeases
+from services.branch_worker.intake import ProviderChanged
 from services.branch_worker.signing import Signer, unsigned
 from services.branch_worker.stores import Stores
+from services.branch_worker.worktree import TreeFactory, WorkTree
 from shared.git.errors import GitError
 from shared.git.remote import ls_remote
 from shared.git.workspace import Workspace
@@ -29,7 +32,7 @@ from shared.kube.errors import KubeError
 from shared.model.config import BranchConfig
 from shared.model.ids import BranchKey
 from shared.model.notices import PushNotice
-from shared.settings import Settings, apply_window_switched_off, plain_writer_switched_on
+from shared.settings import Settings
 from shared.store.branch_state import FencedOff
 from shared.store.errors import REDIS_DOWN
 from shared.store.leases import Lease
@@ -118,20 +121,27 @@ class BranchJobs:
         credentials: CredentialSource,
         workspaces: WorkspaceFactory,
         signer: Signer = unsigned,
-        plain_writer: bool | None = None,
+        trees: TreeFactory = WorkTree,
         applied: AppliedReader = nothing_recorded,
+        apply_window: bool = True,
     ) -> None:
         self.settings = settings
+        #: W1's guard judges events (True, always in the product); False: every event is
+        #: mirrored as it comes, for the tests that show the guard is what catches the race.
+        self._apply_window = apply_window
         self._applied = applied  # Q5, issue 23: what appliers last applied, at a first start
         self.stores = stores
         self.worker_id = worker_id
         self._clock = clock
         self._held = held
-        #: The benchmark seam (``PLAIN_WRITER_TEST_SEAM``); None: read from the environment.
-        self._plain_writer = plain_writer_switched_on() if plain_writer is None else plain_writer
+        #: Builds each branch's work tree (``WorkTree``; the benchmarks' plain writer's own).
+        self._trees = trees
         self._credentials = credentials
         self._workspaces = workspaces
         self._signer = signer
+        #: Repeated failures of a branch, logged with backoff (one ERROR, then a WARNING a
+        #: minute with the count).
+        self.failures = FailureLog(log, clock)
         self._stalled: set[BranchKey] = set()  # branches whose stall this worker recorded
         self._compacted: set[BranchKey] = set()  # stalled branches whose stream it compacted
 
@@ -151,12 +161,11 @@ class BranchJobs:
         except FencedOff:
             return Result(bk, Outcome.LOST)
         except BRANCH_FAILURES as err:
-            log.exception(
-                "branch %s failed; giving it back to start over", bk, extra={"branch": bk}
-            )
+            self.failures.failed(bk, "failed (to start over)", err)
             self._note_stall(bk, PUSH_FAILING, f"{type(err).__name__}: {err}")
             return Result(bk, Outcome.FAILED)
         self._note_stall(bk, PUSH_FAILING, loop.push_refused)
+        self.failures.succeeded(bk)
         return Result(bk, Outcome.DONE)
 
     def retire(self, bk: BranchKey, loop: BranchLoop) -> Result:
@@ -169,6 +178,7 @@ class BranchJobs:
         if not self.stores.registry.retire(loop.lease):
             return Result(bk, Outcome.DONE)
         self._stalled.discard(bk)  # its stall record went with its other keys
+        self.failures.forget(bk)
         shutil.rmtree(loop.ws.directory, ignore_errors=True)
         return Result(bk, Outcome.RETIRED)
 
@@ -186,15 +196,16 @@ class BranchJobs:
         except FencedOff:
             return Result(bk, Outcome.LOST)
         except BRANCH_FAILURES as err:
-            log.exception("cannot start branch %s; giving it back", bk, extra={"branch": bk})
+            self.failures.failed(bk, "cannot start", err)
             self._note_stall(bk, BRANCH_STALLED, f"{type(err).__name__}: {err}")
             return Result(bk, Outcome.FAILED)
         self._stalled.add(bk)  # a stall left by an earlier owner is cleared on the first pass
         return Result(bk, Outcome.STARTED, loop)
 
     def unexpected(self, bk: BranchKey, err: Exception) -> None:
-        """A job on the branch raised what no job expected: the branch's stall, for its
-        GitTargets' status (T4); the scheduler gives it back."""
+        """A job on the branch raised what no job expected: logged with backoff, and the
+        branch's stall, for its GitTargets' status (T4); the scheduler gives it back."""
+        self.failures.failed(bk, "unexpected error", err)
         self._note_stall(bk, BRANCH_STALLED, f"{type(err).__name__}: {err}")
 
     def _note_stall(self, bk: BranchKey, reason: str, problem: str | None) -> None:
@@ -229,7 +240,7 @@ class BranchJobs:
         return BranchLoop(
             lease,
             config,
-            workspace,
+            self._trees(workspace),
             events=self.stores.events,
             states=self.stores.states,
             configs=self.stores.configs,
@@ -237,9 +248,10 @@ class BranchJobs:
             worker_id=self.worker_id,
             read_tip=lambda: ls_remote(config.url, config.branch, env),
             steady_tick=self.settings.steady_tick.total_seconds(),
+            delivered_at=lambda: self.stores.notices.delivered_at(config.url),
+            trust_max_age=self.settings.remote_trust_max_age.total_seconds(),
             max_window=self.settings.max_window.total_seconds(),
             signer=self._signer,
-            plain_writer=self._plain_writer,
             applied=self._applied,
             desk=ApplierDesk(
                 bk,
@@ -250,6 +262,7 @@ class BranchJobs:
                 states=self.stores.states,
                 clock=self._clock,
                 attempt_deadline_s=self.settings.attempt_deadline.total_seconds(),
+                ledger=self.stores.ledger,
             ),
             guard=ApplyWindowGuard(
                 bk,
@@ -258,7 +271,7 @@ class BranchJobs:
                 collisions=self.stores.collisions,
                 edits=self.stores.api_edits,
                 clock=self._clock,
-                enabled=not apply_window_switched_off(),
+                enabled=self._apply_window,
             ),
             requests=RequestDesk(self.stores.commit_requests, config.branch, self._clock),
             attributor=Attributor(

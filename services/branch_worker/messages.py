@@ -25,10 +25,43 @@ def username(author: Author | None) -> str:
 
 
 def message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
-    """The commit message, and why the GitProvider's template could not be used ("" if it
-    could): a bad template falls back to the built-in one, so the write is still made (C1).
-    ``Username`` and ``Author`` are the window's resolved user (P5); with none resolved no actor
-    is named (``Username`` "") and ``Author`` is the committer (facts 3.6)."""
+    """The commit message, and why a template could not be used ("" if it could): the
+    GitTarget's own template (issue 27.7: ``reconcileTemplate`` for a window of a listing's
+    deletes, ``liveTemplate`` for any other), else the GitProvider's; a bad one falls back to
+    the next, so the write is still made (C1)."""
+    own = _target_message(config, window)
+    if own is not None and not own[1]:
+        return own
+    text, problem = provider_message(config, window)
+    return text, (own[1] if own is not None else problem)
+
+
+def _target_message(config: BranchConfig, window: OpenWindow) -> tuple[str, str] | None:
+    """The GitTarget's template run on the window (None: it has none for this window)."""
+    target = window.target
+    entries = [e for e in window.entries if e.event]
+    events = [e.event for e in entries if e.event]
+    try:
+        if target.reconcile_template and events and all(e.listing for e in entries):
+            writes = [(e.object_id, e.resource_version) for e in events]
+            data = templates.reconcile_data(target.name, writes)
+            return templates.render(target.reconcile_template, templates.RECONCILE, data), ""
+        if target.live_template:
+            user = username(window.author)
+            author = user or config.committer_name
+            pairs = [(e.operation, e.object_id) for e in events]
+            data = templates.live_data(author, user, target.name, pairs)
+            return templates.render(target.live_template, templates.LIVE, data), ""
+    except templates.TemplateError as err:
+        return "", str(err)
+    return None
+
+
+def provider_message(config: BranchConfig, window: OpenWindow) -> tuple[str, str]:
+    """The GitProvider's wording, and why its template could not be used ("" if it could):
+    a bad template falls back to the built-in one (C1). ``Username`` and ``Author`` are the
+    window's resolved user (P5); with none resolved no actor is named (``Username`` "") and
+    ``Author`` is the committer (facts 3.6)."""
     events = [e.event for e in window.entries if e.event]
     name = window.target.name
     if len(events) == 1:

@@ -9,6 +9,7 @@ from shared.store.api_edits import ApiEdits
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
 from shared.store.attribution import FactStreams
+from shared.store.bells import Bells
 from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import BranchStates
 from shared.store.collisions import Collisions
@@ -41,6 +42,7 @@ class Stores:
     commit_requests: CommitRequests
     facts: FactStreams
     api_edits: ApiEdits
+    bells: Bells
 
     @classmethod
     def build(cls, client: Client, settings: Settings) -> Stores:
@@ -54,11 +56,18 @@ class Stores:
             WorkerRegistry(client, keys),
             NoticeReader(client, keys),
             ApplierStore(client, keys),
-            Attempts(client, keys, settings.apply_queue),
+            Attempts(
+                client,
+                keys,
+                settings.apply_queue,
+                result_ttl_s=int(settings.job_result_ttl.total_seconds()),
+                failure_ttl_s=int(settings.job_failure_ttl.total_seconds()),
+            ),
             BranchHealth(client, keys),
             Ledger(client, keys),
             Collisions(client, keys),
             CommitRequests(client, keys, settings.commit_request_ttl.total_seconds()),
             FactStreams(client, keys),
             ApiEdits(client, keys),
+            Bells(client, keys),
         )

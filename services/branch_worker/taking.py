@@ -2,7 +2,8 @@
 
 The scheduler (``worker.py``) calls ``Taking.acquire_if_due`` once a round: every
 ``ACQUIRE_EVERY_S`` it counts the live workers and the listed branches, gives idle branches
-over its share back to siblings, and takes listed branches while it has room. A branch listed
+over its share back to siblings, and takes listed branches nobody holds (their leases read in
+one MGET) while it has room. A branch listed
 without settings or GitTargets is not started; once that has lasted the grace it is retired
 (``orphans.py``). Only the scheduler's thread runs these methods.
 
@@ -87,10 +88,17 @@ class Taking:
         capacity = self._settings.max_branches
         self._shed(excess(len(branches), alive, capacity, len(self._held)))
         room = room_for(len(branches), alive, capacity, len(self._held))
-        for bk in branches:
+        if room <= 0:
+            return
+        others = [bk for bk in branches if bk not in self._held]
+        # one MGET of their leases, so a branch a sibling holds costs no command of its own
+        # each round (its settings and GitTargets were read every second, per worker)
+        holders = self._stores.leases.holders(others)
+        free = [bk for bk, holder in zip(others, holders, strict=True) if not holder]
+        for bk in free:
             if room <= 0:
                 return
-            if bk not in self._held and self._try_take(bk, now):
+            if self._try_take(bk, now):
                 room -= 1
 
     def _shed(self, count: int) -> None:

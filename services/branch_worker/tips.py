@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from services.branch_worker import metrics
 from services.branch_worker.applying import ApplierDesk
-from shared.decide.tips import TipKind, classify_tip, steady_tick_due
+from shared.decide.tips import TipKind, classify_tip, remote_trusted, steady_tick_due
 from shared.store.branch_state import BranchStates
 from shared.store.leases import Lease
 
@@ -20,6 +20,13 @@ log = logging.getLogger("services.branch_worker.branch")  # the owner's log, as 
 
 #: Reads the remote tip of the branch (ls-remote), or None when the branch does not exist.
 TipReader = Callable[[], str | None]
+#: When a receiver last took a verified delivery for the branch's repository (P14), or None.
+DeliveredAt = Callable[[], float | None]
+
+
+def never_delivered() -> float | None:
+    """No receiver on record: the steady tick always reads (Q7)."""
+    return None
 
 
 class Tips:
@@ -34,6 +41,8 @@ class Tips:
         clock: Callable[[], float],
         read_tip: TipReader,
         steady_tick: float,
+        delivered_at: DeliveredAt = never_delivered,
+        trust_max_age: float = 0.0,
     ) -> None:
         self._lease = lease
         self._states = states
@@ -41,18 +50,23 @@ class Tips:
         self._clock = clock
         self._read_tip = read_tip
         self._steady_tick = steady_tick
+        self._delivered_at = delivered_at
+        self._trust_max_age = trust_max_age
         #: The commits this branch's owners pushed (published, so a new owner knows them).
         self._ours: tuple[str, ...] = ()
         #: When the remote tip was last read (Q7: an idle branch reads it every steady tick).
         self.read_at = clock()
+        #: When a steady tick last found the view trusted and read nothing (P14).
+        self.trusted_at = self.read_at
 
     def taken(self, ours: tuple[str, ...]) -> None:
         """The owner took the branch: the commits its earlier owners pushed are ours."""
         self._ours = ours
 
     def pushed(self, head: str) -> None:
-        """A push of ours landed ``head``: remembered as ours, and the appliers are told."""
-        self._ours = self._states.remember_ours(self._lease, head, self._ours)
+        """A push of ours landed ``head``: remembered as ours (the remote's commit, verified by
+        the push, P10), and the appliers are told."""
+        self._ours = self._states.remember_ours(self._lease, head, self._ours, at=self._clock())
         self._desk.on_pushed(head)
 
     def found(self, tip: str | None, observed: str | None) -> TipKind:
@@ -77,9 +91,20 @@ class Tips:
         return tip, self.found(tip, observed)
 
     def due(self, busy: bool) -> bool:
-        """Q7: whether the steady tick says to read the tip now."""
-        return steady_tick_due(self.read_at, self._clock(), self._steady_tick, busy)
+        """Q7: whether the steady tick says to read the tip now. P14: not while the branch's
+        receiver has delivered within the trust age (one Redis read, only when a tick is
+        due): the tick is spent without a Git request, and the next is a tick later."""
+        now = self._clock()
+        last = max(self.read_at, self.trusted_at)
+        if not steady_tick_due(last, now, self._steady_tick, busy):
+            return False
+        if self._trust_max_age > 0 and remote_trusted(
+            self._delivered_at(), now, self._trust_max_age
+        ):
+            self.trusted_at = now
+            return False
+        return True
 
     def next_read(self) -> float:
-        """When an idle branch reads its tip next (Q7)."""
-        return self.read_at + self._steady_tick
+        """When an idle branch's steady tick comes next (Q7; P14 may spend it unread)."""
+        return max(self.read_at, self.trusted_at) + self._steady_tick

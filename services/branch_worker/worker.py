@@ -3,8 +3,10 @@
 Three kinds of thread, so that no branch's work can hold up another's or the leases (Q1):
 
 - the scheduler (the thread that calls ``run``) takes branches, reads what is new for all its
-  idle branches at once (events in one blocking group read; notices and apply outcomes in one
-  read each, every ``HINTS_EVERY_S``), and hands a pass (events, due windows, push, notices,
+  idle branches at once (events, and the worker's doorbell, in one blocking group read; the
+  notices and apply outcomes of the branches whose doorbell rang in one read each, and of
+  all of them every ``HINTS_FALLBACK_S``: ``shared.store.bells``), and hands a pass (events,
+  due windows, push, notices,
   tick, requests) to the pool only to a branch that has something new or something due (a
   window closing, an applier's wait ending, the steady tick): an idle branch costs no Redis
   command of its own; all bookkeeping of owned branches happens on this thread;
@@ -43,9 +45,11 @@ from services.branch_worker.jobs import (
     no_credentials,
 )
 from services.branch_worker.orphans import Orphans
+from services.branch_worker.pacing import IDLE_BLOCK_S, Hints, Pacing
 from services.branch_worker.signing import Signer, unsigned
 from services.branch_worker.stores import Stores
 from services.branch_worker.taking import RETAKE_PAUSE_S, Taking
+from services.branch_worker.worktree import TreeFactory, WorkTree
 from shared.model.config import BranchConfig
 from shared.model.ids import BranchKey
 from shared.model.notices import PushNotice
@@ -59,14 +63,6 @@ log = logging.getLogger(__name__)
 
 #: Most events read from one branch for one pass: bounds how long one pass holds a thread.
 READ_BATCH = 500
-#: How often the idle branches' notices and apply outcomes are read (one read each for all of
-#: them): bounds their latency. It is also the longest the scheduler blocks on new events.
-HINTS_EVERY_S = 0.2
-#: Longest the scheduler blocks on new events while a pass is running: a branch whose pass
-#: ends waits at most this long for its next one.
-BUSY_POLL_S = 0.02
-#: How often a branch with something unpushed (a push that failed every attempt) tries again.
-RETRY_S = 0.2
 #: Pause between scheduling rounds while Redis is away (C9): the process rides the outage out.
 OUTAGE_PAUSE_S = 1.0
 #: Longest pause before a worker takes again a branch that keeps failing.
@@ -93,8 +89,9 @@ class BranchWorker:
         credentials: CredentialSource = no_credentials,
         workspaces: WorkspaceFactory = git_workspace,
         signer: Signer = unsigned,
-        plain_writer: bool | None = None,
+        trees: TreeFactory = WorkTree,
         applied: AppliedReader = nothing_recorded,
+        apply_window: bool = True,
     ) -> None:
         self.settings = settings
         self.stores = stores
@@ -113,8 +110,9 @@ class BranchWorker:
             credentials=credentials,
             workspaces=workspaces,
             signer=signer,
-            plain_writer=plain_writer,
+            trees=trees,
             applied=applied,
+            apply_window=apply_window,
         )
         self.heartbeat = Heartbeat(
             stores.leases, stores.registry, self.held, worker_id, clock=clock, lease_s=self._lease_s
@@ -127,8 +125,10 @@ class BranchWorker:
         self._paused_until: dict[BranchKey, float] = {}
         #: Failures of each branch since its last pass that ran (the retake pause grows).
         self._failures: dict[BranchKey, int] = {}
-        self._last_pass: dict[BranchKey, float] = {}
-        self._hints_at: float | None = None
+        #: When each owned branch is due a pass although nothing new came for it.
+        self.pacing = Pacing(clock, self.loops)
+        self.hints = Hints(clock)  # whose notices and outcomes to read (their doorbell rang)
+        self._bell: str | None = None  # opened by the first round
         self.orphans = Orphans(stores.configs, clock)
         #: Set whenever a scheduling round found Redis away (tests wait on it).
         self.outage = threading.Event()
@@ -210,31 +210,46 @@ class BranchWorker:
         idle = [bk for bk in self.loops if bk not in self._inflight]
         self._report()
         if not idle:
-            self._finished.wait(HINTS_EVERY_S)  # a finished pass sets it: no need to poll
+            self._finished.wait(IDLE_BLOCK_S)  # a finished pass sets it: no need to poll
             return False
         notices, outcomes = self._hints(idle)
-        block_ms = None if notices or outcomes else max(int(self._wait_time(idle) * 1000), 1)
+        block_ms = (
+            None
+            if notices or outcomes
+            else max(int(self.pacing.wait_time(idle, bool(self._inflight)) * 1000), 1)
+        )
         readers = [bk for bk in idle if not self.loops[bk].stalled]  # U1: a stalled one waits
-        batches = self.stores.events.read_many(readers, self.worker_id, READ_BATCH, block_ms)
-        if not readers and block_ms:
-            self._finished.wait(block_ms / 1000)  # nothing to block on in Redis: wait here
+        read = self.stores.events.read_rung(
+            readers, self.worker_id, READ_BATCH, block_ms, self._open_bell()
+        )
+        if read.rung:  # a notice or an outcome came meanwhile: read it now, not next round
+            self.hints.rang(read.rung)
+            later, more = self._hints(idle)
+            notices = {bk: notices.get(bk, []) + later.get(bk, []) for bk in {*notices, *later}}
+            outcomes |= more
         now = self._clock()
         for bk in idle:
-            batch, news = batches.get(bk, []), notices.get(bk, [])
-            if batch or news or bk in outcomes or self._due(bk, now):
+            batch, news = read.batches.get(bk, []), notices.get(bk, [])
+            if batch or news or bk in outcomes or self.pacing.due(bk, now):
                 self._submit(bk, self.jobs.pass_, bk, self.loops[bk], batch, news)
-        return any(batches.values())
+        return any(read.batches.values())
 
     def _hints(
         self, idle: list[BranchKey]
     ) -> tuple[dict[BranchKey, list[PushNotice]], set[BranchKey]]:
-        """Notices and apply outcomes waiting for the idle branches, read every
-        ``HINTS_EVERY_S`` (nothing in between)."""
-        now = self._clock()
-        if self._hints_at is not None and now - self._hints_at < HINTS_EVERY_S:
+        """Notices and outcomes of the idle branches whose doorbell rang (of all every
+        ``HINTS_FALLBACK_S``)."""
+        wanted = self.hints.due(idle)
+        if not wanted:
             return {}, set()
-        self._hints_at = now
-        return self.stores.notices.read_many(idle), self.stores.attempts.waiting(idle)
+        return self.stores.notices.read_many(wanted), self.stores.attempts.waiting(wanted)
+
+    def _open_bell(self) -> str:
+        """This worker's doorbell, created by its first round (``shared.store.bells``)."""
+        if self._bell is None:
+            self.stores.bells.open(self.worker_id, self._lease_s)
+            self._bell = self.stores.bells.key(self.worker_id)
+        return self._bell
 
     def _report(self) -> None:
         """Pool metrics: branches owned, passes running, passes waiting for a thread."""
@@ -267,13 +282,7 @@ class BranchWorker:
         try:
             return future.result()
         except Exception as err:
-            log.error(
-                "branch %s: unexpected error; giving it back",
-                bk,
-                exc_info=err,
-                extra={"branch": bk},
-            )
-            self.jobs.unexpected(bk, err)
+            self.jobs.unexpected(bk, err)  # logged there, with backoff
             return Result(bk, Outcome.FAILED)
 
     def _act(self, result: Result) -> None:
@@ -282,7 +291,7 @@ class BranchWorker:
             self.loops[bk] = result.loop
             log.info("took branch %s (token %d)", bk, result.loop.lease.token, extra={"branch": bk})
         elif result.outcome is Outcome.DONE:
-            self._last_pass[bk] = self._clock()
+            self.pacing.passed(bk)
             self._failures.pop(bk, None)
         elif result.outcome is Outcome.LOST:
             log.warning("lost branch %s to another worker", bk, extra={"branch": bk})
@@ -292,32 +301,6 @@ class BranchWorker:
         elif result.outcome is Outcome.RETIRED:
             log.info("retired branch %s: no GitTarget writes to it", bk, extra={"branch": bk})
             self._drop(bk)
-
-    def _due(self, bk: BranchKey, now: float) -> bool:
-        """A pass is due without anything new for a branch not worked since it was taken, one
-        whose deadline has come (``BranchLoop.next_deadline``: a window closes, an applier's
-        wait ends, the steady tick, a held GitTarget's key retry), or one holding unpushed work
-        (``RETRY_S`` apart)."""
-        last = self._last_pass.get(bk)
-        if last is None:
-            return True
-        loop = self.loops[bk]
-        if loop.retrying() and now - last >= RETRY_S:
-            return True
-        deadline = loop.next_deadline()
-        return deadline is not None and deadline <= now
-
-    def _wait_time(self, idle: list[BranchKey]) -> float:
-        now = self._clock()
-        waits = [BUSY_POLL_S if self._inflight else HINTS_EVERY_S]
-        for bk in idle:
-            loop = self.loops[bk]
-            if loop.retrying():
-                waits.append(self._last_pass.get(bk, now) + RETRY_S - now)
-            deadline = loop.next_deadline()
-            if deadline is not None:
-                waits.append(deadline - now)
-        return max(min(waits), 0.0)
 
     def _retire_orphans(self) -> None:
         # P6: a branch holding writes of a GitTarget withdrawn for its signing key is kept
@@ -336,7 +319,8 @@ class BranchWorker:
         self.loops.pop(bk, None)
         self.held.remove(bk)
         self.stores.notices.forget(bk)
-        self._last_pass.pop(bk, None)
+        self.pacing.forget(bk)
+        self.hints.forget(bk)
         self.orphans.forget(bk)
 
     def _drop_lost(self) -> None:

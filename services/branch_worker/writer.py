@@ -9,7 +9,8 @@ prune mode (M9). A folder holding a kustomization is written through the kustomi
 folder, rendered again, shows exactly the edit and nothing else moved. A Secret arrives sealed
 when its GitTarget encrypts (P3): it is written as it came (ciphertext; a new one to
 ``{name}.sops.yaml``), and it is no write when the document in Git carries the same plaintext
-fingerprint (M3: every sealing differs in bytes, so bytes cannot say "unchanged").
+fingerprint (M3: every sealing differs in bytes, so bytes cannot say "unchanged"). Fields a
+rule's ``ignoreDifferences`` names keep Git's value (``kept_values``).
 """
 
 from __future__ import annotations
@@ -19,17 +20,28 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from services.branch_worker.folder import Folder, IdentityKey, Located, identity
+from services.branch_worker.kept_values import with_git_values
+from services.branch_worker.kustomize_root import ensure_root, renamed_by_namespace
+from services.branch_worker.placing import Unplaced, path_for, place
+from services.branch_worker.render_gate import (
+    Gate,
+    RenderContext,
+    kept_variables,
+    rendered_check,
+    renders_as,
+)
 from services.branch_worker.sops_bootstrap import stage_sops_bootstrap
 from shared import kustomize
 from shared.decide.bootstrap import BOOTSTRAP_FILES
-from shared.decide.placement import PlacementRefused, canonical_path, inside
+from shared.decide.placement import PlacementRefused, inside
 from shared.git.errors import PathEscapes
 from shared.git.workspace import Workspace
 from shared.model.config import TargetConfig
 from shared.model.events import ObjectEvent
 from shared.model.manifest import parse, render
+from shared.model.render_fidelity import Mismatch
 from shared.model.roundtrip import edit_file
-from shared.model.sops import SEALED_SUFFIX, is_sealed, stored_fingerprint
+from shared.model.sops import is_sealed, stored_fingerprint
 
 Kind = Literal["write", "none", "refused"]
 
@@ -70,22 +82,19 @@ def key_of(event: ObjectEvent) -> IdentityKey:
 
 
 def apply_event(
-    workspace: Workspace, target: TargetConfig, event: ObjectEvent, folder: Folder | None = None
+    workspace: Workspace,
+    target: TargetConfig,
+    event: ObjectEvent,
+    folder: Folder | None = None,
+    render: RenderContext = None,
 ) -> Applied:
-    """Apply ``event`` to the work tree under ``target.path`` (``folder``: its current index)."""
+    """Apply ``event`` to the work tree under ``target.path`` (``folder``: its current index;
+    ``render``: the applier's postBuild substitutions, when it has any: the write is made only
+    where their render of it is the live object, ``render_gate``)."""
     oid = event.object_id
-    sealed = event.sensitive and bool(target.recipients)
-    if event.sensitive and event.body is not None and not is_sealed(event.body):
-        sealed = False  # not a Secret (sops encrypts data only), or sealed by nobody
-    if event.sensitive and event.operation == "DELETE" and not sealed:
-        return NO_WRITE  # it was never written; its refusal is lifted by the caller
-    if event.sensitive and not sealed:
-        label = f"{oid.kind} {oid.namespace}/{oid.name}".replace(" /", " ")
-        return Applied(
-            "refused",
-            reason="SensitiveResource",
-            message=f"{label} is sensitive and is never written to Git",
-        )
+    unwritten = _sensitive(target, event)
+    if unwritten is not None:
+        return unwritten
     folder = folder or Folder(workspace, target.path)
     verdict = folder.verdict
     if not verdict.accepted:
@@ -94,15 +103,19 @@ def apply_event(
             reason=verdict.reason,
             message=verdict.detail or f"{verdict.offending} is not managed by gitops-reverser",
         )
+    event, unsupported = _prepare(workspace, target, event, folder)
+    if unsupported is not None:
+        return unsupported
     located = folder.find(key_of(event))
     first = not folder.holds_objects
+    gate = Gate.of(render, event)
     try:
         if folder.tree is not None:
-            applied = _through_kustomize(workspace, target, event, folder)
+            applied = _through_kustomize(workspace, target, event, folder, gate)
         elif event.operation == "DELETE" or event.body is None:
             applied = _delete(workspace, target, located, folder)
         else:
-            applied = _upsert(workspace, target, event, located, folder)
+            applied = _upsert(workspace, target, event, located, folder, gate=gate)
     except PathEscapes as err:  # the folder's check is the rule; this is the last defence
         return Applied("refused", reason="PathOutsideTarget", message=str(err))
     except OSError as err:
@@ -116,27 +129,60 @@ def apply_event(
         )
     if applied.kind == "write" and folder.tree is None:
         folder.record(applied.path, list(applied.documents), applied.rendered, applied.edited)
-        if first and applied.documents and not folder.plain:
+        if first and applied.documents:
             _bootstrap(workspace, target)
     return applied
 
 
-def held_as_is(event: ObjectEvent, folder: Folder) -> bool:
+def _sensitive(target: TargetConfig, event: ObjectEvent) -> Applied | None:
+    """M10: a sensitive object that is not sealed is never written (None: go on)."""
+    oid = event.object_id
+    sealed = event.sensitive and bool(target.recipients)
+    if event.sensitive and event.body is not None and not is_sealed(event.body):
+        sealed = False  # not a Secret (sops encrypts data only), or sealed by nobody
+    if event.sensitive and event.operation == "DELETE" and not sealed:
+        return NO_WRITE  # it was never written; its refusal is lifted by the caller
+    if event.sensitive and not sealed:
+        label = f"{oid.kind} {oid.namespace}/{oid.name}".replace(" /", " ")
+        return Applied(
+            "refused",
+            reason="SensitiveResource",
+            message=f"{label} is sensitive and is never written to Git",
+        )
+    return None
+
+
+def _prepare(
+    workspace: Workspace, target: TargetConfig, event: ObjectEvent, folder: Folder
+) -> tuple[ObjectEvent, Applied | None]:
+    """Issue 27: the event with Git's values of its ignored fields, and (useKustomize) the
+    root kustomization before a write; a refusal when the folder cannot be rendered with it."""
+    event = with_git_values(event, folder)
+    if event.body is None or event.operation == "DELETE":
+        return event, None
+    unsupported = ensure_root(workspace, target, folder)
+    if not unsupported:
+        return event, None
+    return event, Applied("refused", reason="UnsupportedContent", message=unsupported)
+
+
+def held_as_is(event: ObjectEvent, folder: Folder, render: RenderContext = None) -> bool:
     """W2: whether the work tree (the tip with the pending writes) already holds the event's
     object as it came, so mirroring it makes no write (M3) and it reverts nothing Git holds:
     the document equals it (or carries the same plaintext, P3), or, in a kustomize folder, the
     render does. False for a DELETE and for an object the folder does not hold."""
+    event = with_git_values(event, folder)  # the event the writer writes (and gates)
     body = event.body
     if event.operation == "DELETE" or body is None:
         return False
     if folder.tree is not None:
         found = folder.tree.find(key_of(event))
-        return found is not None and found.obj == body
+        return found is not None and (found.obj == body or renders_as(found.obj, event, render))
     located = folder.find(key_of(event))
     if located is None:
         return False
     held = located.documents[located.index]
-    return held == body or _same_plaintext(held, body)
+    return held == body or _same_plaintext(held, body) or renders_as(held, event, render)
 
 
 def only_in_history(
@@ -154,6 +200,7 @@ def only_in_history(
     whose older document equals it counts: re-adding it would undo that delete. Reads git
     only past those checks: the object's file (where the tip holds it, else its canonical
     path) at its last ``depth`` versions."""
+    event = with_git_values(event, folder)
     body = event.body
     if event.operation == "DELETE" or body is None or folder.tree is not None:
         return False
@@ -166,11 +213,9 @@ def only_in_history(
         path = located.path
     else:
         try:
-            path = canonical_path(target.path, event.object_id)
+            path = path_for(target, event)
         except PlacementRefused:
             return False
-        if is_sealed(body):
-            path = path.removesuffix(".yaml") + SEALED_SUFFIX
     for data in workspace.versions(path, depth, HISTORY_COMMITS):
         try:
             docs = parse(data)
@@ -197,28 +242,35 @@ def _upsert(
     event: ObjectEvent,
     located: Located | None,
     folder: Folder,
+    *,
+    gate: Gate | None = None,
 ) -> Applied:
     assert event.body is not None
+    body = event.body
     if located is None:
         try:
-            path = canonical_path(target.path, event.object_id)
-            if is_sealed(event.body):
-                path = path.removesuffix(".yaml") + SEALED_SUFFIX
-                stage_sops_bootstrap(workspace, target)  # P4 (the bootstrap hook's to stage)
-        except PlacementRefused as err:
-            return Applied("refused", reason="PathOutsideTarget", message=str(err))
-        shadowed = None if folder.plain else folder.shadowed(key_of(event), path)
+            path = place(workspace, target, event)
+        except Unplaced as err:
+            return Applied("refused", reason=err.reason, message=str(err))
+        if is_sealed(event.body):
+            stage_sops_bootstrap(workspace, target)  # P4 (the bootstrap hook's to stage)
+        shadowed = folder.shadowed(key_of(event), path)
         if shadowed is not None:  # P4: an ignored path is never written
             return Applied("refused", reason=shadowed.reason, message=shadowed.detail)
-        return _write_file(workspace, path, [event.body])
-    if located.documents[located.index] == event.body or _same_plaintext(
-        located.documents[located.index], event.body
+        return _write_file(workspace, path, [body], gate=gate)
+    if gate is not None:  # the variables Git holds where the live value is still their render
+        kept = gate.keep(located.documents[located.index])
+        if isinstance(kept, Mismatch):
+            return _render_refused(kept)
+        body = kept
+    if located.documents[located.index] == body or _same_plaintext(
+        located.documents[located.index], body
     ):
         return NO_WRITE  # same object, whatever the file's formatting (M3)
     docs = list(located.documents)
-    docs[located.index] = event.body  # the whole API object replaces the document (M5)
-    edited = _in_place(workspace, located, event.body, folder)
-    return _write_file(workspace, located.path, docs, edited)
+    docs[located.index] = body  # the whole API object replaces the document (M5)
+    edited = _in_place(workspace, located, body, folder)
+    return _write_file(workspace, located.path, docs, edited, gate)
 
 
 def _same_plaintext(in_git: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -243,20 +295,27 @@ def _delete(
 
 
 def _through_kustomize(
-    workspace: Workspace, target: TargetConfig, event: ObjectEvent, folder: Folder
+    workspace: Workspace,
+    target: TargetConfig,
+    event: ObjectEvent,
+    folder: Folder,
+    gate: Gate | None = None,
 ) -> Applied:
     """P2: plan the edit on the folder's render, render again, and write only what verifies."""
     tree = folder.tree
     assert tree is not None
     key = key_of(event)
     body = None if event.operation == "DELETE" else event.body
+    new_path = ""
     try:
+        body = kept_variables(gate, tree, key, body)
         if body is None:
             if target.prune == "Never":
                 return NO_WRITE
             plan = kustomize.plan_delete(tree, target.path, key, workspace.read)
         else:
-            new_path = canonical_path(target.path, event.object_id)
+            found = tree.find(key)
+            new_path = found.file if found is not None else place(workspace, target, event)
             plan = kustomize.plan_upsert(tree, target.path, body, new_path, workspace.read)
         if plan is None:
             return NO_WRITE
@@ -267,11 +326,15 @@ def _through_kustomize(
         files = [f for f in files if edits.get(f, b"") is not None]
         after = kustomize.render_folder(target.path, files, plan.reader(), previous=tree)
         kustomize.verify(tree, after, key, body)
-    except PlacementRefused as err:
-        return Applied("refused", reason="PathOutsideTarget", message=str(err))
-    except kustomize.Refused as err:
+        rendered_check(gate, after, key, body)
+    except Unplaced as err:
         return Applied("refused", reason=err.reason, message=str(err))
-    except kustomize.Unsupported as err:
+    except (kustomize.Refused, kustomize.Unsupported) as err:
+        renamed = renamed_by_namespace(tree, body, new_path) if new_path else ""
+        if renamed:
+            return Applied("refused", reason="KustomizeRenderRefused", message=renamed)
+        if isinstance(err, kustomize.Refused):
+            return Applied("refused", reason=err.reason, message=str(err))
         return Applied("refused", reason="UnsupportedContent", message=str(err))
     for path, data in sorted(edits.items()):
         if data is None:
@@ -288,8 +351,6 @@ def _in_place(
     """P1: the file edited where it stands, when a person wrote it (comments, order, style and
     the other documents kept); None for a file the product wrote, which is rewritten whole as
     today (the same bytes an in-place edit would give, for a fraction of the cost)."""
-    if folder.plain:
-        return None  # the benchmark seam: every write rendered whole, as before issue 14
     current = workspace.read(located.path)
     if current is None or folder.rendered(located.path, current):
         return None
@@ -304,11 +365,22 @@ def _rendered(docs: list[dict[str, Any]]) -> bytes:
 
 
 def _write_file(
-    workspace: Workspace, path: str, docs: list[dict[str, Any]], edited: bytes | None = None
+    workspace: Workspace,
+    path: str,
+    docs: list[dict[str, Any]],
+    edited: bytes | None = None,
+    gate: Gate | None = None,
 ) -> Applied:
     data = edited if edited is not None else _rendered(docs)
-    if workspace.read(path) == data:
+    mismatch = gate.check(data) if gate is not None else None
+    if mismatch is not None and workspace.read(path) != data:
+        return _render_refused(mismatch)  # bytes already there are no write to refuse
+    if not workspace.write_if_changed(path, data):
         return NO_WRITE
-    workspace.write(path, data)
     rendered = data if edited is None else None
     return Applied("write", path=path, documents=tuple(docs), rendered=rendered, edited=edited)
+
+
+def _render_refused(mismatch: Mismatch) -> Applied:
+    """The render-fidelity gate's refusal: nothing written (docs/writing.md)."""
+    return Applied("refused", reason=mismatch.reason, message=mismatch.message)

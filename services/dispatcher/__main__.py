@@ -29,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     args = parser.parse_args(argv)
     settings = process.start("dispatcher")
-    client = connect(settings.redis_url, client_name="dispatcher")
+    client = connect(
+        settings.redis_url, client_name="dispatcher", min_replicas=settings.redis_min_replicas
+    )
     # The jobs build their own clients; this one only answers the readiness probe.
     api = ApiProbe(ClientFactory(settings, time.time))
     process.serve(

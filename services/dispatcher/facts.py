@@ -54,6 +54,7 @@ def _facts(
         on_branch,
         admitted,
         target.on_refusal == "Reapply",
+        suspended=target.controls.suspended,
     )
 
 

@@ -17,7 +17,7 @@ from services.dispatcher import metrics
 from services.dispatcher.facts import target_views
 from services.dispatcher.mirrored import behind
 from shared.decide.attempt import watch_wait
-from shared.git.credentials import resolved_once
+from shared.git.credentials import known_hosts_of, resolved_once
 from shared.git.remote import ls_remote
 from shared.kube.api import KubeClient
 from shared.kube.clients import ClientFactory
@@ -67,7 +67,13 @@ class Context:
         keys = Keys(settings.key_prefix)
         return cls(
             settings,
-            Attempts(client, keys, settings.apply_queue),
+            Attempts(
+                client,
+                keys,
+                settings.apply_queue,
+                result_ttl_s=int(settings.job_result_ttl.total_seconds()),
+                failure_ttl_s=int(settings.job_failure_ttl.total_seconds()),
+            ),
             BranchStates(client, keys),
             ConfigStore(client, keys),
             Ledger(client, keys),
@@ -79,7 +85,9 @@ class Context:
 @functools.cache
 def _context() -> Context:
     settings = Settings.from_env()
-    client = connect(settings.redis_url, client_name="dispatcher")
+    client = connect(
+        settings.redis_url, client_name="dispatcher", min_replicas=settings.redis_min_replicas
+    )
     return Context.build(settings, client, ClientFactory(settings, time.time))
 
 
@@ -115,7 +123,8 @@ def ports(ctx: Context) -> attempts.Ports:
         # the same resolver as the branch worker's, so an SSH GitProvider's identity is sent (D3)
         config = ctx.configs.branch(BranchKey(request.branch_key))
         namespace, name = (config.provider_namespace, config.secret_name) if config else ("", "")
-        with resolved_once(reader.secret_data, namespace, name) as env:
+        hosts = known_hosts_of(reader.object_data, namespace, config.known_hosts if config else "")
+        with resolved_once(reader.secret_data, namespace, name, hosts) as env:
             return ls_remote(request.url, request.branch, env)
 
     def stamped(request: ApplyRequest, reasons: dict[Reason, list[str]], plan: str) -> None:

@@ -89,7 +89,8 @@ def create_app(
     settings = settings or Settings.from_env()
     now = clock or time.time
     if store is None or audit_stores is None:  # one pool (redis-py connects on first use)
-        client, keys = receiver_client(settings.redis_url), Keys(settings.key_prefix)
+        client = receiver_client(settings.redis_url, min_replicas=settings.redis_min_replicas)
+        keys = Keys(settings.key_prefix)
         store = Stores.over(client, keys) if store is None else store
         audit_stores = AuditStores.over(client, keys) if audit_stores is None else audit_stores
     stores = store

@@ -14,7 +14,10 @@
   default, which fails on a read-only root filesystem (facts: webhooks-git-libs.md §3.7);
 - ``PROMETHEUS_MULTIPROC_DIR`` is wiped before the arbiter starts and a dead worker's live
   gauges are forgotten in ``child_exit`` (facts §3.5);
-- JSON logs in every worker; no access log (every answer is logged by the app with its reason);
+- JSON logs in every worker, gunicorn's own lines too (``logger_class``:
+  ``services.receiver.gunicorn_logs.JsonLogger``); no access log by default (every refused
+  answer is logged by the app with its reason), and a JSON one when asked for
+  (``GUNICORN_CMD_ARGS=--access-logfile=-``);
 - ``gc.freeze()`` once a worker has loaded the app: the objects of the imports (Flask, the
   Kubernetes client's models, ...) are never scanned again, so a full collection in the middle
   of a delivery costs little instead of tens of milliseconds.
@@ -45,6 +48,7 @@ worker_connections = _settings.receiver_connections
 keepalive = 2
 control_socket_disable = True
 accesslog = None
+logger_class = "services.receiver.gunicorn_logs.JsonLogger"
 #: GitHub counts a delivery as failed after 10 s (facts §1.1); a worker silent for 30 s is hung.
 timeout = 30
 

@@ -21,6 +21,9 @@ a delivery id seen before                   202    duplicate
 Redis, or the Kubernetes API, unreachable   503    unavailable
 ==========================================  =====  ==============
 
+Every verified delivery also records when the GitProvider's receiver last delivered (P14: the
+branch workers' idle branches trust their view of the remote while it is recent).
+
 Nothing here logs or returns a secret, a signature, or the body.
 """
 
@@ -212,14 +215,26 @@ class Receiver:
 
     def _act(self, record: ReceiverRecord, parsed: Parsed) -> Answer:
         if isinstance(parsed, Ping):
+            self._delivered(record)
             return Answer(200, "pong", "ping received")
         if isinstance(parsed, Ignored):
+            self._delivered(record)
             return Answer(202, "ignored", f"event {_echo(parsed.event)!r} is not a push")
         return self._store(record, parsed)
+
+    def _delivered(self, record: ReceiverRecord) -> None:
+        """P14: a verified delivery that stores nothing still shows the receiver delivers.
+        Only a hint for the branch workers' idle cost: Redis away leaves the answer as it is
+        (a ping is not refused for it; the branches keep their steady tick)."""
+        try:
+            self._stores.notices.delivered(record.url)
+        except StoreUnavailable as err:
+            LOG.warning("recording a delivery failed: %s", err, extra={"provider": record.provider})
 
     def _store(self, record: ReceiverRecord, push: Push) -> Answer:
         routed = route(record, push, self._clock())
         if not routed.notices:
+            self._delivered(record)
             return Answer(202, "dropped", routed.reason)
         try:
             fresh = self._stores.notices.store(record.provider, push.delivery, routed.notices)

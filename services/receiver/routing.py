@@ -8,7 +8,9 @@ shared between repositories) is dropped too, and so is a host's push that names 
 name one, are tied to the GitProvider by its secret alone). Repositories are compared by the
 tail of their path (``owner/repo``, ``group/sub/repo``, or a Bitbucket Data Center
 ``<key>/<slug>`` against
-``.../scm/<key>/<slug>.git``), case-insensitively, ignoring the scheme, host, port and ``.git``:
+``.../scm/<key>/<slug>.git``, or Azure DevOps's ``<org>/<project>/_git/<repo>`` against its SSH
+``v3/<org>/<project>/<repo>``: the ``_git`` segment is not compared), case-insensitively,
+ignoring the scheme, host, port and ``.git``:
 hosts name themselves in payloads by their public URL, which is often not the one the
 GitProvider clones from (an in-cluster Service, SSH instead of HTTPS).
 """
@@ -32,6 +34,11 @@ class Routed:
     reason: str
 
 
+#: Azure DevOps's HTTPS URLs hold it (``/<org>/<project>/_git/<repo>``), its SSH URLs do not.
+AZURE_GIT_SEGMENT = "_git"
+#: Azure DevOps Services' SSH URLs start their path with the protocol version (``v3/``).
+AZURE_SSH_VERSION = "v3"
+AZURE_SSH_HOSTS = ("ssh.dev.azure.com", "vs-ssh.visualstudio.com")
 #: URLs whose path segments are remembered: a receiver sees the same few URLs (its GitProviders'
 #: and the ones their hosts name themselves by) on every delivery.
 _PATHS_KEPT = 1024
@@ -42,8 +49,12 @@ def repository_path(url: str) -> tuple[str, ...]:
     """The lower-cased path segments of a repository URL (scp-style ``git@host:o/r`` too)."""
     text = url.strip()
     first = text.split("/", 1)[0]
-    path = text.split(":", 1)[1] if "://" not in text and ":" in first else urlsplit(text).path
-    segments = [s for s in path.lower().split("/") if s]
+    scp = "://" not in text and ":" in first
+    host = first.split(":", 1)[0].rpartition("@")[2] if scp else urlsplit(text).hostname or ""
+    path = text.split(":", 1)[1] if scp else urlsplit(text).path
+    segments = [s for s in path.lower().split("/") if s and s != AZURE_GIT_SEGMENT]
+    if segments and segments[0] == AZURE_SSH_VERSION and host.lower().endswith(AZURE_SSH_HOSTS):
+        segments = segments[1:]
     if segments:
         segments[-1] = segments[-1].removesuffix(".git")
     return tuple(s for s in segments if s)

@@ -48,7 +48,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _parts(settings: Settings) -> WatcherParts:
     """The watcher's adapters, as the environment configures them."""
-    redis_client = connect(settings.redis_url, client_name="watcher")
+    redis_client = connect(
+        settings.redis_url, client_name="watcher", min_replicas=settings.redis_min_replicas
+    )
     keys = Keys(settings.key_prefix)
     return WatcherParts(
         settings=settings,

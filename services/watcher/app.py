@@ -1,4 +1,5 @@
-"""The watcher process: reconcile passes on a period, and the watches they ask for.
+"""The watcher process: reconcile passes on a period, and the watches they ask for (fed by one
+shared watch per resource type, ``services.watcher.sharing``).
 
 ``Watcher.run`` reconciles every ``Settings.reconcile_period`` until ``stop`` is set, then
 stops every watch after the event in hand; a light thread publishes ``status.applier`` from
@@ -15,12 +16,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from services.watcher.channel import WatchDeps
 from services.watcher.commit_requests import CommitRequestSync
 from services.watcher.encryption import Sealer
+from services.watcher.hub import Member, WatchHub
 from services.watcher.metrics import WatcherMetrics
 from services.watcher.reconcile import COMPONENT, AppliersSetup, Plan, Reconciler
 from services.watcher.supervisor import Supervisor
-from services.watcher.watching import WatchDeps, WatchWorker
 from shared.decide.watches import WatchSpec
 from shared.kube.api import KubeClient
 from shared.kube.clients import ClientFactory
@@ -101,13 +103,20 @@ class Watcher:
                 clock=parts.clock,
                 ttl_s=parts.settings.commit_request_ttl.total_seconds(),
             )
+        self._hub = WatchHub(self._deps, parts.settings.namespace_watches)
         self._supervisor = Supervisor(self._worker)
         self._clients: dict[str, KubeClient] = {}
         self.stop_event = threading.Event()
 
-    def _worker(self, spec: WatchSpec) -> WatchWorker | None:
+    def _worker(self, spec: WatchSpec) -> Member | None:
         client = self._clients.get(spec.cluster)
-        return WatchWorker(spec, client, self._deps) if client is not None else None
+        return self._hub.member(spec, client) if client is not None else None
+
+    def feeders(self) -> int:
+        """Feeders of watches now: one per shared watch (a resource type on a cluster: a
+        stream's thread and an admitting thread), one per namespace watch of the fallback
+        (issue 29)."""
+        return self._hub.feeders()
 
     def reconcile_once(self) -> Plan:
         """One pass, performed: watches started and stopped, gone GitTargets forgotten."""
@@ -126,6 +135,7 @@ class Watcher:
         self.sync_commit_requests()
         if not self._supervisor.wait(self.stop_event):
             self._supervisor.stop_all()
+        self._reconciler.answer_resyncs()  # P8: the drained watches handled their requests
         return plan
 
     def publish_applier_status(self) -> int:

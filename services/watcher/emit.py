@@ -5,7 +5,8 @@ remembers about the object. An object with a ``deletionTimestamp`` is a DELETE a
 (deletion is the intent; the finalizer updates that follow must not write the file back).
 A Secret travels as its identity only: no ``data`` ever reaches Redis, and the branch
 worker refuses it (M10); or, for a GitTarget with ``spec.encryption``, sealed as a SOPS
-document (ciphertext only) that the branch worker writes (P3).
+document (ciphertext only) that the branch worker writes (P3). An event of a rule with
+``ignoreDifferences`` names the fields whose value in Git is kept (issue 27.13).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from services.watcher.encryption import Sealer
+from shared.decide.apply_window import Newest
+from shared.decide.differences import owned_pointers
 from shared.decide.watches import WatchSpec
 from shared.kube.kinds import is_sensitive
 from shared.model.events import Listing, ObjectEvent, Operation, latest_managers
@@ -79,6 +82,14 @@ def _body(spec: WatchSpec, obj: Obj, sealer: Sealer | None) -> Obj:
     return sanitise({**obj, "apiVersion": obj.get("apiVersion") or spec.resource.api_version})
 
 
+def newest_of(obj: Obj) -> Newest | None:
+    """``obj``'s newest ``managedFields`` entries (W2: the watch's order decides a tie)."""
+    meta = _meta(obj)
+    managed = meta.get("managedFields")
+    entries = latest_managers(managed if isinstance(managed, list) else None)
+    return Newest.of(str(meta.get("uid", "")), entries)
+
+
 def object_event(
     spec: WatchSpec, operation: Operation, obj: Obj, now: float, sealer: Sealer | None = None
 ) -> ObjectEvent:
@@ -99,7 +110,22 @@ def object_event(
         managers=latest_managers(managed if isinstance(managed, list) else None),
         observed_at=now,
         sensitive=spec.sensitive or is_sensitive(res),
+        ignored=ignored_pointers(spec, operation, obj),
     )
+
+
+def ignored_pointers(spec: WatchSpec, operation: Operation, obj: Obj) -> tuple[str, ...]:
+    """The fields of ``obj`` whose value in Git is kept (the rules' ignoreDifferences): its
+    JSON pointers, and the fields its managers own in ``managedFields``. None for a DELETE or
+    for an object that travels sealed or as its identity only."""
+    ignore = spec.ignore
+    if not ignore or operation == "DELETE" or spec.recipients or spec.sensitive:
+        return ()
+    if is_sensitive(spec.resource):
+        return ()
+    managed = _meta(obj).get("managedFields")
+    owned = owned_pointers(managed if isinstance(managed, list) else None, ignore.managers, obj)
+    return tuple(dict.fromkeys((*ignore.json_pointers, *owned)))
 
 
 def swept_event(

@@ -21,6 +21,7 @@ from services.watcher.probe import Prober
 from services.watcher.status import StatusPublisher
 from shared.decide.conditions import Problem, trio
 from shared.decide.urls import CREDENTIALS_IN_URL, MESSAGE, has_credentials
+from shared.git.credentials import KnownHostsMissing, known_hosts_of, with_known_hosts
 from shared.kube.crds import CrdReader
 from shared.kube.errors import KubeError
 from shared.kube.kinds import GIT_PROVIDERS
@@ -29,6 +30,9 @@ from shared.model.crds import GitProviderView
 
 SECRET_NOT_FOUND = "SecretNotFound"
 SECRET_UNREADABLE = "SecretUnreadable"
+#: spec.knownHostsRef names an object that is absent or has no known hosts (SSH fails closed).
+KNOWN_HOSTS_NOT_FOUND = "KnownHostsNotFound"
+KNOWN_HOSTS_UNREADABLE = "KnownHostsUnreadable"
 #: The facts' reason (2.1) for a GitProvider whose commit templates do not check.
 COMMIT_CONFIG_INVALID = "CommitConfigInvalid"
 
@@ -50,6 +54,15 @@ def provider_problems(
             return [Problem(SECRET_UNREADABLE, str(err), permanent=False)]
         if secret is None:
             return [Problem(SECRET_NOT_FOUND, f"Secret {ns}/{provider.secret_name} not found")]
+    try:
+        hosts = known_hosts_of(reader.object_data, ns, provider.known_hosts_ref)
+    except KubeError as err:
+        return [Problem(KNOWN_HOSTS_UNREADABLE, str(err), permanent=False)]
+    except KnownHostsMissing as err:
+        # recoverable: creating the object (or the key) needs no change of the GitProvider
+        return [Problem(KNOWN_HOSTS_NOT_FOUND, str(err), permanent=False)]
+    if hosts is not None:
+        secret = with_known_hosts(secret or {}, hosts)
     problem = prober.probe(provider, secret)
     return [problem] if problem else []
 

@@ -21,15 +21,20 @@ from services.watcher.appliers import ApplierChecker
 from services.watcher.clusters import audit_routes, read_tokens, reconcile_clusters
 from services.watcher.encryption import Sealer, ensure_master, with_recipients
 from services.watcher.metrics import WatcherMetrics
+from services.watcher.placement_status import publish_placement
 from services.watcher.probe import Prober
 from services.watcher.providers import reconcile_providers
 from services.watcher.receivers import publish_receivers
+from services.watcher.remote_status import RemoteStatus
+from services.watcher.resync import ReconcileRequests
 from services.watcher.rules import reconcile_cluster_rules, reconcile_rules
 from services.watcher.signing import SigningKeys
 from services.watcher.status import StatusPublisher
+from services.watcher.suspension import sync_suspensions
 from services.watcher.targets import TargetReconciler, World, verdict_of
 from shared.decide.cluster_rules import Sources, desired_cluster_watches
 from shared.decide.conditions import Problem
+from shared.decide.selectors import selection_key
 from shared.decide.watches import ServedTarget, WatchKey, WatchSpec, desired_watches
 from shared.kube.api import KubeClient
 from shared.kube.clients import ClientFactory
@@ -121,12 +126,13 @@ class Reconciler:
         self._sealer = sealer
         writer = StatusWriter(local.client, COMPONENT, clock)
         self._status = StatusPublisher(writer, metrics, clock)
+        self._metrics = metrics
         self._prober = Prober(clock)
         self._checker = ApplierChecker.for_settings(
             appliers.settings.applier_check_deadline.total_seconds(),
             appliers.settings.min_source_interval.total_seconds(),
         )
-        self._targets = TargetReconciler(config, state, self._status, self._checker)
+        self._targets = TargetReconciler(config, state, self._status, self._checker, clock)
         self._health = config.branch_health()
         self._state = state
         #: The watches each GitTarget was last published with (``_publish_feeds``).
@@ -134,7 +140,11 @@ class Reconciler:
         #: The marker of Redis's data as the last pass read it (C8); None before the first.
         self._epoch: str | None = None
         self._applier_status = ApplierStatus(writer, appliers.ledger)
+        self._suspensions = config.suspensions()
+        self._resyncs = ReconcileRequests(writer, state)
+        self._remote = RemoteStatus(writer, config.branch_states())
         self._signing = SigningKeys(self._reader, local.client, writer)
+        self._writer = writer
         #: This process's start, as conditions record times (D2: ``ready_before``).
         self._started = rfc3339(clock())
 
@@ -183,7 +193,11 @@ class Reconciler:
             signing_problems=self._signing.check(snap.targets),
         )
         served = self._targets.reconcile(snap.targets, world)
+        self._metrics.gittargets.update(self._targets.rows)
+        sync_suspensions(self._suspensions, served)  # P7: before their watches go on
+        self._remote.track(served)
         self._signing.publish(snap.targets)
+        publish_placement(self._writer, snap.targets)
         self._applier_status.track(snap.targets)
         verdicts = {
             (t.meta.namespace, t.meta.name): (t, verdict_of(t, world)) for t in snap.targets
@@ -198,6 +212,7 @@ class Reconciler:
             desired_cluster_watches(served, snap.cluster_rules, sources, catalogs, self._started)
         )
         self._publish_feeds(served, desired)
+        self._resyncs.track(snap.targets, {s.target.meta.uid for s in served}, desired)
         return Plan(desired, clients, frozenset(t.meta.uid for t in snap.targets))
 
     def _publish_feeds(
@@ -218,6 +233,7 @@ class Reconciler:
                 r.kind,
                 key.namespace,
                 spec.cluster,
+                selection_key(spec.selectors),
             )
             feeds.setdefault(GitTargetUid(key.uid), []).append(feed)
         changed = {
@@ -233,6 +249,8 @@ class Reconciler:
         if self._epoch is not None and epoch != self._epoch:
             logger.warning("Redis lost the published configs; publishing them again")
             self._targets.forget_published()
+            if self._receivers is not None:
+                self._receivers.forget_published()
             self._feeds = {}
         self._epoch = epoch
 
@@ -241,8 +259,14 @@ class Reconciler:
         return self._targets.forget_gone(live, busy)
 
     def publish_applier_status(self) -> int:
-        """The light pass of O6: ``status.applier`` of GitTargets whose ledger entry moved."""
-        return self._applier_status.sync()
+        """The light pass of O6: ``status.applier`` of GitTargets whose ledger entry moved, and
+        ``status.lastHandledReconcileAt`` of those whose resync is out (P8), and
+        ``status.remote`` where the branch's owner verified a new commit (P10)."""
+        return self._applier_status.sync() + self._resyncs.sync() + self._remote.sync()
+
+    def answer_resyncs(self) -> int:
+        """``status.lastHandledReconcileAt`` of GitTargets whose resync is out (P8)."""
+        return self._resyncs.sync()
 
     def close(self) -> None:
         """Stop the applier checks' threads."""

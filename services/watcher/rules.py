@@ -24,6 +24,7 @@ from shared.kube.kinds import CLUSTER_WATCH_RULES, WATCH_RULES
 from shared.model.crds import (
     ClusterWatchRuleView,
     GitTargetView,
+    RuleView,
     WatchRuleView,
 )
 
@@ -57,7 +58,14 @@ def reconcile_rules(
             state = states.get(target.cluster_provider)
             problem = _cluster_problem(target, verdict, states)
             problems = rule_problems(rule, target, problem, state.catalog if state else None)
-        status.publish(WATCH_RULES, rule.meta, rule.conditions, trio(problems))
+        wanted = trio(problems, ready_message=selects(rule.rules, f"GitTarget {rule.target}"))
+        status.publish(WATCH_RULES, rule.meta, rule.conditions, wanted)
+
+
+def selects(rules: tuple[RuleView, ...], target: str) -> str:
+    """What a Ready rule says it does (issue 26: never an empty Ready message)."""
+    names = sorted({name for entry in rules for name in entry.resources})
+    return f"mirrors {', '.join(names) or 'nothing'} into {target}"
 
 
 def reconcile_cluster_rules(
@@ -76,4 +84,6 @@ def reconcile_cluster_rules(
         problem = state.problem if state else None
         catalog = state.catalog if state else None
         problems = cluster_rule_problems(rule, refused, problem, catalog)
-        status.publish(CLUSTER_WATCH_RULES, rule.meta, rule.conditions, trio(problems))
+        where = f"GitTarget {rule.target_namespace}/{rule.target}"
+        wanted = trio(problems, ready_message=selects(rule.rules, where))
+        status.publish(CLUSTER_WATCH_RULES, rule.meta, rule.conditions, wanted)

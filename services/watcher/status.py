@@ -4,7 +4,8 @@ Every status write of the watcher goes through ``StatusPublisher.publish``: it k
 conditions it is not asked to set or drop (a GitTarget that no longer names an applier drops
 ``ApplierConfigured``), moves ``lastTransitionTime`` only on a status change, writes nothing
 when nothing changed, and records a Kubernetes Event when an object's Ready status or reason
-moved (``Normal`` when Ready, else ``Warning``). A write that loses a race (Conflict) is left
+moved (``Normal`` when Ready, else ``Warning``), or when it stays Ready with a new message (a
+GitTarget's says what its last push carried). A write that loses a race (Conflict) is left
 to the next reconcile.
 """
 
@@ -14,7 +15,7 @@ import logging
 from collections.abc import Callable, Collection, Sequence
 
 from services.watcher.metrics import WatcherMetrics
-from shared.decide.conditions import TRUE, Wanted, changed, merge, ready_moved
+from shared.decide.conditions import TRUE, Wanted, changed, merge, ready_news
 from shared.kube.errors import KubeError
 from shared.kube.status import EventType, StatusWriter
 from shared.model.crds import Condition, Meta
@@ -58,7 +59,7 @@ class StatusPublisher:
             logger.warning("status of %s not written: %s", where, err)
             return False
         self._metrics.status_writes.labels(res.kind).inc()
-        moved = ready_moved(current, merged) if with_events else None
+        moved = ready_news(current, merged) if with_events else None
         if moved is not None:
             kind: EventType = "Normal" if moved.status == TRUE else "Warning"
             try:

@@ -1,11 +1,12 @@
 """Runs the watches the reconciler wants: starts new ones, stops gone ones, restarts changed ones.
 
-Two workers must never serve one watch key at once (they would race on its cursor), so a
-watch whose spec changed is stopped first and started again only once the old worker is
-quiet (it has no unit of work in hand and will start none); one that is still busy is waited
-for on the next apply. A quiet worker's thread may still sit in a blocking read of a stream
-that has sent nothing yet: it is a daemon thread and publishes nothing more, so shutdown does
-not wait for it.
+Each watch is a ``Member`` of the watch hub (``services.watcher.hub``): fed by its type's
+shared watch, or by a watch of its own namespace. Two feeders must never serve one watch key at
+once (they would race on its cursor), so a watch whose spec changed is stopped first and
+started again only once the old one is quiet (it has no unit of work in hand and will start
+none); one that is still busy is waited for on the next apply. A quiet watch's feeder may still
+sit in a blocking read of a stream that has sent nothing yet: it is a daemon thread and
+publishes nothing more for it, so shutdown does not wait for it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from services.watcher.watching import WatchWorker
+from services.watcher.hub import Member
 from shared.decide.watches import WatchKey, WatchSpec
 
 logger = logging.getLogger(__name__)
@@ -29,10 +30,10 @@ SHUTDOWN_WAIT_S = 30.0
 class Supervisor:
     """The running watches, by key."""
 
-    def __init__(self, start: Callable[[WatchSpec], WatchWorker | None]) -> None:
+    def __init__(self, start: Callable[[WatchSpec], Member | None]) -> None:
         self._start = start
-        self._running: dict[WatchKey, WatchWorker] = {}
-        self._stopping: dict[WatchKey, WatchWorker] = {}
+        self._running: dict[WatchKey, Member] = {}
+        self._stopping: dict[WatchKey, Member] = {}
 
     def running(self) -> dict[WatchKey, WatchSpec]:
         """The specs of the watches running now."""

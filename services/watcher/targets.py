@@ -23,13 +23,17 @@ nobody pushes with another's Secret or commits as another's committer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from services.watcher.appliers import ApplierChecker, ApplierWorld, CheckJob, plan_check
 from services.watcher.clusters import ClusterState
+from services.watcher.gittarget_metrics import TargetRow
 from services.watcher.providers import ProviderKey
+from services.watcher.published import branch_config, branch_configs, target_config
 from services.watcher.status import StatusPublisher
+from services.watcher.target_health import HealthView, ready_message, row_of
 from shared.decide.claims import BRANCH_HELD, Candidate, held_message, writers
 from shared.decide.conditions import Problem, Wanted
 from shared.decide.targets import (
@@ -37,15 +41,17 @@ from shared.decide.targets import (
     Surroundings,
     TargetFindings,
     Verdict,
+    commit_template_problem,
     target_conditions,
     validate,
 )
 from shared.decide.watches import ServedTarget
 from shared.kube.kinds import GIT_TARGETS
-from shared.model.config import BranchConfig, TargetConfig
+from shared.model.config import TargetConfig
 from shared.model.crds import ClusterProviderView, Condition, GitProviderView, GitTargetView
 from shared.model.ids import Branch, BranchKey, GitTargetUid
-from shared.store.config import ConfigStore
+from shared.store.config import ConfigStore, RefusalReader
+from shared.store.target_health import Observed
 from shared.store.watches import WatchState
 
 
@@ -88,59 +94,6 @@ def held_for_key(target: GitTargetView, world: World) -> bool:
     return target.meta.uid in world.signing_problems and _validated(target, world).valid
 
 
-def branch_config(provider: GitProviderView, branch: str) -> BranchConfig:
-    """A branch's settings, from the GitProvider that writes it."""
-    return BranchConfig(
-        url=provider.url,
-        branch=branch,
-        provider_namespace=provider.meta.namespace,
-        provider_name=provider.meta.name,
-        secret_name=provider.secret_name,
-        commit_window_s=provider.commit_window_s,
-        committer_name=provider.committer_name,
-        committer_email=provider.committer_email,
-        message_one=provider.message_one,
-        message_many=provider.message_many,
-    )
-
-
-def target_config(
-    target: GitTargetView, provider: GitProviderView, cluster: ClusterProviderView | None = None
-) -> TargetConfig:
-    """A served GitTarget's settings for the branch worker; ``cluster`` its ClusterProvider
-    (its ``spec.attribution`` turns attribution on for the GitTarget's commits)."""
-    attribution = cluster.attribution if cluster is not None else None
-    return TargetConfig(
-        uid=target.uid,
-        namespace=target.meta.namespace,
-        name=target.meta.name,
-        url=provider.url,
-        branch=target.branch,
-        writer=branch_config(provider, target.branch).writer,
-        path=target.path,
-        prune=target.prune,
-        on_refusal=target.on_refusal,
-        applier=target.applier,
-        quiet_period_s=target.quiet_period_s,
-        webhook=target.webhook,
-        signing_secret=target.signing.secret_name if target.signing else "",
-        recipients=target.encryption.recipients if target.encryption is not None else (),
-        audit_route=attribution.audit_route if attribution is not None else "",
-    )
-
-
-def branch_configs(
-    served: Iterable[tuple[GitTargetView, GitProviderView]],
-) -> dict[BranchKey, BranchConfig]:
-    """One config per branch, from the GitProviders of its served GitTargets (those of one
-    branch all have its writer, ``_hold_branches``), the first by namespace and name."""
-    chosen: dict[BranchKey, BranchConfig] = {}
-    for target, provider in sorted(served, key=lambda p: (p[1].meta.namespace, p[1].meta.name)):
-        config = branch_config(provider, target.branch)
-        chosen.setdefault(config.ref.key, config)
-    return chosen
-
-
 def _contested(candidates: list[Candidate]) -> set[BranchKey]:
     """Branches with GitTargets of more than one writer."""
     named: dict[BranchKey, set[str]] = {}
@@ -164,18 +117,25 @@ class TargetReconciler:
         state: WatchState,
         status: StatusPublisher,
         checker: ApplierChecker,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._config = config
         self._state = state
         self._status = status
         self._checker = checker
+        self._health = HealthView(config.target_health(), clock)
+        #: Each GitTarget as the last pass left it, for the GitTarget metrics.
+        self.rows: list[TargetRow] = []
         self._published: dict[str, str] = {}  # Redis key -> JSON last published by us
         self._withdrawn: set[str] = set()  # uids withdrawn while invalid, not asked again
+        self._refusals = RefusalReader(config)  # one read a pass while none moves
 
     def forget_published(self) -> None:
         """Redis lost what was published (C8): publish everything again on this pass."""
         self._published.clear()
         self._withdrawn.clear()
+        self._refusals = RefusalReader(self._config)
+        self._health.forget()
 
     def reconcile(self, targets: list[GitTargetView], world: World) -> list[ServedTarget]:
         """Write every GitTarget's status; publish and return the served ones (those held for
@@ -187,11 +147,17 @@ class TargetReconciler:
         refused, kept = self._hold_branches(targets, verdicts, on_key, world)
         verdicts.update(refused)
         appliers = self._check_appliers(targets, verdicts, world)
-        refusals = self._config.first_refusals([t.uid for t in targets])
+        refusals = self._refusals.first_refusals([t.uid for t in targets])
+        observed = self._observe(targets, world)
+        rows: list[TargetRow] = []
         for target in targets:
             verdict = verdicts[target.meta.uid]
             refusal = refusals.get(target.uid)
-            self._report(target, verdict, world, appliers[target.meta.uid], refusal)
+            seen = observed.get(target.uid, Observed())
+            wanted = self._report(
+                target, verdict, world, appliers[target.meta.uid], refusal, seen=seen
+            )
+            rows.append(row_of(target, wanted, seen))
             provider = world.providers.get((target.meta.namespace, target.provider))
             if provider is None:
                 continue
@@ -199,6 +165,7 @@ class TargetReconciler:
                 served.append((target, provider))
             elif target.meta.uid in kept:
                 keyed.append((target, provider))
+        self.rows = rows
         self._publish(served, keyed, world.clusters)
         published = {t.meta.uid for t, _ in served} | {t.meta.uid for t, _ in keyed}
         self._withdraw({t.meta.uid for t in targets} - published)
@@ -274,7 +241,9 @@ class TargetReconciler:
         world: World,
         applier: Wanted | None,
         refusal: dict[str, str] | None,
-    ) -> None:
+        *,
+        seen: Observed,
+    ) -> list[Wanted]:
         ns = target.meta.namespace
         cluster = world.cluster_states.get(target.cluster_provider)
         provider = world.providers.get((ns, target.provider))
@@ -288,14 +257,28 @@ class TargetReconciler:
             provider_problems=tuple(world.provider_problems.get((ns, target.provider), ())),
             applier=_as_condition(applier),
             branch_stall=stall,
+            template_problem=commit_template_problem(target),
+            suspended=target.controls.suspended,
+            reconcile_problem=target.controls.reconcile_problem,
         )
-        wanted = target_conditions(findings)
+        wanted = target_conditions(findings, ready_message(target, seen))
         drop: tuple[str, ...] = ()
         if applier is None:
             drop = (APPLIER_CONFIGURED,)
         else:
             wanted.append(applier)
         self._status.publish(GIT_TARGETS, target.meta, target.conditions, wanted, True, drop=drop)
+        return wanted
+
+    def _observe(self, targets: list[GitTargetView], world: World) -> dict[GitTargetUid, Observed]:
+        """The last push, apply counts and oldest unpushed write of every GitTarget whose
+        GitProvider exists (so its branch is known), read where they changed (``HealthView``)."""
+        found: list[tuple[GitTargetUid, BranchKey]] = []
+        for target in targets:
+            provider = world.providers.get((target.meta.namespace, target.provider))
+            if provider is not None:
+                found.append((target.uid, Branch(provider.url, target.branch).key))
+        return self._health.observe(found)
 
     def _publish(
         self,

@@ -1,7 +1,7 @@
 """The Argo CD applier: one Application with automated sync off (appliers.md A1-A6).
 
 The check (S2) and an attempt (D5) read the Application the same way and judge it by the same
-rule (``shared.decide.applier_check.application_problem``: a single source on this repository
+rule (``shared.decide.argo_check.application_problem``: a single source on this repository
 and branch, automated sync off), so an attempt never asks an Application ApplierConfigured
 would stall.
 
@@ -36,11 +36,7 @@ from shared.appliers.reads import allowed, get_or_none
 from shared.decide.applier_check import (
     ACCESS_DENIED,
     APPLIER_NOT_FOUND,
-    ArgoFound,
     Subject,
-    application_problem,
-    argo_permissions,
-    check_argo,
 )
 from shared.decide.argo import (
     already_attempted,
@@ -49,6 +45,12 @@ from shared.decide.argo import (
     running,
     sync_operation,
     with_operation,
+)
+from shared.decide.argo_check import (
+    ArgoFound,
+    application_problem,
+    argo_permissions,
+    check_argo,
 )
 from shared.decide.conditions import Wanted
 from shared.kube.api import KubeClient, Obj

@@ -14,10 +14,8 @@ person would fix them (the guide ``docs/flux.md`` lists the same order):
   this repository and branch (``spec.ref`` by Flux's precedence, appliers.md F2), and has an
   interval of at least ``min_source_interval``; the Kustomization's ``spec.path`` covers the
   GitTarget's path; we may get and patch both;
-- Argo CD (facts: appliers.md A1): the Application exists, has one source (``spec.source``;
-  a non-empty ``spec.sources`` or a ``spec.sourceHydrator`` wins over it) on this repository
-  with ``targetRevision`` the branch, automated sync is off (``automated`` absent or
-  ``enabled: false``), its ``spec.source.path`` covers the GitTarget's path, we may get and
+- Argo CD (``argo_check.py``; facts: appliers.md A1): the Application syncs a single source,
+  this repository's branch, only when asked, covering the GitTarget's path; we may get and
   update it.
 
 A configuration error is ``False`` (it stalls the GitTarget); a check that could not finish
@@ -116,19 +114,13 @@ class FluxFound:
     allowed: Mapping[Permission, bool]
 
 
-@dataclass(frozen=True, slots=True)
-class ArgoFound:
-    """What the watcher read for an Application (None: not found)."""
-
-    application: Raw | None
-    allowed: Mapping[Permission, bool]
-
-
-def _map(value: Any) -> Raw:
+def mapping(value: Any) -> Raw:
+    """``value`` when it is a mapping (a YAML object), else an empty one."""
     return cast(Raw, value) if isinstance(value, Mapping) else {}
 
 
-def _false(reason: str, message: str) -> Wanted:
+def misconfigured(reason: str, message: str) -> Wanted:
+    """A configuration error: ApplierConfigured False (it stalls the GitTarget)."""
     return Wanted(APPLIER_CONFIGURED, FALSE, reason, message)
 
 
@@ -146,7 +138,7 @@ def configured(subject: Subject) -> Wanted:
 
 def invalid_applier(problem: str) -> Wanted:
     """``spec.applier`` itself breaks the CRD's rules (checked again by the product)."""
-    return _false(INVALID_APPLIER, problem)
+    return misconfigured(INVALID_APPLIER, problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +157,7 @@ def admission(
 ) -> Wanted | None:
     """A problem with the applier's ClusterProvider, or None when it admits the GitTarget."""
     problem = admission_problem(subject.applier, subject.namespace, cluster, labels)
-    return None if problem is None else _false(problem.reason, problem.message)
+    return None if problem is None else misconfigured(problem.reason, problem.message)
 
 
 def admission_problem(
@@ -201,8 +193,8 @@ def admission_problem(
 
 def source_ref(kustomization: Raw) -> SourceRef:
     """The Kustomization's source, in its own namespace when ``sourceRef`` names none."""
-    ref = _map(_map(kustomization.get("spec")).get("sourceRef"))
-    own = str(_map(kustomization.get("metadata")).get("namespace", ""))
+    ref = mapping(mapping(kustomization.get("spec")).get("sourceRef"))
+    own = str(mapping(kustomization.get("metadata")).get("namespace", ""))
     return SourceRef(
         str(ref.get("kind", "")), str(ref.get("namespace") or own), str(ref.get("name", ""))
     )
@@ -217,14 +209,6 @@ def flux_permissions(ref: ApplierRef, source: SourceRef) -> list[Permission]:
             (FLUX_SOURCE_GROUP, "gitrepositories", source.namespace, source.name),
         )
         for verb in ("get", "patch")
-    ]
-
-
-def argo_permissions(ref: ApplierRef) -> list[Permission]:
-    """What we must be allowed to do to set an Application's operation (get, update)."""
-    return [
-        Permission(verb, ARGO_GROUP, "applications", ref.namespace, ref.name)
-        for verb in ("get", "update")
     ]
 
 
@@ -245,7 +229,7 @@ def followed_ref(source: Raw) -> str:
     A branch is reported as ``refs/heads/<branch>`` (absent: ``master``, F2), a full ref as
     itself, anything else as ``<field> <value>``; a commit pins the source, even with a branch.
     """
-    ref = _map(_map(source.get("spec")).get("ref"))
+    ref = mapping(mapping(source.get("spec")).get("ref"))
     if ref.get("commit"):
         return f"commit {ref['commit']}"
     if ref.get("name"):
@@ -258,16 +242,17 @@ def followed_ref(source: Raw) -> str:
 
 def _interval_s(source: Raw) -> float | None:
     try:
-        return parse_duration(str(_map(source.get("spec")).get("interval", ""))).total_seconds()
+        return parse_duration(str(mapping(source.get("spec")).get("interval", ""))).total_seconds()
     except DurationError:
         return None
 
 
-def _denied(needed: list[Permission], allowed: Mapping[Permission, bool]) -> Wanted | None:
+def denied(needed: list[Permission], allowed: Mapping[Permission, bool]) -> Wanted | None:
+    """AccessDenied naming what of ``needed`` we may not do, or None when we may do all."""
     missing = [p.describe() for p in needed if not allowed.get(p, False)]
     if not missing:
         return None
-    return _false(ACCESS_DENIED, "not allowed to " + ", ".join(missing))
+    return misconfigured(ACCESS_DENIED, "not allowed to " + ", ".join(missing))
 
 
 def source_problem(ref: SourceRef, source: Raw | None, url: str, branch: str) -> Problem | None:
@@ -288,7 +273,7 @@ def source_problem(ref: SourceRef, source: Raw | None, url: str, branch: str) ->
         )
     if source is None:
         return Problem(APPLIER_NOT_FOUND, f"GitRepository {where} not found")
-    followed_url = str(_map(source.get("spec")).get("url", ""))
+    followed_url = str(mapping(source.get("spec")).get("url", ""))
     follows = followed_ref(source)
     if normalise_url(followed_url) != normalise_url(url):
         return Problem(
@@ -303,25 +288,25 @@ def source_problem(ref: SourceRef, source: Raw | None, url: str, branch: str) ->
 
 def _flux_source(subject: Subject, ref: SourceRef, source: Raw | None) -> Wanted | None:
     problem = source_problem(ref, source, subject.url, subject.branch)
-    return None if problem is None else _false(problem.reason, problem.message)
+    return None if problem is None else misconfigured(problem.reason, problem.message)
 
 
 def _flux_timing_and_path(
     subject: Subject, ref: SourceRef, found: FluxFound, min_interval_s: float
 ) -> Wanted | None:
-    source, kustomization = _map(found.source), _map(found.kustomization)
+    source, kustomization = mapping(found.source), mapping(found.kustomization)
     interval = _interval_s(source)
     if interval is None or interval < min_interval_s:
-        shown = _map(source.get("spec")).get("interval", "")
-        return _false(
+        shown = mapping(source.get("spec")).get("interval", "")
+        return misconfigured(
             SOURCE_FETCHES_ON_ITS_OWN,
             f"GitRepository {ref.namespace}/{ref.name} fetches every {shown}: set "
             f"spec.interval to at least {_shown_duration(min_interval_s)} so that it fetches "
             "when asked",
         )
-    path = str(_map(kustomization.get("spec")).get("path") or "")
+    path = str(mapping(kustomization.get("spec")).get("path") or "")
     if not covers(path, subject.path):
-        return _false(
+        return misconfigured(
             PATH_NOT_COVERED,
             f"the Kustomization applies {path or './'}, which "
             f"does not hold the GitTarget's path {subject.path}",
@@ -333,92 +318,16 @@ def check_flux(subject: Subject, found: FluxFound, min_interval_s: float) -> Wan
     """ApplierConfigured for a Kustomization and its GitRepository."""
     ref = subject.applier
     if found.kustomization is None:
-        return _false(APPLIER_NOT_FOUND, f"Kustomization {ref.namespace}/{ref.name} not found")
+        return misconfigured(
+            APPLIER_NOT_FOUND, f"Kustomization {ref.namespace}/{ref.name} not found"
+        )
     source = source_ref(found.kustomization)
     problem = (
         _flux_source(subject, source, found.source)
         or _flux_timing_and_path(subject, source, found, min_interval_s)
-        or _denied(flux_permissions(ref, source), found.allowed)
+        or denied(flux_permissions(ref, source), found.allowed)
     )
     return problem or configured(subject)
-
-
-def _argo_source(where: str, spec: Raw, url: str, branch: str) -> Problem | None:
-    if spec.get("sources") or spec.get("sourceHydrator"):
-        return Problem(
-            SOURCE_MISMATCH,
-            f"Application {where} has several sources (or a "
-            "hydrator); it must sync from a single spec.source",
-        )
-    source = _map(spec.get("source"))
-    repo = str(source.get("repoURL", ""))
-    revision = str(source.get("targetRevision") or "HEAD")
-    if normalise_url(repo) != normalise_url(url):
-        return Problem(SOURCE_MISMATCH, f"Application {where} syncs {repo} ({revision}), not {url}")
-    if revision not in (branch, f"refs/heads/{branch}"):
-        return Problem(
-            SOURCE_MISMATCH, f"Application {where} syncs revision {revision}, not branch {branch}"
-        )
-    return None
-
-
-def automated_sync(spec: Raw) -> bool:
-    """Argo CD's IsAutomatedSyncEnabled: ``automated`` set, ``enabled`` not false.
-
-    Facts: appliers.md A1.
-    """
-    automated = _map(spec.get("syncPolicy")).get("automated")
-    if not isinstance(automated, Mapping):
-        return False
-    return automated.get("enabled") is not False
-
-
-def application_problem(application: Raw, url: str, branch: str) -> Problem | None:
-    """Does an Application sync this repository and branch, and only when asked? (S2 and D5).
-
-    ApplierConfigured and the dispatcher's read before it sets an operation both ask this, so
-    an attempt never asks an Application the check would stall: a single ``spec.source``
-    (appliers.md A1: a non-empty ``spec.sources`` or a ``spec.sourceHydrator`` wins over it)
-    on ``url`` once both are normalised, ``targetRevision`` the branch or
-    ``refs/heads/<branch>`` (omitted means HEAD, not a branch), and automated sync off.
-    """
-    meta = _map(application.get("metadata"))
-    where = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-    spec = _map(application.get("spec"))
-    problem = _argo_source(where, spec, url, branch)
-    if problem is None and automated_sync(spec):
-        problem = Problem(
-            AUTOMATED_SYNC_ENABLED,
-            f"Application {where} syncs by itself: "
-            "remove spec.syncPolicy.automated or set its enabled: false",
-        )
-    return problem
-
-
-def check_argo(subject: Subject, found: ArgoFound) -> Wanted:
-    """ApplierConfigured for an Argo CD Application.
-
-    In the order of the Flux check: the source, then whether it applies on its own
-    (``application_problem``), then the folder (``spec.source.path`` must cover the
-    GitTarget's path, as a Kustomization's must: behaviour.md is silent on the Argo CD path,
-    and a request to an Application that does not apply the folder could revert nothing),
-    then access.
-    """
-    ref = subject.applier
-    where = f"{ref.namespace}/{ref.name}"
-    if found.application is None:
-        return _false(APPLIER_NOT_FOUND, f"Application {where} not found")
-    problem = application_problem(found.application, subject.url, subject.branch)
-    if problem is not None:
-        return _false(problem.reason, problem.message)
-    path = str(_map(_map(found.application.get("spec")).get("source")).get("path") or "")
-    if not covers(path, subject.path):
-        return _false(
-            PATH_NOT_COVERED,
-            f"Application {where} applies {path or './'}, which "
-            f"does not hold the GitTarget's path {subject.path}",
-        )
-    return _denied(argo_permissions(ref), found.allowed) or configured(subject)
 
 
 def _shown_duration(seconds: float) -> str:

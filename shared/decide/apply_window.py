@@ -27,9 +27,21 @@ Only proof withholds (W2). An event is withheld when all of these hold:
 - the API side edited the object after the request was sent (an edit seen later than
   ``sent_at``).
 
-A newest time shared by the applier's manager and another manager (same second) could be the
-API edit itself: it is mirrored, and counted as ``ambiguous`` (unless it changes no value: then
-it is no revert, and no collision).
+A newest time shared by the applier's manager and another manager (same second) is a *tie*:
+the ``managedFields`` times alone cannot say whether the event's write is the API edit or the
+applier's revert of it. Two facts decide it (W2):
+
+- the watch's order: it delivers an object's writes in resourceVersion order, so when it
+  delivered the write before this one (the watcher keeps each object's newest entries as it
+  last saw them), the managers whose entry moved between the two are this write's
+  (``writers_of``): the applier's alone is its revert, judged as any applier write (withheld in
+  the window); another manager's is the edit, mirrored and no collision;
+- the audit facts, when attribution is on: the fact of this very write (its uid and
+  resourceVersion, the ``exact`` tier) names its user; the applier's own user is its revert
+  (``applier_users``), any other user the edit.
+
+Only a tie neither decides is mirrored, counted as ``ambiguous``, and its ``why`` names the
+facts that were missing (unless it changes no value: then it is no revert, and no collision).
 
 An applier can also apply an artifact *older* than the branch tip: it fetched its source
 between two pushes (an outside push after ours, say), applied that older commit, and its write
@@ -165,11 +177,12 @@ ANY_APPLIER: frozenset[str] = frozenset().union(*(rules.managers for rules in KI
 
 def may_be_withheld(operation: Operation, newest: Iterable[ManagerEntry]) -> bool:
     """Whether an event could be an applier's write that the window withholds, whatever the
-    applier of its GitTarget: not a DELETE, and its newest entries all belong to appliers.
-    Such an event must not replace the API edit before it where a stream coalesces (U1):
-    if it is withheld, that edit is what Git must keep."""
+    applier of its GitTarget: not a DELETE, and an applier among its newest entries (alone,
+    or in a same-second tie a fact may decide was the applier's write, W2). Such an event
+    must not replace the API edit before it where a stream coalesces (U1): if it is
+    withheld, that edit is what Git must keep."""
     names = {entry.manager for entry in newest}
-    return operation != "DELETE" and bool(names) and names <= ANY_APPLIER
+    return operation != "DELETE" and bool(names & ANY_APPLIER)
 
 
 def managers_of(kind: str) -> frozenset[str]:
@@ -177,6 +190,18 @@ def managers_of(kind: str) -> frozenset[str]:
     kind no release knows)."""
     rules = rules_of(kind)
     return frozenset() if rules is None else rules.managers
+
+
+def applier_user(kind: str, username: str) -> bool:
+    """Whether an audit fact's user is the applier's own: the service account its controller
+    runs as, named as its field manager (``system:serviceaccount:<namespace>:<manager>``:
+    Flux's kustomize-controller, Argo CD's argocd-application-controller). Any other user
+    (a person, a pipeline, a tenant account an applier impersonates) is not known to be the
+    applier, so its write counts as the edit, as a tie no fact decides does (W2)."""
+    parts = username.split(":")
+    if len(parts) != 4 or parts[:2] != ["system", "serviceaccount"]:
+        return False
+    return parts[3] in managers_of(kind)
 
 
 def is_api_edit(operation: Operation, newest: Iterable[ManagerEntry], kind: str) -> bool:
@@ -189,6 +214,77 @@ def is_api_edit(operation: Operation, newest: Iterable[ManagerEntry], kind: str)
     return not names or not names <= managers_of(kind)
 
 
+@dataclass(frozen=True, slots=True)
+class Newest:
+    """An object's newest ``managedFields`` entries as one watch event showed them: the
+    object's uid, their time (RFC 3339, whole seconds) and their managers."""
+
+    uid: str
+    time: str
+    managers: frozenset[str]
+
+    @classmethod
+    def of(cls, uid: str, newest: Iterable[ManagerEntry]) -> Newest | None:
+        """From an event's newest entries (None: it has none with a time)."""
+        entries = [e for e in newest if entry_time(e.time) is not None]
+        if not entries:
+            return None
+        return cls(uid, entries[0].time, frozenset(e.manager for e in entries))
+
+
+def writers_of(previous: Newest | None, current: Newest | None) -> frozenset[str] | None:
+    """The managers that made the write behind ``current``, from the watch's order: the write
+    the watch delivered just before it (``previous``, the same object) had the newest entries
+    ``previous``; an entry that moved to the current newest second since was written now.
+    None when the order cannot say: no previous write seen (a new watcher, a relist, another
+    object under the name), the previous at an older second while two or more managers share
+    this one (a write between them was not seen), or no entry moved (a manager wrote twice in
+    the second)."""
+    if previous is None or current is None or previous.uid != current.uid:
+        return None
+    then, now = entry_time(previous.time), entry_time(current.time)
+    if then is None or now is None or then > now:
+        return None
+    if then < now:  # every newest entry moved this second: one write, or one unseen
+        return current.managers if len(current.managers) == 1 else None
+    moved = current.managers - previous.managers
+    return moved or None
+
+
+#: How a tie was decided, or why it was not (the ``why`` of its decision and its log line).
+BY_ORDER = "the watch's order"
+BY_AUDIT = "the audit fact of this write"
+NO_ORDER = "the watch did not deliver the write before it"
+NO_AUDIT = "no audit fact names this write"
+NO_ATTRIBUTION = "attribution is off"
+#: In the ``why`` of a tie a fact gave to the editor (mirrored, no collision).
+EDIT_BY = "the edit, by"
+
+
+def _tie(
+    own: frozenset[str],
+    others: frozenset[str],
+    writers: frozenset[str] | None,
+    audit_by_applier: bool | None,
+    attribution: bool,
+) -> Decision | None:
+    """W2: a same-second tie decided by a fact (None: the applier wrote it, judge it as the
+    applier's write), or mirrored as ambiguous with the facts that were missing."""
+    names = ", ".join(sorted(others))
+    if writers is not None and (writers <= own or not writers & own):
+        if writers <= own:
+            return None
+        return Decision(Verdict.MIRROR, f"same-second tie with {names}: {EDIT_BY} {BY_ORDER}")
+    if audit_by_applier is not None:
+        if audit_by_applier:
+            return None
+        return Decision(Verdict.MIRROR, f"same-second tie with {names}: {EDIT_BY} {BY_AUDIT}")
+    missing = [NO_ORDER, NO_AUDIT if attribution else NO_ATTRIBUTION]
+    return Decision(
+        Verdict.AMBIGUOUS, f"same-second tie with {names}; undecided: {'; '.join(missing)}"
+    )
+
+
 def decide(
     *,
     operation: Operation,
@@ -199,6 +295,9 @@ def decide(
     now: float,
     older_only: bool = False,
     unchanged: bool = False,
+    writers: frozenset[str] | None = None,
+    audit_by_applier: bool | None = None,
+    attribution: bool = False,
 ) -> Decision:
     """W1-W2 for one event of an object in the folder of the applier of ``applier_kind``
     (None: the event's GitTarget names no applier).
@@ -210,7 +309,10 @@ def decide(
     whether the event's object equals what Git held at an older commit of the branch but not
     what its tip holds (the applier applied an older artifact; see the module's docstring);
     ``unchanged`` whether Git already holds the event's object as it is (the write changes no
-    value, so it reverts nothing, W2).
+    value, so it reverts nothing, W2). A tie (see the module) is decided by ``writers`` (the
+    managers that made this write, by the watch's order: ``writers_of``; None when unknown) or
+    ``audit_by_applier`` (whether the audit fact of this write names the applier's user; None
+    when there is none), ``attribution`` saying whether such a fact could have come.
     """
     if operation == "DELETE":
         return Decision(Verdict.MIRROR, "a DELETE is never withheld")
@@ -229,10 +331,14 @@ def decide(
                 f"{', '.join(sorted(names))} applied an older commit's content, not the tip's",
             )
         return Decision(Verdict.MIRROR, "no API edit since the request was sent")
+    why = f"{', '.join(sorted(names))} reverted an API edit"
     if not names <= own:
-        others = ", ".join(sorted(names - own))
-        return Decision(Verdict.AMBIGUOUS, f"same-second tie with {others}")
-    return Decision(Verdict.WITHHELD, f"{', '.join(sorted(names))} reverted an API edit")
+        decided = _tie(own, frozenset(names - own), writers, audit_by_applier, attribution)
+        if decided is not None:
+            return decided
+        by = BY_ORDER if writers is not None and writers <= own else BY_AUDIT
+        why = f"{', '.join(sorted(names & own))} reverted an API edit (a same-second tie, by {by})"
+    return Decision(Verdict.WITHHELD, why)
 
 
 def asks_history(

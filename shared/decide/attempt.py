@@ -28,6 +28,7 @@ class TargetFacts:
     admitted: bool  # the applier's ClusterProvider admits its namespace (and, T2, allows an
     #: applier in another namespace for it)
     consents: bool  # spec.onRefusal: Reapply (S1)
+    suspended: bool = False  # spec.suspend (P7): a suspended GitTarget holds no reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +53,10 @@ def holders(reasons: Mapping[Reason, Iterable[str]], facts: Mapping[str, TargetF
 
 
 def _holds(fact: TargetFacts | None, reason: Reason) -> bool:
-    if fact is None or not (
-        fact.exists and fact.names_applier and fact.on_branch and fact.admitted
+    if (
+        fact is None
+        or fact.suspended
+        or not (fact.exists and fact.names_applier and fact.on_branch and fact.admitted)
     ):
         return False
     return fact.consents if reason == "Refusal" else True

@@ -26,6 +26,20 @@ class BootstrapFile:
     content: Callable[[TargetConfig], bytes | None]
 
 
+def _placed(target: TargetConfig) -> str:
+    """Where new objects go, as the README says it."""
+    if target.placement.templated:
+        return (
+            "A new object is written where the GitTarget's `spec.placement` templates say.\n"
+            "  An object already here is found"
+        )
+    return (
+        "A new object is written to `<namespace>/<group>/<resource>/<name>.yaml` (no group"
+        " segment\n  for the core group, `_cluster` for cluster-scoped objects). An object"
+        " already here is found"
+    )
+
+
 def readme(target: TargetConfig) -> bytes:
     """What this folder is, who writes it and how to edit it (docs/writing.md in short)."""
     where = target.path.strip("/") or "the repository root"
@@ -35,8 +49,7 @@ This folder ({where}) is a mirror of Kubernetes objects, kept by gitops-reverser
 GitTarget `{target.namespace}/{target.name}`: every edit made through the Kubernetes API
 becomes a commit here, as clean YAML.
 
-- A new object is written to `<namespace>/<group>/<resource>/<name>.yaml` (no group segment
-  for the core group, `_cluster` for cluster-scoped objects). An object already here is found
+- {_placed(target)}
   by its identity wherever its file is, so you may move and rename files.
 - You may edit these files: an update from the API edits your file in place, keeping your
   comments, key order, quoting and the other documents of the file; only the fields the API

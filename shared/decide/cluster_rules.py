@@ -24,7 +24,7 @@ withdraws the allowance stops the watches on the next pass.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from shared.decide.conditions import Problem
 from shared.decide.resolution import resolve_rule, resolve_rules
@@ -37,8 +37,10 @@ from shared.decide.watches import (
     ServedTarget,
     WatchKey,
     WatchSpec,
+    invalid_rule,
+    merged,
     ready_before,
-    watch_spec,
+    rule_watch,
 )
 from shared.model.crds import ClusterProviderView, ClusterWatchRuleView, GitTargetView
 from shared.model.resources import Catalog
@@ -106,8 +108,11 @@ def cluster_rule_problems(
     cluster_problem: Problem | None,
     catalog: Catalog | None,
 ) -> list[Problem]:
-    """Why a ClusterWatchRule is not Ready: refused, no usable cluster, or names that resolve
-    to no cluster-scoped, watchable type."""
+    """Why a ClusterWatchRule is not Ready: a rule it cannot use, refused, no usable cluster,
+    or names that resolve to no cluster-scoped, watchable type."""
+    invalid = invalid_rule(rule.rules)
+    if invalid is not None:
+        return [invalid]
     if admitted is not None:
         return [admitted]
     if cluster_problem is not None:
@@ -139,17 +144,11 @@ def desired_cluster_watches(
         catalog = catalogs.get(served.target.cluster_provider)
         if catalog is None or sources.admission(rule, served.target, None) is not None:
             continue
+        if invalid_rule(rule.rules) is not None:
+            continue
         before = ready_before(rule, started)
         for entry in rule.rules:
             for resource in resolve_rule(entry, catalog, namespaced=False).resources:
-                spec = watch_spec(served, resource, entry.operations, namespace=CLUSTER_WIDE)
-                spec = replace(spec, mirrored_before=before)
-                known = wanted.get(spec.key)
-                if known is not None:
-                    spec = replace(
-                        known,
-                        operations=known.operations | entry.operations,
-                        mirrored_before=known.mirrored_before or before,
-                    )
-                wanted[spec.key] = spec
+                spec = rule_watch(served, resource, entry, before, namespace=CLUSTER_WIDE)
+                wanted[spec.key] = merged(wanted.get(spec.key), spec)
     return wanted

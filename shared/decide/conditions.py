@@ -3,7 +3,13 @@
 Conditions follow metav1.Condition: ``lastTransitionTime`` moves only when ``status`` moves
 (a new reason or message alone keeps it), and every condition records the generation it was
 computed for. The trio is derived in one place from the problems a reconcile found, with
-precedence stalled > reconciling > ready, so no two writers can disagree about Ready. A status
+precedence stalled > reconciling > ready, so no two writers can disagree about Ready.
+
+``Stalled=True`` means what kstatus reads it as: nothing changes until a person changes the
+object's spec. A state that heals by itself or through another object (a referenced Secret,
+GitProvider, GitTarget or applier created later; a Git host back up) is ``Ready=False`` with
+``Reconciling=True``, never Stalled: a problem whose reason says a referenced object is missing
+(``WAITING``) heals when it appears, whatever its maker called it. A status
 is written only when it differs from what is stored, which keeps resourceVersions still on a
 converged cluster.
 """
@@ -22,12 +28,35 @@ TRUE, FALSE = "True", "False"
 SUCCEEDED = "Succeeded"
 
 
+#: Reasons that say a referenced object does not exist (yet): the next reconcile after it is
+#: created heals them, so they never stall (kstatus: Stalled is for a needed spec change).
+WAITING = frozenset(
+    {
+        "SecretNotFound",
+        "ProviderNotFound",
+        "GitProviderNotFound",
+        "ClusterProviderNotFound",
+        "GitTargetNotFound",
+        "ApplierNotFound",
+        "SigningSecretNotFound",
+        "TokenSecretNotFound",
+        "KubeConfigSecretNotFound",
+    }
+)
+
+
+def stalls(problem: Problem) -> bool:
+    """Whether the problem needs a spec change (kstatus Stalled), not a wait."""
+    return problem.permanent and problem.reason not in WAITING
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """Something that keeps an object from being Ready.
 
-    ``permanent`` problems stall the object (a person must change something); the others
-    are expected to heal, so the object stays Reconciling.
+    ``permanent`` problems stall the object (a person must change its spec), unless their
+    reason is one of ``WAITING``; the others are expected to heal, so the object stays
+    Reconciling.
     """
 
     reason: str
@@ -45,10 +74,13 @@ class Wanted:
     message: str = ""
 
 
-def trio(problems: Sequence[Problem], ready_message: str = "") -> list[Wanted]:
-    """Ready, Reconciling and Stalled for these problems (the first problem names the reason)."""
-    stalled = next((p for p in problems if p.permanent), None)
-    healing = next((p for p in problems if not p.permanent), None)
+def trio(
+    problems: Sequence[Problem], ready_message: str = "", ready_reason: str = SUCCEEDED
+) -> list[Wanted]:
+    """Ready, Reconciling and Stalled for these problems (the first problem names the reason;
+    without one, ``ready_reason``)."""
+    stalled = next((p for p in problems if stalls(p)), None)
+    healing = next((p for p in problems if not stalls(p)), None)
     if stalled is not None:
         return [
             Wanted(READY, FALSE, stalled.reason, stalled.message),
@@ -62,9 +94,9 @@ def trio(problems: Sequence[Problem], ready_message: str = "") -> list[Wanted]:
             Wanted(STALLED, FALSE, healing.reason, ""),
         ]
     return [
-        Wanted(READY, TRUE, SUCCEEDED, ready_message),
-        Wanted(RECONCILING, FALSE, SUCCEEDED, ""),
-        Wanted(STALLED, FALSE, SUCCEEDED, ""),
+        Wanted(READY, TRUE, ready_reason, ready_message),
+        Wanted(RECONCILING, FALSE, ready_reason, ""),
+        Wanted(STALLED, FALSE, ready_reason, ""),
     ]
 
 
@@ -106,6 +138,19 @@ def ready_moved(current: Iterable[Condition], merged: Iterable[Condition]) -> Co
         return None
     if old is None or (old.status, old.reason) != (new.status, new.reason):
         return new
+    return None
+
+
+def ready_news(current: Iterable[Condition], merged: Iterable[Condition]) -> Condition | None:
+    """The new Ready condition when it is worth an Event: its status or reason moved, or it
+    stays True with a new message (it says what was done: "pushed 3f2a1c9: 3 objects")."""
+    moved = ready_moved(current, merged)
+    if moved is not None:
+        return moved
+    old = find(current, READY)
+    new = find(merged, READY)
+    if new is not None and new.status == TRUE and new.message and old is not None:
+        return new if new.message != old.message else None
     return None
 
 

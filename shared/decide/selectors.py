@@ -12,9 +12,11 @@ namespace and its ``accessFrom`` admits the GitTarget's, with the same three sha
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 
-from shared.model.crds import AccessFrom, ApplierAllowance, LabelSelector, Requirement
+from shared.model.crd_meta import LabelSelector, Requirement
+from shared.model.crds import AccessFrom, ApplierAllowance
 
 
 def requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
@@ -63,4 +65,41 @@ def allows_applier(
     return any(
         a.namespace == applier_namespace and admits(a.access_from, namespace, labels)
         for a in allowances
+    )
+
+
+def selects(selectors: tuple[LabelSelector, ...] | None, labels: Mapping[str, str]) -> bool:
+    """A watch's objectSelectors (issue 27): None selects every object, else any one that
+    matches does (the rules merged into one watch each select what they match)."""
+    return selectors is None or any(selector_matches(s, labels) for s in selectors)
+
+
+def selection_key(selectors: tuple[LabelSelector, ...] | None) -> str:
+    """A watch's objectSelectors as one comparable string ("" when it selects every object):
+    a watch whose seen set was listed under another one lists again."""
+    if selectors is None:
+        return ""
+    return json.dumps(
+        sorted(
+            [
+                list(s.match_labels),
+                [[r.key, r.operator, list(r.values)] for r in s.match_expressions],
+            ]
+            for s in selectors
+        ),
+        separators=(",", ":"),
+    )
+
+
+def selectors_from_key(text: str) -> tuple[LabelSelector, ...] | None:
+    """The inverse of ``selection_key`` (the dispatcher's D3 check lists what a watch
+    selects); "" is None, every object."""
+    if not text:
+        return None
+    return tuple(
+        LabelSelector(
+            tuple((str(k), str(v)) for k, v in labels),
+            tuple(Requirement(str(k), str(op), tuple(str(v) for v in vs)) for k, op, vs in reqs),
+        )
+        for labels, reqs in json.loads(text)
     )

@@ -3,7 +3,8 @@
 A notice is a hint: it can close an open window so that pending writes are published before a
 foreign commit is applied (Q6), but only the ref advertisement says what the tip is (Q5). A
 tip that is neither the one last observed nor one we pushed is a foreign commit. Without any
-webhook, an idle branch reads its tip on a steady tick (Q7). The branch's very first owner has
+webhook, an idle branch reads its tip on a steady tick (Q7), unless its receiver has
+delivered recently (P14). The branch's very first owner has
 no tip observed before it: what it owes for the tip it finds depends on what each applier last
 applied (``first_start_owes``).
 """
@@ -69,6 +70,15 @@ def on_notices(afters: Sequence[str], observed: str | None, busy: bool) -> Notic
 def steady_tick_due(last_read_at: float, now: float, tick: float, busy: bool) -> bool:
     """Q7: an idle branch reads its tip every ``tick`` seconds even with no notice."""
     return not busy and now - last_read_at >= tick
+
+
+def remote_trusted(delivered_at: float | None, now: float, max_age: float) -> bool:
+    """P14: an idle branch trusts its view of the remote (and reads no tip on the steady
+    tick) while a receiver (its GitProvider's, or another GitProvider's for the same
+    repository) has delivered for its repository within ``max_age`` seconds: a push would
+    have come as a notice. Without a delivery on record, or with ``max_age`` 0, the
+    steady tick stays (Q7). A delivery time ahead of ``now`` (clocks apart) counts as now."""
+    return delivered_at is not None and max_age > 0 and now - delivered_at < max_age
 
 
 def first_start_owes(tip: str | None, applied: str | None) -> bool:

@@ -1,9 +1,12 @@
 """Credentials for git, passed in the environment and never written to a URL, config or log.
 
 One place turns a GitProvider's Secret (``docs/crds.md``: ``username`` + ``password``,
-``password`` alone as a token, ``bearerToken``, or an SSH ``identity`` + ``known_hosts``) into
+``password`` alone as a token, ``bearerToken``, or an SSH private key + ``known_hosts``) into
 the environment every git call to a remote runs with, so the branch worker, the watcher's probe
-and the dispatcher cannot disagree about what a Secret means.
+and the dispatcher cannot disagree about what a Secret means. Three dialects name the SSH key:
+Flux's ``identity``, Argo CD's ``sshPrivateKey`` and a ``kubernetes.io/ssh-auth`` Secret's
+``ssh-privatekey``; the known hosts are ``known_hosts`` (Argo CD's ConfigMap calls them
+``ssh_known_hosts``). An empty value counts as an absent key.
 
 HTTP: git reads ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` (git >= 2.31)
 as command-line config, so an ``http.extraHeader`` with the Authorization header reaches the
@@ -37,6 +40,21 @@ PRIVATE_FOLDER = 0o700
 PRIVATE_FILE = 0o600
 
 
+#: The keys an SSH private key may be under, first found wins: Flux's, Argo CD's, Kubernetes's.
+SSH_KEY_KEYS = ("identity", "sshPrivateKey", "ssh-privatekey")
+#: The keys SSH known hosts may be under (a Secret's, or a GitProvider's knownHostsRef's).
+KNOWN_HOSTS_KEYS = ("known_hosts", "ssh_known_hosts")
+
+
+def value_of(data: Mapping[str, bytes], *keys: str) -> bytes | None:
+    """The first of ``keys`` with a value that is not empty (blank counts as empty)."""
+    for key in keys:
+        found = data.get(key)
+        if found is not None and found.strip():
+            return found
+    return None
+
+
 #: The Secret key holding a PEM bundle of the CA(s) that sign the Git host's certificate.
 CA_KEY = "ca.crt"
 #: git's variable for the CA bundle HTTPS is verified against (it wins over any config).
@@ -64,11 +82,13 @@ def _header_env(header: str) -> dict[str, str]:
 
 def http_auth_env(secret: Mapping[str, bytes]) -> dict[str, str]:
     """Git environment for HTTP credentials (empty when the Secret holds none)."""
-    if "bearerToken" in secret:
-        return bearer_env(secret["bearerToken"].decode().strip())
-    if "password" in secret:
+    token = value_of(secret, "bearerToken")
+    if token is not None:
+        return bearer_env(token.decode().strip())
+    password = value_of(secret, "password")
+    if password is not None:
         user = secret.get("username", b"").decode().strip()
-        return basic_auth_env(user, secret["password"].decode().strip())
+        return basic_auth_env(user, password.decode().strip())
     return {}
 
 
@@ -91,13 +111,15 @@ def ssh_env(secret: Mapping[str, bytes], folder: Path) -> dict[str, str]:
     ``folder`` is created (or narrowed) to 0700 and the files are created 0600 before a byte
     is written, so the key is never readable by others, not even for an instant.
     """
-    if "identity" not in secret:
+    key = value_of(secret, *SSH_KEY_KEYS)
+    if key is None:
         return {}
     _private_folder(folder)
-    identity = _write_private(folder / "identity", secret["identity"])
+    identity = _write_private(folder / "identity", key)
     options = ["ssh", "-i", str(identity), "-o", "IdentitiesOnly=yes"]
-    if "known_hosts" in secret:
-        known = _write_private(folder / "known_hosts", secret["known_hosts"])
+    hosts = value_of(secret, *KNOWN_HOSTS_KEYS)
+    if hosts is not None:
+        known = _write_private(folder / "known_hosts", hosts)
         options += ["-o", f"UserKnownHostsFile={known}", "-o", "StrictHostKeyChecking=yes"]
     return {"GIT_SSH_COMMAND": shlex.join([*options, *SSH_OPTIONS])}  # bounded waits (C3)
 

@@ -13,11 +13,47 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from shared.git.auth import env_for_secret
+from shared.git.auth import KNOWN_HOSTS_KEYS, env_for_secret, value_of
 from shared.git.errors import GitPermanent
 
 #: Reads a Secret's data by (namespace, name); None when it does not exist.
 SecretReader = Callable[[str, str], Mapping[str, bytes] | None]
+#: Reads a ConfigMap's or a Secret's data by (namespace, kind, name); None when it is absent.
+ObjectReader = Callable[[str, str, str], Mapping[str, bytes] | None]
+#: The kinds a GitProvider's ``spec.knownHostsRef`` may name (ConfigMap by default).
+KNOWN_HOSTS_KINDS = ("ConfigMap", "Secret")
+
+
+class KnownHostsMissing(GitPermanent):
+    """``spec.knownHostsRef`` names an object that is absent or holds no known hosts: SSH
+    fails closed until it does (no host key is ever accepted unseen)."""
+
+
+def known_hosts_of(read: ObjectReader, namespace: str, ref: str) -> bytes | None:
+    """The known hosts of a ``spec.knownHostsRef`` written as ``Kind/name`` (None for "").
+
+    Its ``known_hosts`` key, else ``ssh_known_hosts`` (Argo CD's ConfigMap's key); raises
+    KnownHostsMissing when the object or both keys are missing.
+    """
+    if not ref:
+        return None
+    kind, _, name = ref.partition("/")
+    data = read(namespace, kind, name)
+    if data is None:
+        raise KnownHostsMissing(f"{kind} {namespace}/{name} (spec.knownHostsRef) not found")
+    hosts = value_of(data, *KNOWN_HOSTS_KEYS)
+    if hosts is None:
+        keys = " or ".join(KNOWN_HOSTS_KEYS)
+        raise KnownHostsMissing(f"{kind} {namespace}/{name} (spec.knownHostsRef) has no {keys}")
+    return hosts
+
+
+def with_known_hosts(secret: Mapping[str, bytes], hosts: bytes | None) -> Mapping[str, bytes]:
+    """The Secret's data, with ``hosts`` as its known hosts when it holds none of its own
+    (the Secret's own come first, then ``spec.knownHostsRef``'s)."""
+    if hosts is None or value_of(secret, *KNOWN_HOSTS_KEYS) is not None:
+        return secret
+    return {**secret, KNOWN_HOSTS_KEYS[0]: hosts}
 
 
 class SecretMissing(GitPermanent):
@@ -39,22 +75,30 @@ def secret_of(read: SecretReader, namespace: str, name: str | None) -> Mapping[s
 
 
 def resolve(
-    read: SecretReader, namespace: str, name: str | None, ssh_folder: Path
+    read: SecretReader,
+    namespace: str,
+    name: str | None,
+    ssh_folder: Path,
+    hosts: bytes | None = None,
 ) -> dict[str, str]:
-    """git's environment for the remote of a GitProvider whose Secret is ``namespace/name``.
+    """git's environment for the remote of a GitProvider whose Secret is ``namespace/name``
+    (``hosts``: its ``spec.knownHostsRef``'s known hosts, ``known_hosts_of``).
 
     For callers that keep a working copy: the SSH files stay in ``ssh_folder`` for later calls.
     """
-    return env_for_secret(secret_of(read, namespace, name), ssh_folder)
+    secret = with_known_hosts(secret_of(read, namespace, name), hosts)
+    return env_for_secret(secret, ssh_folder)
 
 
 @contextmanager
-def resolved_once(read: SecretReader, namespace: str, name: str | None) -> Iterator[dict[str, str]]:
+def resolved_once(
+    read: SecretReader, namespace: str, name: str | None, hosts: bytes | None = None
+) -> Iterator[dict[str, str]]:
     """git's environment for one call; its SSH files are deleted when the block ends.
 
     For one-shot reads (a tip, a probe): no key outlives the call that needed it.
     """
-    with environment_once(secret_of(read, namespace, name)) as env:
+    with environment_once(with_known_hosts(secret_of(read, namespace, name), hosts)) as env:
         yield env
 
 

@@ -7,22 +7,24 @@ output, because GitPython cannot report the outcome of a push whose source is a 
 Every write is checked, not assumed (M8): a commit records what each written path should hold
 (its blob's sha), and after the commit one ``git ls-tree`` of the written paths must show
 exactly that (or the path absent, for a delete). A write that went astray (through a symbolic
-link, say) raises ``WriteNotHeld`` and nothing of it is acknowledged.
+link, say) raises ``WriteNotHeld`` and nothing of it is acknowledged. The files themselves,
+the paths' safety and the record of writes since the last commit are ``files.py``'s
+(``WorkFiles``); this class runs git.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import git
 from git.refs.symbolic import SymbolicReference
 
-from shared.git.errors import GitTemporary, PathEscapes, WriteNotHeld, readable
+from shared.git.errors import GitTemporary, WriteNotHeld, readable
+from shared.git.files import FolderScan, WorkFiles
+from shared.git.files import key as _key
 from shared.git.remote import NETWORK_TIMEOUT_S, NO_PROMPT, branch_ref
 from shared.git.signing import signing_options
 
@@ -36,15 +38,12 @@ BULK_ADD_FILES = 200
 #: Up to this many written paths are named to ``ls-tree`` one by one; more, and the committed
 #: folders are listed whole (one process either way).
 CHECK_BY_NAME = 100
-
-
-@dataclass(frozen=True, slots=True)
-class FolderScan:
-    """What a folder of the work tree holds: regular files, and symbolic links (to anything,
-    or dangling), both as repo-relative paths, sorted. Links are not followed."""
-
-    files: list[str]
-    links: list[str]
+#: ``git commit`` and ``git fetch`` start ``git maintenance run --auto`` after each run, a
+#: process per commit that nearly always finds nothing to do (its threshold is thousands of
+#: loose objects): a tenth of an edit's local git time. The work tree turns that off
+#: (``maintenance.auto``) and runs the same ``--auto`` check itself every this many commits,
+#: so loose objects are still packed in time.
+MAINTAIN_EVERY = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +53,17 @@ class Committer:
 
     name: str
     email: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommitInfo:
+    """One commit as a person reads it: sha, author, commit time (epoch seconds), subject."""
+
+    sha: str
+    author_name: str
+    author_email: str
+    committed_at: float
+    subject: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,15 +93,9 @@ class Workspace:
         self.ref = branch_ref(branch)
         self._env = {**NO_PROMPT, **(env or {})}
         self._repo = self._open()
-        self._root = directory.resolve()
-        #: Folders of the work tree known to be real folders inside it (see ``_inside``);
-        #: forgotten whenever git rewrites the work tree.
-        self._real_dirs: set[str] = set()
-        #: Files written or deleted since the last commit (see ``BULK_ADD_FILES``).
-        self._written = 0
-        #: Paths written since their last commit: the sha of the blob each must hold after
-        #: it, or None for a deleted file (see ``_check_held``).
-        self._expected: dict[str, str | None] = {}
+        self._commits = 0
+        #: The work tree's files, and the writes since the last commit (see ``_check_held``).
+        self.work_files = WorkFiles(directory)
 
     def _open(self) -> git.Repo:
         if (self.directory / ".git").is_dir():
@@ -100,6 +104,8 @@ class Workspace:
             self.directory.mkdir(parents=True, exist_ok=True)
             repo = git.Repo.init(self.directory)
             repo.create_remote("origin", self.url)
+        with repo.config_writer() as config:  # in Python: no process
+            config.set_value("maintenance", "auto", "false")
         repo.git.update_environment(**self._env)
         return repo
 
@@ -126,9 +132,7 @@ class Workspace:
             raise GitTemporary(f"reset to {tip or 'an empty tree'} failed: {err.stderr}") from err
 
     def _reset(self, tip: str | None) -> None:
-        self._real_dirs.clear()
-        self._written = 0
-        self._expected.clear()
+        self.work_files.rewritten()
         if tip is None:
             self._unborn()
             self._repo.git.rm("-r", "-q", "--cached", "--ignore-unmatch", ".")
@@ -159,88 +163,31 @@ class Workspace:
 
     def read(self, path: str) -> bytes | None:
         """A file's bytes in the work tree, or None."""
-        try:
-            return self._inside(path).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
+        return self.work_files.read(path)
 
     def write(self, path: str, data: bytes) -> None:
         """Write a file (creating folders)."""
-        target = self._inside(path)
-        if str(PurePosixPath(path).parent) not in self._real_dirs:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        self._written += 1
-        self._expected[_key(path)] = blob_sha(data)
+        self.work_files.write(path, data)
+
+    def write_if_changed(self, path: str, data: bytes) -> bool:
+        """``write``, unless the file holds ``data`` already (False then)."""
+        return self.work_files.write_if_changed(path, data)
 
     def delete(self, path: str) -> None:
         """Remove a file if present."""
-        self._inside(path).unlink(missing_ok=True)
-        self._written += 1
-        self._expected[_key(path)] = None
+        self.work_files.delete(path)
 
     def files(self, folder: str) -> list[str]:
         """Repo-relative paths of the files under ``folder``."""
-        return self.scan(folder).files
+        return self.work_files.scan(folder).files
 
     def scan(self, folder: str) -> FolderScan:
         """The files and symbolic links under ``folder`` (links are listed, never followed)."""
-        files: list[str] = []
-        links: list[str] = []
-        root = self._inside(folder)
-        if root.is_symlink():
-            return FolderScan([], [_key(folder)])
-        stack = [root] if root.is_dir() else []
-        while stack:
-            with os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    if entry.name == ".git":
-                        continue
-                    rel = os.path.relpath(entry.path, self.directory)
-                    if entry.is_symlink():
-                        links.append(rel)
-                    elif entry.is_dir():
-                        stack.append(Path(entry.path))
-                    elif entry.is_file():
-                        files.append(rel)
-        return FolderScan(sorted(files), sorted(links))
+        return self.work_files.scan(folder)
 
     def leads_elsewhere(self, folder: str) -> bool:
-        """Whether ``folder`` (or a folder above it) is a symbolic link, so that its real path
-        is not the path its name says (one resolve per call: callers ask once per folder)."""
-        logical = (self._root / PurePosixPath(_key(folder))).absolute()
-        try:
-            return (self.directory / _key(folder)).resolve() != logical
-        except RuntimeError:  # a loop of symbolic links (Python 3.11 raises this, not OSError)
-            return True
-
-    def _inside(self, path: str) -> Path:
-        """``path`` in the work tree, refused when it leaves it: by its words (absolute, ``..``,
-        ``.git``) or through a symbolic link (a commit may hold one). Each folder is resolved
-        once per work-tree state and remembered (resolving every path was a tenth of a
-        snapshot's time); the file itself is checked on every call, with one ``lstat``."""
-        rel = PurePosixPath(path)
-        if not _key(path):
-            return self.directory  # the root of the work tree
-        if rel.is_absolute() or ".." in rel.parts or ".git" in rel.parts:
-            raise PathEscapes(f"path {path!r} leaves the work tree")
-        target = self.directory / rel
-        folder = str(rel.parent)
-        if folder not in self._real_dirs:
-            self._within(target.parent, path)
-            if target.parent.is_dir():
-                self._real_dirs.add(folder)
-        if target.is_symlink():
-            self._within(target, path)
-        return target
-
-    def _within(self, target: Path, path: str) -> None:
-        try:
-            real = target.resolve()
-        except RuntimeError as err:  # a loop of symbolic links, which a commit may hold
-            raise PathEscapes(f"path {path!r} goes through a loop of symbolic links") from err
-        if not real.is_relative_to(self._root):
-            raise PathEscapes(f"path {path!r} leaves the work tree")
+        """Whether ``folder`` (or a folder above it) is a symbolic link (``WorkFiles``)."""
+        return self.work_files.leads_elsewhere(folder)
 
     def commit(
         self,
@@ -260,12 +207,13 @@ class Workspace:
         signed as ``git -c gpg.format=ssh -c user.signingkey=<key> commit -S`` signs it.
         """
         # core.bigFileThreshold=1 makes every blob "big": git streams them into one pack
-        options = {"c": "core.bigFileThreshold=1"} if self._written >= BULK_ADD_FILES else {}
+        bulk = self.work_files.written >= BULK_ADD_FILES
+        options = {"c": "core.bigFileThreshold=1"} if bulk else {}
         try:
             self._repo.git(**options).add("-A", "--", *(paths or (".",)))
         except git.GitCommandError as failed:  # a file git will not add: the branch retries
             raise GitTemporary(f"add failed: {failed.stderr}") from failed
-        self._written = 0
+        self.work_files.written = 0
         writer = author or committer
         who = {
             "GIT_AUTHOR_NAME": writer.name,
@@ -289,62 +237,41 @@ class Workspace:
             self._check_held(paths)
             return None
         self._check_held(paths)
+        self._maintain()
         return self.head()
+
+    def _maintain(self) -> None:
+        """Every ``MAINTAIN_EVERY`` commits, what ``git commit`` would run after each."""
+        self._commits += 1
+        if self._commits % MAINTAIN_EVERY == 0:
+            self._repo.git.maintenance("run", "--auto", "--quiet", with_exceptions=False)
 
     def discard(self, folder: str) -> None:
         """Drop every change under ``folder`` since the last commit (a window that may not be
         committed): the work tree and index there become HEAD's again, untracked files go."""
         self._repo.git.reset("-q", "--", _key(folder) or ".", with_exceptions=False)
-        if self._tree([_key(folder)]):
+        if _tree(self._repo, [_key(folder)]):
             self._repo.git.checkout("-q", "HEAD", "--", _key(folder) or ".")
         else:
             self._repo.git.rm("-r", "-q", "--cached", "--ignore-unmatch", "--", _key(folder) or ".")
         self._repo.git.clean("-q", "-f", "-d", "-x", "--", _key(folder) or ".")
-        self._real_dirs.clear()
-        folders = [_key(folder)]
-        for path in [p for p in self._expected if _under(p, folders)]:
-            del self._expected[path]
+        self.work_files.discarded(folder)
 
     def _check_held(self, paths: tuple[str, ...]) -> None:
         """Every write under ``paths`` since the last commit is what HEAD's tree holds there:
         one ``ls-tree`` for the whole commit; WriteNotHeld names the first that is not."""
         folders = [_key(p) for p in paths] or [""]
-        checked = {path: sha for path, sha in self._expected.items() if _under(path, folders)}
+        checked = self.work_files.committed(folders)
         if not checked:
             return
-        for path in checked:
-            del self._expected[path]
         names = sorted(checked) if len(checked) <= CHECK_BY_NAME else folders
-        held = self._tree(names)
+        held = _tree(self._repo, names)
         for path, sha in sorted(checked.items()):
             if held.get(path) != sha:
                 raise WriteNotHeld(
                     f"the commit does not hold the write of {path!r}"
                     + (" (it is missing)" if sha else " (it is still there)")
                 )
-
-    def _tree(self, names: Iterable[str]) -> dict[str, str]:
-        """{path: blob sha} of HEAD's tree under ``names`` (empty when there is no HEAD)."""
-        status, out, _ = self._repo.git(literal_pathspecs=True).ls_tree(
-            "-r",
-            "-z",
-            "--full-tree",
-            "HEAD",
-            "--",
-            *(n or "." for n in names),
-            with_extended_output=True,
-            with_exceptions=False,
-            strip_newline_in_stdout=False,
-        )
-        if status != 0:
-            return {}
-        held: dict[str, str] = {}
-        for record in out.split("\0"):
-            meta, _, path = record.partition("\t")
-            fields = meta.split()
-            if len(fields) == 3 and fields[1] == "blob":
-                held[path] = fields[2]
-        return held
 
     def _nothing_staged(self) -> bool:
         status, _, _ = self._repo.git.diff(
@@ -389,6 +316,33 @@ class Workspace:
                 found.append(item.data_stream.read())
         return found
 
+    def last_commit(self, path: str) -> CommitInfo | None:
+        """The newest commit of HEAD's history that changed ``path`` (None: none did, or no
+        HEAD): what ``gitops-reverser trace`` shows as the commit that wrote an object."""
+        git = self._repo.git(literal_pathspecs=True)
+        status, out, _ = git.log(
+            "-n",
+            "1",
+            "--format=%H%x00%an%x00%ae%x00%ct%x00%s",
+            "HEAD",
+            "--",
+            path,
+            with_extended_output=True,
+            with_exceptions=False,
+        )
+        if status != 0 or not out.strip():
+            return None
+        sha, name, email, at, subject = out.strip().split("\0", 4)
+        return CommitInfo(sha, name, email, float(at), subject)
+
+    def contains(self, ancestor: str, commit: str) -> bool:
+        """Whether ``commit`` has ``ancestor`` in its history (or is it); False when either is
+        not in this clone."""
+        status, _, _ = self._repo.git.merge_base(
+            "--is-ancestor", ancestor, commit, with_extended_output=True, with_exceptions=False
+        )
+        return bool(status == 0)
+
     def head(self) -> str:
         """The sha of the work tree's HEAD, read from the ref files (no git process)."""
         return SymbolicReference.dereference_recursive(self._repo, "HEAD")
@@ -408,19 +362,28 @@ class Workspace:
         return _parse_push(self.ref, status, out, err)
 
 
-def blob_sha(data: bytes) -> str:
-    """The sha git gives a blob of ``data`` (``git hash-object``), computed in process."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
-def _key(path: str) -> str:
-    """A repo-relative path as git names it (no ``./``, no trailing ``/``; ``""`` for the root)."""
-    text = str(PurePosixPath(path))
-    return "" if text == "." else text
-
-
-def _under(path: str, folders: list[str]) -> bool:
-    return any(not f or path == f or path.startswith(f + "/") for f in folders)
+def _tree(repo: git.Repo, names: Iterable[str]) -> dict[str, str]:
+    """{path: blob sha} of HEAD's tree under ``names`` (empty when there is no HEAD)."""
+    status, out, _ = repo.git(literal_pathspecs=True).ls_tree(
+        "-r",
+        "-z",
+        "--full-tree",
+        "HEAD",
+        "--",
+        *(n or "." for n in names),
+        with_extended_output=True,
+        with_exceptions=False,
+        strip_newline_in_stdout=False,
+    )
+    if status != 0:
+        return {}
+    held: dict[str, str] = {}
+    for record in out.split("\0"):
+        meta, _, path = record.partition("\t")
+        fields = meta.split()
+        if len(fields) == 3 and fields[1] == "blob":
+            held[path] = fields[2]
+    return held
 
 
 def _parse_push(ref: str, status: int, out: str, err: str) -> PushResult:

@@ -10,7 +10,10 @@ module as a ``shared.kube.errors`` error.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -64,16 +67,45 @@ class WatchEvent:
 
 
 class StreamHandle:
-    """Lets another thread cut an open watch stream (one handle per watch request)."""
+    """Lets another thread cut an open watch stream (one handle per watch request).
+
+    ``stop`` may come at any moment: before the request is sent, while its response is on the
+    way, or while the stream is read. The response is recorded under a lock as soon as it
+    arrives (``opened``), so a stop that came first cuts it there and a stop that comes after
+    shuts its socket down; the official client's own ``Watch.stop`` misses the first case (its
+    ``stream`` clears the flag as it starts)."""
 
     def __init__(self) -> None:
         self.watch = Watch()  # type: ignore[no-untyped-call]
         self.stopped = False
+        self._lock = threading.Lock()
+        self._response: Any = None
 
     def stop(self) -> None:
         """End the stream: its socket is shut down, and the iteration stops."""
-        self.stopped = True
+        with self._lock:
+            self.stopped = True
+            response = self._response
         self.watch.stop()  # type: ignore[no-untyped-call]
+        if response is not None:
+            _shut_down(response)
+
+    def opened(self, response: Any) -> Any:
+        """The watch request's response has arrived; cut at once if stopped meanwhile."""
+        with self._lock:
+            self._response = response
+            stopped = self.stopped
+        if stopped:
+            _shut_down(response)
+        return response
+
+
+def _shut_down(response: Any) -> None:
+    """Shut a streaming response's socket down for reading, so a read blocked on it returns
+    at once (urllib3's ``HTTPResponse.shutdown``, 2.3 and later: the connection's own ``sock``
+    is already None when the server said ``Connection: close``)."""
+    with contextlib.suppress(ValueError, RuntimeError, OSError):
+        response.shutdown()
 
 
 class KubeClient:
@@ -162,8 +194,12 @@ class KubeClient:
         self.request("delete", self.path(res, namespace, name), body=body)
 
     def ssar(self, verb: str, group: str, resource: str, namespace: str, name: str = "") -> bool:
-        """Whether our identity may ``verb`` the resource (a SelfSubjectAccessReview)."""
+        """Whether our identity may ``verb`` the resource (a SelfSubjectAccessReview);
+        ``resource`` may name a subresource (``gittargets/status``), sent as its own field."""
+        resource, _, subresource = resource.partition("/")
         attributes = {"verb": verb, "group": group, "resource": resource}
+        if subresource:
+            attributes["subresource"] = subresource
         attributes |= {k: v for k, v in (("namespace", namespace), ("name", name)) if v}
         review = {
             "apiVersion": SELF_SUBJECT_ACCESS_REVIEWS.api_version,
@@ -172,6 +208,11 @@ class KubeClient:
         }
         answer = self.create(SELF_SUBJECT_ACCESS_REVIEWS, "", review)
         return bool((answer.get("status") or {}).get("allowed"))
+
+    def patch(self, res: ApiResource, namespace: str, name: str, patch: Obj) -> Obj:
+        """A JSON merge patch of an object (its spec or metadata; ``null`` removes a field)."""
+        path = self.path(res, namespace, name)
+        return dict(self.request("patch", path, body=patch, content_type=MERGE_PATCH))
 
     def patch_status(self, res: ApiResource, namespace: str, name: str, patch: Obj) -> Obj:
         """A JSON merge patch of the ``/status`` subresource."""
@@ -194,8 +235,14 @@ class KubeClient:
         if handle.stopped:
             return
         with translated(f"watch {res.group_resource} in {namespace or 'all'}"):
+            get = self._resource(res).get
+
+            @functools.wraps(get)  # the official client reads its signature and docstring
+            def request(*args: Any, **kwargs: Any) -> Any:
+                return handle.opened(get(*args, **kwargs))
+
             stream = handle.watch.stream(  # type: ignore[no-untyped-call]
-                self._resource(res).get,
+                request,
                 namespace=namespace or None,
                 resource_version=resource_version,
                 allow_watch_bookmarks=True,

@@ -16,6 +16,7 @@ from shared.kube.kinds import (
     CLUSTER_PROVIDERS,
     CLUSTER_WATCH_RULES,
     COMMIT_REQUESTS,
+    CONFIG_MAPS,
     GIT_PROVIDERS,
     GIT_TARGETS,
     NAMESPACES,
@@ -83,6 +84,23 @@ class CrdReader:
             str(o["metadata"]["name"]): dict(o["metadata"].get("labels") or {})
             for o in self._client.list(NAMESPACES).items
         }
+
+    def object_data(self, namespace: str, kind: str, name: str) -> dict[str, bytes] | None:
+        """A ConfigMap's data (``data`` and ``binaryData``) or a Secret's, as bytes; None when
+        it does not exist (a GitProvider's ``spec.knownHostsRef``)."""
+        if kind == "Secret":
+            return self.secret_data(namespace, name)
+        try:
+            found = self._client.get(CONFIG_MAPS, namespace, name)
+        except NotFound:
+            return None
+        data = {str(k): str(v).encode() for k, v in (found.get("data") or {}).items()}
+        for key, value in (found.get("binaryData") or {}).items():
+            try:
+                data.setdefault(str(key), base64.b64decode(str(value), validate=True))
+            except binascii.Error:
+                continue
+        return data
 
     def secret_data(self, namespace: str, name: str) -> dict[str, bytes] | None:
         """A Secret's decoded data, or None when it does not exist."""

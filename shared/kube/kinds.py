@@ -26,6 +26,8 @@ COMMIT_REQUESTS = ApiResource(GROUP, VERSION, "commitrequests", "CommitRequest",
 
 NAMESPACES = ApiResource("", "v1", "namespaces", "Namespace", False, _CRUD)
 SECRETS = ApiResource("", "v1", "secrets", "Secret", True, _CRUD)
+#: Read by name only: a GitProvider's spec.knownHostsRef (its SSH known hosts).
+CONFIG_MAPS = ApiResource("", "v1", "configmaps", "ConfigMap", True, _CRUD)
 EVENTS = ApiResource("", "v1", "events", "Event", True, _CRUD)
 SELF_SUBJECT_ACCESS_REVIEWS = ApiResource(
     "authorization.k8s.io",

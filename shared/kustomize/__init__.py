@@ -29,7 +29,7 @@ from shared.kustomize.subset import (
     kustomization_in,
     load,
 )
-from shared.kustomize.transform import images_of, set_image, split_image
+from shared.kustomize.transform import images_of, namespace_effect, set_image, split_image
 from shared.kustomize.tree import Path, Rendered, Tree, key_of
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "kustomization_in",
     "load",
     "merge",
+    "namespace_effect",
     "plan_delete",
     "plan_upsert",
     "render_folder",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -124,6 +125,27 @@ def _namespace(obj: dict[str, Any], namespace: str) -> None:
         for subject in obj["subjects"]:
             if isinstance(subject, dict) and subject.get("name") == "default":
                 subject["namespace"] = namespace
+
+
+def namespace_effect(obj: dict[str, Any], namespace: str) -> str:
+    """What a kustomization's ``namespace: <namespace>`` does to the cluster-scoped ``obj``
+    when the folder is rendered ("" when it leaves it alone): renames a Namespace, sets the
+    namespace of a kind kustomize does not know as cluster-scoped, or of a binding's subject
+    named ``default``."""
+    changed = copy.deepcopy(obj)
+    changed.setdefault("metadata", {})
+    _namespace(changed, namespace)
+    if changed == obj:
+        return ""
+    meta, kind = obj.get("metadata") or {}, obj.get("kind")
+    if changed["metadata"].get("name") != meta.get("name"):
+        return f"renames the Namespace to {namespace}"
+    if changed["metadata"].get("namespace") != meta.get("namespace"):
+        return (
+            f"sets its metadata.namespace to {namespace} (kustomize does not know {kind} as "
+            "cluster-scoped)"
+        )
+    return f"sets the namespace of its subjects named default to {namespace}"
 
 
 def _labels(obj: dict[str, Any], pairs: dict[str, Any], selectors: bool, templates: bool) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from shared.model.appliers import ApplierKind
 from shared.model.defaults import QUIET_PERIOD_S, OnRefusal, PruneMode
 from shared.model.ids import ApplierKey, Branch, GitTargetUid
+from shared.model.placement import Placement
 from shared.model.webhook import WebhookEndpoint
 
 __all__ = ["ApplierRef", "BranchConfig", "OnRefusal", "PruneMode", "TargetConfig", "appliers_of"]
@@ -37,6 +38,8 @@ class BranchConfig:
     committer_email: str
     message_one: str
     message_many: str
+    #: GitProvider spec.knownHostsRef as ``Kind/name`` in the provider's namespace; "" = none.
+    known_hosts: str = ""
 
     @property
     def ref(self) -> Branch:
@@ -50,6 +53,8 @@ class BranchConfig:
         GitProviders with equal writers may write one branch: none uses a Secret, committer or
         template that is not also its own."""
         secret = f"{self.provider_namespace}/{self.secret_name}" if self.secret_name else ""
+        if self.known_hosts:  # another host key trusted is another writer
+            secret += f"+{self.known_hosts}"
         fields = [secret, self.committer_name, self.committer_email, self.message_one]
         return json.dumps([*fields, self.message_many, self.commit_window_s])
 
@@ -139,6 +144,21 @@ class TargetConfig:
     #: under its held writes, and whoever owns the branch keeps them pending until the key works
     #: and the watcher publishes it without this mark.
     key_held: bool = False
+    #: spec.placement and spec.serializeNamespace (issue 27): where new objects' files go.
+    placement: Placement = field(default_factory=Placement)
+    #: spec.commit.window (None: the GitProvider's) and the templates ("": the GitProvider's
+    #: wording), issue 27.7.
+    commit_window_s: float | None = None
+    live_template: str = ""
+    reconcile_template: str = ""
+
+    def window_s(self, branch: BranchConfig) -> float:
+        """The commit window of this GitTarget's writes: its own, else its GitProvider's."""
+        return branch.commit_window_s if self.commit_window_s is None else self.commit_window_s
+
+    #: P7: spec.suspend. Its events wait in Redis (``shared.store.suspension``) and it owes
+    #: its applier nothing until it is resumed.
+    suspended: bool = False
 
     @property
     def ref(self) -> Branch:
@@ -164,16 +184,27 @@ class TargetConfig:
         webhook = data.get("webhook")
         data["webhook"] = WebhookEndpoint.from_data(webhook) if webhook else None
         data["recipients"] = tuple(data.get("recipients") or ())
+        data["placement"] = Placement.from_data(data.get("placement"))
         if "quiet_period_s" not in data:  # written before the period left the reference
             data["quiet_period_s"] = float((applier or {}).get("quiet_period_s", QUIET_PERIOD_S))
         return cls(**data)
 
 
-def appliers_of(targets: Iterable[TargetConfig]) -> dict[ApplierRef, list[TargetConfig]]:
+def appliers_of(
+    targets: Iterable[TargetConfig], *, with_suspended: bool = False
+) -> dict[ApplierRef, list[TargetConfig]]:
     """Each applier the GitTargets name, with the GitTargets naming it (A3: one applier can
-    serve several GitTargets; their obligations are merged on the one record)."""
+    serve several GitTargets; their obligations are merged on the one record). A suspended
+    GitTarget owes its applier nothing (P7) and is left out; ``with_suspended`` keeps an
+    applier only suspended GitTargets name, with an empty list, so that what it was owed
+    before is dropped."""
     named: dict[ApplierRef, list[TargetConfig]] = {}
     for target in targets:
-        if target.applier is not None:
-            named.setdefault(target.applier, []).append(target)
+        if target.applier is None:
+            continue
+        if target.suspended:
+            if with_suspended:
+                named.setdefault(target.applier, [])
+            continue
+        named.setdefault(target.applier, []).append(target)
     return named

@@ -14,75 +14,69 @@ from dataclasses import dataclass, field
 from typing import Any, cast, get_args
 
 from shared.model import defaults
-from shared.model.appliers import KINDS, KindRules
 from shared.model.config import ApplierRef, OnRefusal, PruneMode
+from shared.model.crd_appliers import parse_applier
+from shared.model.crd_meta import (
+    AccessFrom,
+    Condition,
+    LabelSelector,
+    Meta,
+    Raw,
+    Requirement,
+    parse_access_from,
+    parse_conditions,
+    parse_meta,
+    parse_selector,
+)
+from shared.model.crd_meta import as_map as _map
+from shared.model.crd_meta import strings as _strings
+from shared.model.crd_rules import (
+    ClusterWatchRuleView,
+    RuleView,
+    WatchRuleView,
+    parse_cluster_watch_rule,
+    parse_watch_rule,
+)
 from shared.model.duration import DurationError, parse_duration
-from shared.model.events import OPERATIONS, Operation
 from shared.model.ids import GitTargetUid
+from shared.model.placement import Placement, parse_placement
 from shared.model.recipients import SopsError, parse_recipients
-from shared.model.webhook import MAX_TIMEOUT_S, WebhookEndpoint, url_problem
+from shared.model.target_commit import CommitSettings, parse_commit_settings
+from shared.model.target_controls import TargetControls, parse_controls
+from shared.model.webhook import WebhookEndpoint
 
-Raw = Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Condition:
-    """One ``status.conditions`` entry (the metav1.Condition shape)."""
-
-    type: str
-    status: str  # "True", "False" or "Unknown"
-    reason: str
-    message: str = ""
-    last_transition_time: str = ""
-    observed_generation: int = 0
-
-    def to_raw(self) -> dict[str, Any]:
-        """The entry as the API stores it."""
-        return {
-            "type": self.type,
-            "status": self.status,
-            "reason": self.reason,
-            "message": self.message,
-            "lastTransitionTime": self.last_transition_time,
-            "observedGeneration": self.observed_generation,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Meta:
-    """The identity and versions of one object."""
-
-    namespace: str
-    name: str
-    uid: str
-    generation: int
-    resource_version: str
-    labels: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    """One ``matchExpressions`` entry of a label selector."""
-
-    key: str
-    operator: str  # In, NotIn, Exists, DoesNotExist
-    values: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A standard label selector; an empty one matches everything."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    match_expressions: tuple[Requirement, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class AccessFrom:
-    """Which GitTarget namespaces a ClusterProvider admits (names, or a selector, or both)."""
-
-    names: tuple[str, ...] = ()
-    selector: LabelSelector | None = None
+# The parts every resource shares (crd_meta), the GitTarget's applier reference (crd_appliers)
+# and the watch rules' views (crd_rules) live in modules of their own; their names stay
+# importable from here.
+__all__ = [
+    "AccessFrom",
+    "ApplierAllowance",
+    "AttributionSpec",
+    "ClusterProviderView",
+    "ClusterWatchRuleView",
+    "Condition",
+    "EncryptionView",
+    "GitProviderView",
+    "GitTargetView",
+    "LabelSelector",
+    "Meta",
+    "Raw",
+    "Requirement",
+    "RuleView",
+    "SigningRef",
+    "WatchRuleView",
+    "parse_access_from",
+    "parse_applier",
+    "parse_cluster_provider",
+    "parse_cluster_watch_rule",
+    "parse_conditions",
+    "parse_encryption",
+    "parse_git_provider",
+    "parse_git_target",
+    "parse_meta",
+    "parse_selector",
+    "parse_watch_rule",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +132,8 @@ class GitProviderView:
     receiver_type: str  # spec.receiver.type; empty: no webhook endpoint
     receiver_secret: str  # spec.receiver.secretRef.name (key "token")
     webhook_path: str  # status.receiver.webhookPath as last written
+    #: spec.knownHostsRef as ``Kind/name`` (ConfigMap unless it says Secret); "" = none.
+    known_hosts_ref: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,97 +181,19 @@ class GitTargetView:
     signing_public_key: str = field(default="", compare=False)
     #: spec.encryption: Secrets are sealed for these recipients instead of refused (P3).
     encryption: EncryptionView | None = None
+    #: spec.placement and spec.serializeNamespace (issue 27; ``shared.model.placement``), and
+    #: ``status.placement`` as stored (written only when it changes).
+    placement: Placement = field(default_factory=Placement)
+    placement_status: Raw | None = field(default=None, compare=False)
+    #: spec.commit.window and spec.commit.message (issue 27.7; ``shared.model.target_commit``).
+    commit: CommitSettings = field(default_factory=CommitSettings)
+    #: spec.suspend, the reconcile request and what status shows of them (P7, P8, P10).
+    controls: TargetControls = field(default_factory=TargetControls)
 
     @property
     def uid(self) -> GitTargetUid:
         """The incarnation this view belongs to."""
         return GitTargetUid(self.meta.uid)
-
-
-@dataclass(frozen=True, slots=True)
-class RuleView:
-    """One ``spec.rules[]`` entry; ``api_versions`` empty means each group's preferred."""
-
-    api_groups: tuple[str, ...]
-    api_versions: tuple[str, ...]
-    resources: tuple[str, ...]
-    operations: frozenset[Operation]
-
-
-@dataclass(frozen=True, slots=True)
-class WatchRuleView:
-    """Which objects of its own namespace a GitTarget mirrors."""
-
-    meta: Meta
-    target: str
-    rules: tuple[RuleView, ...]
-    conditions: tuple[Condition, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterWatchRuleView:
-    """Which cluster-scoped objects a GitTarget (named by namespace and name) mirrors."""
-
-    meta: Meta
-    target_namespace: str
-    target: str
-    rules: tuple[RuleView, ...]
-    conditions: tuple[Condition, ...] = ()
-
-
-def _map(value: Any) -> Raw:
-    return cast(Raw, value) if isinstance(value, Mapping) else {}
-
-
-def _strings(value: Any) -> tuple[str, ...]:
-    return tuple(str(v) for v in value) if isinstance(value, list) else ()
-
-
-def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((str(k), str(v)) for k, v in _map(value).items()))
-
-
-def parse_meta(raw: Raw) -> Meta:
-    """The identity of any object."""
-    meta = _map(raw.get("metadata"))
-    return Meta(
-        namespace=str(meta.get("namespace", "")),
-        name=str(meta.get("name", "")),
-        uid=str(meta.get("uid", "")),
-        generation=int(meta.get("generation") or 0),
-        resource_version=str(meta.get("resourceVersion", "")),
-        labels=_pairs(meta.get("labels")),
-    )
-
-
-def parse_conditions(raw: Raw) -> tuple[Condition, ...]:
-    """``status.conditions`` as records (entries without a type are skipped)."""
-    entries = _map(raw.get("status")).get("conditions")
-    if not isinstance(entries, list):
-        return ()
-    return tuple(
-        Condition(
-            type=str(e["type"]),
-            status=str(e.get("status", "Unknown")),
-            reason=str(e.get("reason", "")),
-            message=str(e.get("message", "")),
-            last_transition_time=str(e.get("lastTransitionTime", "")),
-            observed_generation=int(e.get("observedGeneration") or 0),
-        )
-        for e in entries
-        if isinstance(e, Mapping) and e.get("type")
-    )
-
-
-def parse_selector(raw: Any) -> LabelSelector:
-    """A label selector (``matchLabels`` and ``matchExpressions``)."""
-    selector = _map(raw)
-    expressions = tuple(
-        Requirement(str(e.get("key", "")), str(e.get("operator", "")), _strings(e.get("values")))
-        for e in selector.get("matchExpressions") or []
-        if isinstance(e, Mapping)
-    )
-    return LabelSelector(_pairs(selector.get("matchLabels")), expressions)
 
 
 def parse_cluster_provider(raw: Raw) -> ClusterProviderView:
@@ -311,18 +229,6 @@ def _attribution(raw: Raw, value: Any) -> AttributionSpec | None:
     return AttributionSpec(route, str(ref["name"]), str(ref.get("key") or defaults.AUDIT_TOKEN_KEY))
 
 
-def parse_access_from(raw: Any) -> AccessFrom | None:
-    """An ``accessFrom`` (names and a selector); absent or not an object is None (admits
-    nothing), an empty object admits nothing either, ``selector: {}`` every namespace."""
-    if not isinstance(raw, Mapping):
-        return None
-    selector = raw.get("selector")
-    return AccessFrom(
-        names=_strings(raw.get("names")),
-        selector=parse_selector(selector) if isinstance(selector, Mapping) else None,
-    )
-
-
 def _window_seconds(text: Any) -> float:
     try:
         return parse_duration(str(text)).total_seconds()
@@ -352,73 +258,15 @@ def parse_git_provider(raw: Raw) -> GitProviderView:
         receiver_type=str(_map(spec.get("receiver")).get("type") or ""),
         receiver_secret=str(_map(_map(spec.get("receiver")).get("secretRef")).get("name") or ""),
         webhook_path=str(_map(_map(raw.get("status")).get("receiver")).get("webhookPath") or ""),
+        known_hosts_ref=_known_hosts_ref(spec.get("knownHostsRef")),
     )
 
 
-def parse_applier(
-    spec: Raw, own_cluster: str, namespace: str
-) -> tuple[ApplierRef | None, float, str, WebhookEndpoint | None]:
-    """``spec.applier`` as a reference, the GitTarget's quiet period in seconds, why the
-    reference cannot be used ("" when it can), and the webhook endpoint when it names one.
-    Absent: None, the default period, "" and None. The fields and what each allows come from
-    the kinds' table (``KINDS``)."""
-    applier = _map(spec.get("applier"))
-    if not applier:
-        return None, defaults.QUIET_PERIOD_S, "", None
-    named = [rules for rules in KINDS.values() if applier.get(rules.spec_field)]
-    problem = _applier_problem(applier, named)
-    if problem:
-        return None, defaults.QUIET_PERIOD_S, problem, None
-    try:
-        quiet = parse_duration(str(applier.get("quietPeriod", defaults.QUIET_PERIOD)))
-    except DurationError as err:
-        return None, defaults.QUIET_PERIOD_S, f"spec.applier.quietPeriod: {err}", None
-    cluster = str(_map(applier.get("clusterProviderRef")).get("name") or own_cluster)
-    rules = named[0]
-    if not rules.names_object:  # an endpoint in the GitTarget's namespace (D7)
-        endpoint, problem = _webhook(_map(applier[rules.spec_field]))
-        if endpoint is None:
-            return None, defaults.QUIET_PERIOD_S, problem, None
-        ref = ApplierRef(rules.kind, namespace, endpoint.name, cluster)
-        return ref, quiet.total_seconds(), "", endpoint
-    target = _map(applier[rules.spec_field])
-    name, ref_namespace = str(target.get("name", "")), str(target.get("namespace", ""))
-    return ApplierRef(rules.kind, ref_namespace, name, cluster), quiet.total_seconds(), "", None
-
-
-def _applier_problem(applier: Raw, named: list[KindRules]) -> str:
-    """Why ``spec.applier``'s fields cannot be used together ("" when they can)."""
-    if len(named) != 1:
-        fields = [rules.spec_field for rules in KINDS.values()]
-        listed = ", ".join(fields[:-1]) + " and " + fields[-1]
-        return f"spec.applier must name exactly one of {listed}"
-    if not named[0].quiet_period and "quietPeriod" in applier:
-        allowed = " or a ".join(r.spec_field for r in KINDS.values() if r.quiet_period)
-        return f"spec.applier.quietPeriod only applies to a {allowed}"
-    return ""
-
-
-def _webhook(raw: Raw) -> tuple[WebhookEndpoint | None, str]:
-    """``spec.applier.webhook`` (D7), or why it cannot be used (the CRD's rules again)."""
-    url = str(raw.get("url", ""))
-    problem = url_problem(url)
-    secret = str(_map(raw.get("secretRef")).get("name") or "")
-    if problem is None and not secret:
-        problem = "spec.applier.webhook.secretRef.name is required"
-    try:
-        timeout = parse_duration(
-            str(raw.get("timeout") or defaults.WEBHOOK_TIMEOUT)
-        ).total_seconds()
-    except DurationError as err:
-        problem = problem or f"spec.applier.webhook.timeout: {err}"
-        timeout = defaults.WEBHOOK_TIMEOUT_S
-    if problem is None and not 0 < timeout <= MAX_TIMEOUT_S:
-        problem = (
-            f"spec.applier.webhook.timeout must be more than 0s and at most {MAX_TIMEOUT_S:g}s"
-        )
-    if problem is not None:
-        return None, problem
-    return WebhookEndpoint(url, secret, timeout), ""
+def _known_hosts_ref(raw: object) -> str:
+    """``spec.knownHostsRef`` as ``Kind/name`` ("" when it names nothing)."""
+    ref = _map(raw)
+    name = str(ref.get("name") or "")
+    return f"{ref.get('kind') or defaults.KNOWN_HOSTS_KIND}/{name}" if name else ""
 
 
 def _stored_applier(raw: Raw) -> Raw | None:
@@ -482,6 +330,10 @@ def parse_git_target(raw: Raw) -> GitTargetView:
         signing=_signing(_map(_map(spec.get("commit")).get("signing"))),
         signing_public_key=str(_map(raw.get("status")).get("signingPublicKey") or ""),
         encryption=parse_encryption(spec),
+        placement=parse_placement(spec),
+        placement_status=_map(_map(raw.get("status")).get("placement")) or None,
+        commit=parse_commit_settings(spec),
+        controls=parse_controls(raw),
     )
 
 
@@ -491,43 +343,3 @@ def _signing(raw: Raw) -> SigningRef | None:
     if not name:
         return None
     return SigningRef(name, raw.get("generateWhenMissing") is True)
-
-
-def _operations(value: Any) -> frozenset[Operation]:
-    named = _strings(value)
-    if not named or "*" in named:
-        return frozenset(OPERATIONS)
-    return frozenset(op for op in OPERATIONS if op in named)
-
-
-def parse_watch_rule(raw: Raw) -> WatchRuleView:
-    """A WatchRule."""
-    spec = _map(raw.get("spec"))
-    target = str(_map(spec.get("targetRef")).get("name", ""))
-    return WatchRuleView(parse_meta(raw), target, _rules(spec), parse_conditions(raw))
-
-
-def parse_cluster_watch_rule(raw: Raw) -> ClusterWatchRuleView:
-    """A ClusterWatchRule."""
-    spec = _map(raw.get("spec"))
-    ref = _map(spec.get("targetRef"))
-    return ClusterWatchRuleView(
-        parse_meta(raw),
-        str(ref.get("namespace", "")),
-        str(ref.get("name", "")),
-        _rules(spec),
-        parse_conditions(raw),
-    )
-
-
-def _rules(spec: Raw) -> tuple[RuleView, ...]:
-    return tuple(
-        RuleView(
-            api_groups=_strings(r.get("apiGroups")),
-            api_versions=_strings(r.get("apiVersions")),
-            resources=_strings(r.get("resources")),
-            operations=_operations(r.get("operations")),
-        )
-        for r in spec.get("rules") or []
-        if isinstance(r, Mapping)
-    )

@@ -19,7 +19,7 @@ from typing import Final, Literal
 from shared.model.duration import parse_duration
 
 PruneMode = Literal["Never", "OnEvent", "Always"]
-OnRefusal = Literal["None", "Reapply"]
+OnRefusal = Literal["None", "Reapply", "PushEmptyCommit"]
 
 #: GitProvider ``spec.push.commitWindow``.
 COMMIT_WINDOW: Final = "5s"
@@ -27,6 +27,8 @@ COMMIT_WINDOW: Final = "5s"
 COMMITTER_NAME: Final = "GitOps Reverser"
 #: GitProvider ``spec.commit.committer.email``.
 COMMITTER_EMAIL: Final = "noreply@gitopsreverser.io"
+#: GitProvider ``spec.knownHostsRef.kind``.
+KNOWN_HOSTS_KIND: Final = "ConfigMap"
 #: GitTarget ``spec.clusterProviderRef.name`` (the schema defaults the whole reference).
 CLUSTER_PROVIDER: Final = "default"
 #: GitTarget ``spec.prune.mode``.
@@ -65,6 +67,7 @@ SCHEMA_DEFAULTS: Final[Mapping[tuple[str, str], str | int]] = {
     ("GitProvider", "spec.push.commitWindow"): COMMIT_WINDOW,
     ("GitProvider", "spec.commit.committer.name"): COMMITTER_NAME,
     ("GitProvider", "spec.commit.committer.email"): COMMITTER_EMAIL,
+    ("GitProvider", "spec.knownHostsRef.kind"): KNOWN_HOSTS_KIND,
     ("GitTarget", "spec.clusterProviderRef.name"): CLUSTER_PROVIDER,
     ("GitTarget", "spec.prune.mode"): PRUNE_MODE,
     ("GitTarget", "spec.onRefusal"): ON_REFUSAL,

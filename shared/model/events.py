@@ -51,10 +51,25 @@ class ObjectEvent:
     #: A sensitive kind (a Secret): body holds only apiVersion, kind and metadata, never data,
     #: and the branch worker refuses it (M10).
     sensitive: bool = False
+    #: W2: the managers that made this write, by the watch's order (the watcher compared the
+    #: object's newest ``managedFields`` entries with the write it delivered before:
+    #: ``shared.decide.apply_window.writers_of``); None when that order cannot say.
+    writers: tuple[str, ...] | None = None
+    #: JSON pointers of the fields whose value in Git is kept (a rule's ignoreDifferences,
+    #: its managers' fields found in managedFields; ``shared.decide.differences``).
+    ignored: tuple[str, ...] = ()
 
     def to_fields(self) -> dict[str, str]:
         """Flat string fields for a Redis stream entry."""
         oid = self.object_id
+        fields = self._fields(oid)
+        if self.writers is not None:
+            fields["writers"] = json.dumps(list(self.writers))
+        if self.ignored:
+            fields["ignored"] = json.dumps(list(self.ignored))
+        return fields
+
+    def _fields(self, oid: ObjectId) -> dict[str, str]:
         return {
             "target": json.dumps([self.target.uid, self.target.namespace, self.target.name]),
             "op": self.operation,
@@ -87,6 +102,8 @@ class ObjectEvent:
                 managers=tuple(ManagerEntry(*m) for m in json.loads(fields["managers"])),
                 observed_at=float(fields["at"]),
                 sensitive=bool(fields.get("sensitive")),
+                writers=_writers(fields.get("writers")),
+                ignored=tuple(str(p) for p in json.loads(fields.get("ignored") or "[]")),
             )
         except (KeyError, TypeError, json.JSONDecodeError) as err:
             raise ValueError(f"malformed object event: {err}") from err
@@ -162,3 +179,13 @@ def latest_managers(managed_fields: list[dict[str, Any]] | None) -> tuple[Manage
         return ()
     newest = max(e.time for e in entries)
     return tuple(e for e in entries if e.time == newest)
+
+
+def _writers(text: str | None) -> tuple[str, ...] | None:
+    """An event's ``writers`` field (absent: None; written before W2's facts existed)."""
+    if text is None:
+        return None
+    names = json.loads(text)
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise TypeError("writers must be a list of manager names")
+    return tuple(names)

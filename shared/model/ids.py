@@ -29,6 +29,12 @@ def normalise_url(url: str) -> str:
     return urlunsplit((parts.scheme.lower(), host, path, "", ""))
 
 
+def repository_key(url: str) -> str:
+    """A short, stable, Redis-safe key for a repository (its normalised URL), whatever the
+    GitProvider that names it."""
+    return hashlib.sha256(normalise_url(url).encode()).hexdigest()[:24]
+
+
 @dataclass(frozen=True, slots=True)
 class Branch:
     """A repository and a branch name: the unit that owns quietness."""

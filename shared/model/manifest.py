@@ -18,6 +18,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 
+from shared.model.fast_render import fast_render
 from shared.model.simple_yaml import simple_dump, yaml11_typed
 
 #: Top-level fields that carry what the user wrote (payload), besides apiVersion/kind/metadata.
@@ -200,8 +201,11 @@ _DUMPERS = threading.local()
 def render(obj: Mapping[str, Any]) -> bytes:
     """Stable YAML bytes for a sanitised object: same object, same bytes.
 
-    A simple object is written by ``simple_dump`` (the same bytes, many times faster);
-    everything else by ruamel."""
+    A simple object is written by ``fast_render`` in one pass, or ``simple_dump`` (the same
+    bytes, many times faster); everything else by ruamel."""
+    fast = fast_render(obj)
+    if fast is not None:
+        return fast
     document = ordered_document(obj)
     simple = simple_dump(document)
     if simple is not None:

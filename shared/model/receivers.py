@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
-ReceiverType = Literal["github", "gitea", "gitlab", "bitbucket", "generic-hmac"]
+ReceiverType = Literal["github", "gitea", "gitlab", "bitbucket", "azure-devops", "generic-hmac"]
 #: ``spec.receiver.type`` values, as the GitProvider CRD enumerates them.
 RECEIVER_TYPES: tuple[ReceiverType, ...] = get_args(ReceiverType)
 #: The key of the receiver's Secret that holds the shared webhook token (CRD: ``secretRef``).

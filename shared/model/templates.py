@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from shared.gotemplate import (
@@ -146,6 +146,75 @@ GROUP = Variables(
     ),
 )
 
+#: A GitTarget's ``liveTemplate`` (issue 27.7): one template for every window of API edits,
+#: so it may name what an event template and a group template name; in a window of several
+#: writes the event fields describe its first write.
+LIVE_SHAPE = Shape("record", {**EVENT_SHAPE.fields, **GROUP_SHAPE.fields}, name="LiveData")
+#: A GitTarget's ``reconcileTemplate``: a window of the deletes a listing found (D2). The type
+#: fields are empty when they differ among its writes; ``Revision`` is the newest
+#: resourceVersion the writes carry ("" when none does).
+_RECONCILE_NAMES = ("Group", "Version", "Resource", "APIVersion", "Namespace", "Revision",
+                    "GitTarget")  # fmt: skip
+RECONCILE_SHAPE = Shape(
+    "record", {**{n: STRING for n in _RECONCILE_NAMES}, "Count": INT}, name="ReconcileData"
+)
+
+
+def live_data(
+    author: str, username: str, git_target: str, writes: Sequence[tuple[str, ObjectId]]
+) -> Record:
+    """A live template's variables: the group's, and the first write's event fields."""
+    operation, oid = writes[0] if writes else ("", ObjectId("", "", "", "", "", ""))
+    data = Record(
+        {
+            **group_data(author, git_target, writes),
+            **event_data(operation, oid, username, git_target),
+        }
+    )
+    data.type_name = "LiveData"
+    return data
+
+
+def reconcile_data(git_target: str, writes: Sequence[tuple[ObjectId, str]]) -> Record:
+    """A reconcile template's variables for ``writes`` (object, resourceVersion)."""
+    first = writes[0][0] if writes else None
+
+    def same(name: str) -> str:
+        values = {str(getattr(oid, name)) for oid, _ in writes}
+        return values.pop() if len(values) == 1 and first is not None else ""
+
+    data = Record(
+        Group=same("group"),
+        Version=same("version"),
+        Resource=same("resource"),
+        APIVersion=same("api_version"),
+        Namespace=same("namespace"),
+        Revision=max((rv for _, rv in writes), key=lambda v: (len(v), v), default=""),
+        GitTarget=git_target,
+        Count=len(writes),
+    )
+    data.type_name = "ReconcileData"
+    return data
+
+
+LIVE = Variables(
+    "liveTemplate",
+    LIVE_SHAPE,
+    (
+        live_data("", "alice@example.com", "apps", [("UPDATE", _DEPLOY)]),
+        live_data("Alice", "", "apps", [("CREATE", _CM), ("UPDATE", _DEPLOY)]),
+    ),
+)
+RECONCILE = Variables(
+    "reconcileTemplate",
+    RECONCILE_SHAPE,
+    (
+        reconcile_data("apps", [(_CM, "1331"), (_CM, "1332")]),
+        reconcile_data("cluster", [(_NS, ""), (_CM, "")]),
+    ),
+)
+_VARIABLES = {v.field: v for v in (EVENT, GROUP, LIVE, RECONCILE)}
+
 _LEGACY = re.compile(r"\{(operation|kind|namespace|name|path|count)(:[<>^]?[0-9]{0,2})?\}")
 _GO_SPELLING = {"operation": "{{.Operation}}", "kind": "{{.Resource}}",
                 "namespace": "{{.Namespace}}", "name": "{{.Name}}", "path": "{{.GitTarget}}",
@@ -172,7 +241,7 @@ def _checked(template: str, which: str) -> Template | TemplateError:
 
 
 def _check(template: str, which: str) -> Template:
-    variables = EVENT if which == EVENT.field else GROUP
+    variables = _VARIABLES[which]
     where = f"{variables.field} {_excerpt(template)}"
     legacy = _LEGACY.search(template)
     if legacy and "{{" not in template:

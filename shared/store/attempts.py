@@ -16,6 +16,7 @@ import re
 import signal
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from types import FrameType
 from typing import Any, NoReturn
 
@@ -23,12 +24,15 @@ import redis
 from rq import Queue, SimpleWorker
 from rq.exceptions import StopRequested
 
-from shared.model.ids import BranchKey, GitTargetUid
+from shared.model.ids import BranchKey
 from shared.model.ledger import LastRequest
 from shared.model.requests import ApplyRequest, AttemptOutcome
+from shared.store.bells import Bells, ring_lua
+from shared.store.connection import MadeClient
+from shared.store.durable import acknowledged
 from shared.store.errors import REDIS_DOWN
 from shared.store.keys import Keys
-from shared.store.ledger import record_lua
+from shared.store.ledger import KEYS_PER_UID, ledger_keys, record_lua
 
 log = logging.getLogger(__name__)
 
@@ -36,30 +40,44 @@ log = logging.getLogger(__name__)
 JOB_FUNCTION = "services.dispatcher.jobs.attempt"
 #: An attempt waits up to 5 minutes for the applier (D6); the job may run a little longer.
 JOB_TIMEOUT_S = 360
-#: Keep finished jobs briefly for rq-dashboard; outcomes travel through the stream.
+#: Keep finished jobs briefly for rq-dashboard; outcomes travel through the stream. The
+#: defaults of ``Settings.job_result_ttl`` and ``Settings.job_failure_ttl``.
 RESULT_TTL_S = 600
 FAILURE_TTL_S = 86_400
 _SAFE = re.compile(r"[^A-Za-z0-9_-]")
 #: Pause before a new rq worker after the last one left its loop with Redis away (C9).
 OUTAGE_PAUSE_S = 1.0
-#: How long a token's outcome guard lives: far past any attempt's deadline.
-OUTCOME_GUARD_TTL_S = 86_400
 
-# KEYS[1] the token's outcome guard, KEYS[2] the branch's outcomes stream, KEYS[3..] the ledger
-# entries of the GitTargets served (S3); ARGV[1] guard TTL, ARGV[2] the ledger entry's JSON
-# (empty: no ledger), then the outcome's field/value pairs. The first time only, writes the
-# ledger and adds the outcome in one script (one MULTI/EXEC in the AOF), so no crash can leave
-# an outcome the branch consumes without the ledger entry the apply window reads (W1);
+
+def guard_ttl_s(failure_ttl_s: int) -> int:
+    """How long a token's outcome guard lives: as long as a run of its job can still report.
+    A failed job stays requeueable (rq-dashboard) for ``failure_ttl_s`` from its failure,
+    which comes at most the job timeout after the report; a finished job never runs again.
+    So the guard outlives every run that could report a second outcome (D1), and is bounded
+    by the failure TTL: lowering that setting is what bounds the guards' memory."""
+    return failure_ttl_s + JOB_TIMEOUT_S
+
+
+# KEYS[1] the token's outcome guard, KEYS[2] the branch's outcomes stream, KEYS[3] the branch's
+# lease (its holder's doorbell is rung: ``shared.store.bells``), KEYS[4..] the ledger
+# entries of the GitTargets served (S3), each followed by its recent list, its counts and the
+# two sets of changed keys (``ledger_keys``); ARGV[1] guard TTL,
+# ARGV[2] the ledger entry's JSON (empty: no ledger), ARGV[3] the branch key, then the
+# outcome's field/value pairs.
+# The first time only, writes the ledger and adds the outcome in one script (one MULTI/EXEC
+# in the AOF), so no crash can leave an outcome the branch consumes without the ledger entry
+# the apply window reads (W1);
 # returns 1 or 0.
 _REPORT_ONCE = (
-    """
+    f"""
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
-  for i = 3, #KEYS do
+  for i = 4, #KEYS, {KEYS_PER_UID} do
 """
     + record_lua("i", 2)
     + """
   end
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', '10000', '*', unpack(ARGV, 3))
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', '10000', '*', unpack(ARGV, 4))
+  ring(KEYS[3], ARGV[3])
   return 1
 end
 return 0
@@ -75,16 +93,37 @@ def job_id(token: str) -> str:
 class Attempts:
     """Enqueue attempts; publish and consume outcomes."""
 
-    def __init__(self, client: redis.Redis, keys: Keys, queue: str) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: Keys,
+        queue: str,
+        *,
+        result_ttl_s: int = RESULT_TTL_S,
+        failure_ttl_s: int = FAILURE_TTL_S,
+    ) -> None:
         self._r = client
+        self._result_ttl_s = result_ttl_s
+        self._failure_ttl_s = failure_ttl_s
         self._keys = keys
         self._queue_name = keys.apply_queue(queue)
-        self._report_once = client.register_script(_REPORT_ONCE)
+        self._report_once = client.register_script(ring_lua(keys) + _REPORT_ONCE)
+        self._bells = Bells(client, keys)
+        self._raw_client: redis.Redis | None = None
 
     def queue(self) -> Queue:
         """The rq queue (rq needs a client that does not decode responses)."""
-        raw = redis.Redis(connection_pool=self._raw_pool())
-        return Queue(self._queue_name, connection=raw)
+        return Queue(self._queue_name, connection=self._raw())
+
+    def _raw(self) -> redis.Redis:
+        """A client like ours that does not decode (made once): a twin when ours was made
+        from a URL (a Sentinel set's primary included), else one on a pool like ours."""
+        if self._raw_client is None:
+            if isinstance(self._r, MadeClient) and self._r.made is not None:
+                self._raw_client = self._r.twin(decode_responses=False)
+            else:
+                self._raw_client = redis.Redis(connection_pool=self._raw_pool())
+        return self._raw_client
 
     def _raw_pool(self) -> redis.ConnectionPool:
         kwargs = dict(self._r.connection_pool.connection_kwargs)
@@ -98,23 +137,30 @@ class Attempts:
         rq's worker owns SIGTERM/SIGINT while it runs: the first is its warm shutdown (the job in
         hand finishes); ``exit_now`` replaces its cold shutdown, so a second signal leaves the
         way every process of the product does. rq leaves its loop when Redis is away (a
-        timeout, or any failure outside its dequeue); the process rides that out (C9): it
+        timeout, or any failure outside its dequeue), and a new rq worker cannot be made while
+        it is (found by the failover tier: the dispatcher exited when its next rq worker was
+        made before Sentinel had promoted a replica); the process rides both out (C9): it
         waits ``OUTAGE_PAUSE_S`` and starts a new rq worker, until a signal asks it to stop.
         Outside an rq worker's loop (before it installs its handlers, after it restores the
         defaults, during the pause) a signal is a clean stop too, not death by SIGTERM.
         """
+        _SIGNALLED.clear()
         while True:
             _stop_on_signal()
-            queue = self.queue()
-            worker = _InProcessWorker([queue], connection=queue.connection)
-            worker.exit_now = exit_now
+            worker: _InProcessWorker | None = None
             try:
+                queue = self.queue()
+                # rq's worker names its connection at construction (CLIENT SETNAME): with
+                # Redis still away (a failover not finished, a restart still loading) that
+                # is an outage like any other, not the end of the process (C9)
+                worker = _InProcessWorker([queue], connection=queue.connection)
+                worker.exit_now = exit_now
                 worker.work(burst=burst, logging_level=log_level)
             except REDIS_DOWN as err:  # rq's teardown writes to Redis too
                 log.warning("rq worker ended: Redis unreachable (%s)", err)
             except StopRequested:  # a signal before rq's own handlers were installed
                 return
-            if burst or worker._shutdown_requested_date is not None:
+            if burst or (worker is not None and worker._shutdown_requested_date is not None):
                 return
             _stop_on_signal()
             log.warning("rq worker left its loop; starting another in %.0f s", OUTAGE_PAUSE_S)
@@ -130,8 +176,8 @@ class Attempts:
             request.to_json(),
             job_id=job_id(request.token),
             job_timeout=JOB_TIMEOUT_S,
-            result_ttl=RESULT_TTL_S,
-            failure_ttl=FAILURE_TTL_S,
+            result_ttl=self._result_ttl_s,
+            failure_ttl=self._failure_ttl_s,
             description=f"{request.applier.kind} {request.applier.namespace}/"
             f"{request.applier.name} {'+'.join(request.reasons)} @ {request.commit[:8]}",
         )
@@ -150,19 +196,30 @@ class Attempts:
         ``Ledger.record`` writes) is set in the same script, before the outcome is visible:
         the branch worker never sees the attempt finished while the ledger still names an
         older request (the apply window it judges by, W1), and a crash loses neither."""
-        ledgers = [self._keys.ledger(GitTargetUid(uid)) for uid in sorted(set(served))]
+        ledgers = ledger_keys(self._keys, sorted(set(served)))
         if last_request is None:
             ledgers = []
-        keys = [self._keys.outcome_guard(outcome.token), self._keys.branch_outcomes(bk), *ledgers]
+        keys = [
+            self._keys.outcome_guard(outcome.token),
+            self._keys.branch_outcomes(bk),
+            self._keys.branch_lease(bk),
+            *ledgers,
+        ]
         entry = last_request.to_json() if last_request is not None else ""
-        args: list[str | int] = [OUTCOME_GUARD_TTL_S, entry]
+        args: list[str | int] = [guard_ttl_s(self._failure_ttl_s), entry, bk]
         for name, value in outcome.to_fields().items():
             args += [name, value]
-        return bool(self._report_once(keys=keys, args=args))
+        with acknowledged(self._r) as r:  # the dispatcher's report survives a failover
+            return bool(self._report_once(keys=keys, args=args, client=r))
 
     def report(self, bk: BranchKey, outcome: AttemptOutcome) -> None:
-        """The dispatcher's one outcome for a token, onto the branch's outcomes stream."""
-        self._r.xadd(self._keys.branch_outcomes(bk), outcome.to_fields(), maxlen=10_000)  # type: ignore[arg-type]
+        """The dispatcher's one outcome for a token, onto the branch's outcomes stream (its
+        owner's doorbell rung in the same transaction)."""
+        with acknowledged(self._r) as r:
+            pipe = r.pipeline(transaction=True)
+            pipe.xadd(self._keys.branch_outcomes(bk), outcome.to_fields(), maxlen=10_000)  # type: ignore[arg-type]
+            self._bells.ring(pipe, bk)
+            pipe.execute()
 
     def outcomes(self, bk: BranchKey) -> list[tuple[str, AttemptOutcome | None]]:
         """Every outcome not yet consumed (None where an entry is malformed)."""
@@ -191,7 +248,17 @@ class Attempts:
             self._r.xdel(self._keys.branch_outcomes(bk), *entry_ids)
 
 
+#: Set by a SIGTERM/SIGINT that came before an rq worker installed its own handlers. The
+#: StopRequested raised for it can be swallowed: a signal that lands while a log line is being
+#: written raises inside logging's ``emit``, which catches every exception and prints "Logging
+#: error" (rq logs "Listening on" just before it installs its handlers). The worker reads the
+#: flag once its handlers are in, so such a signal still stops the process (found by the
+#: Sentinel tests: an idle dispatcher signalled right after it started never stopped).
+_SIGNALLED = threading.Event()
+
+
 def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    _SIGNALLED.set()
     raise StopRequested
 
 
@@ -209,6 +276,15 @@ class _InProcessWorker(SimpleWorker):
     """
 
     exit_now: Callable[[int], NoReturn]
+
+    def _install_signal_handlers(self) -> None:
+        """rq's handlers; then a signal that came before them (``_SIGNALLED``) is a warm
+        shutdown request, seen by rq's loop before it dequeues anything."""
+        super()._install_signal_handlers()  # type: ignore[no-untyped-call]
+        if _SIGNALLED.is_set():
+            log.info("a stop was asked for while the rq worker started: stopping")
+            self._stop_requested = True
+            self._shutdown_requested_date = datetime.now(UTC)
 
     def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
         """A second signal during the warm shutdown: leave at once."""

@@ -11,13 +11,15 @@ sibling's pending writes count too (Q3).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 
 from shared.decide.quiet import BranchView
 from shared.model.ids import BranchKey
+from shared.model.remote import RemoteVerified
 from shared.store.keys import Keys
 from shared.store.leases import Lease
 
@@ -33,27 +35,42 @@ _WINDOWS_OPEN = "windows_open"
 _PUSH_IN_FLIGHT = "push_in_flight"
 _FOREIGN_TIP = "foreign_tip"
 _FOREIGN_AT = "foreign_at"
+_PUSHED_AT = "pushed_at"
 _PENDING = "pending:"
+_VERIFIED = "remote_verified"
 
-# KEYS[1] state hash, KEYS[2] fence counter; ARGV[1] fencing token, then field/value pairs.
-# Writes the fields only while the token is the newest issued; returns 1, or 0 when fenced off.
+# KEYS[1] state hash, KEYS[2] fence counter, KEYS[3] (when the fields hold a verification,
+# P10) the set of state hashes whose verification changed; ARGV[1] fencing token, then
+# field/value pairs. Writes the fields only while the token is the newest issued (and adds the
+# hash to the set); returns 1, or 0 when fenced off.
 # A ``pending:{worker}`` field whose value is 0 is deleted, not kept (U3: worker ids change on
-# every rollout, and a zero counts for nothing).
+# every rollout, and a zero counts for nothing). The other fields go in one HSET: a steady tick
+# writes three (issue 29: each command a script runs counts in Redis's idle cost).
 _FENCED_HSET = """
 if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[1]) then
   return 0
 end
+local fields = {}
 for i = 2, #ARGV, 2 do
   if string.sub(ARGV[i], 1, 8) == 'pending:' and tonumber(ARGV[i + 1]) == 0 then
     redis.call('HDEL', KEYS[1], ARGV[i])
   else
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+    fields[#fields + 1] = ARGV[i]
+    fields[#fields + 1] = ARGV[i + 1]
   end
+end
+if #fields > 0 then
+  redis.call('HSET', KEYS[1], unpack(fields))
+end
+if KEYS[3] then
+  redis.call('SADD', KEYS[3], KEYS[1])
 end
 return 1
 """
 
 Fields = dict[str, str | int | float]
+#: Most changed verifications taken in one read: more branches than an install has.
+CHANGES_TAKEN = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +89,8 @@ class BranchState:
     #: Events in the branch's stream not yet acknowledged (read and unpushed, or unread): an
     #: acknowledged event is deleted from the stream, so this is its length.
     unacked: int = 0
+    #: When the owner's last push landed (``gitops-reverser get targets``' LAST PUSH).
+    pushed_at: float | None = None
 
     @property
     def pending_total(self) -> int:
@@ -108,6 +127,8 @@ class BranchStates:
         fields: Fields = {_TIP: tip or ""}
         if read_at is not None:
             fields[_TIP_READ_AT] = read_at
+            if tip:  # P10: the remote's commit, read from its ref advertisement
+                fields[_VERIFIED] = RemoteVerified(tip, read_at, "Fetch").to_json()
         self._write(lease, fields)
 
     def publish_counts(
@@ -124,10 +145,13 @@ class BranchStates:
         """A push started or finished (Q3: a push in flight keeps the branch busy)."""
         self._write(lease, {_PUSH_IN_FLIGHT: int(in_flight)})
 
-    def publish_pushed(self, lease: Lease, tip: str | None) -> None:
-        """A push finished at ``tip``: the tip and no push in flight, in one write, so no
-        reader sees the new tip beside a push still in flight (Q3)."""
-        self._write(lease, {_TIP: tip or "", _PUSH_IN_FLIGHT: 0})
+    def publish_pushed(self, lease: Lease, tip: str | None, at: float | None = None) -> None:
+        """A push finished at ``tip`` (at ``at``): the tip and no push in flight, in one
+        write, so no reader sees the new tip beside a push still in flight (Q3)."""
+        fields: Fields = {_TIP: tip or "", _PUSH_IN_FLIGHT: 0}
+        if at is not None:
+            fields[_PUSHED_AT] = at
+        self._write(lease, fields)
 
     def publish_foreign(self, lease: Lease, tip: str, at: float) -> None:
         """A commit we did not push was found on the branch (Q6)."""
@@ -141,15 +165,45 @@ class BranchStates:
         fields.update({_TIP: tip or "", _WINDOWS_OPEN: 0, _PUSH_IN_FLIGHT: 0})
         self._write(lease, fields)
 
-    def remember_ours(self, lease: Lease, sha: str, current: tuple[str, ...]) -> tuple[str, ...]:
-        """Record a sha we pushed as the observed tip and one of ours."""
+    def remember_ours(
+        self, lease: Lease, sha: str, current: tuple[str, ...], at: float | None = None
+    ) -> tuple[str, ...]:
+        """Record a sha we pushed as the observed tip and one of ours; ``at``: when the remote
+        accepted the push (P10)."""
         ours = (*current, sha)[-OURS_KEPT:]
-        self._write(lease, {_TIP: sha, _OURS: json.dumps(list(ours))})
+        fields: Fields = {_TIP: sha, _OURS: json.dumps(list(ours))}
+        if at is not None:
+            fields[_VERIFIED] = RemoteVerified(sha, at, "Push").to_json()
+        self._write(lease, fields)
         return ours
+
+    def verified_changes(self) -> set[BranchKey]:
+        """The branches whose verification (P10) changed since the last call, taken from the
+        set in one command (SPOP: each change is handed to one reader; the watcher is it)."""
+        taken: Any = self._r.spop(self._keys.verified_changed, CHANGES_TAKEN)
+        head, tail = self._keys.branch_state(BranchKey("\0")).split("\0")
+        return {
+            BranchKey(str(key)[len(head) : -len(tail)])
+            for key in taken or ()
+            if str(key).startswith(head) and str(key).endswith(tail)
+        }
+
+    def verified_many(self, bks: Sequence[BranchKey]) -> dict[BranchKey, RemoteVerified | None]:
+        """The remote commit each branch's owner last verified (P10), in one round trip."""
+        pipe = self._r.pipeline(transaction=False)
+        for bk in bks:
+            pipe.hget(self._keys.branch_state(bk), _VERIFIED)
+        texts = pipe.execute() if bks else []
+        return {
+            bk: RemoteVerified.from_json(str(text)) if text else None
+            for bk, text in zip(bks, texts, strict=True)
+        }
 
     def _write(self, lease: Lease, fields: Fields) -> None:
         """Write ``fields`` as the owner holding ``lease``; raises FencedOff if it is stale."""
         keys = [self._keys.branch_state(lease.branch), self._keys.branch_fence(lease.branch)]
+        if _VERIFIED in fields:
+            keys.append(self._keys.verified_changed)
         args: list[str | int | float] = [lease.token]
         for name, value in fields.items():
             args += [name, value]
@@ -174,6 +228,7 @@ class BranchStates:
             foreign_tip=raw.get(_FOREIGN_TIP) or None,
             foreign_at=_optional_float(raw.get(_FOREIGN_AT)),
             unacked=int(unacked),
+            pushed_at=_optional_float(raw.get(_PUSHED_AT)),
         )
 
 

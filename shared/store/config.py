@@ -19,12 +19,33 @@ import redis
 from shared.model.config import BranchConfig, TargetConfig
 from shared.model.ids import BranchKey, GitTargetUid
 from shared.store.branch_health import BranchHealth
+from shared.store.branch_state import BranchStates
 from shared.store.keys import Keys
+from shared.store.suspension import Suspensions
+from shared.store.target_health import TargetHealth
 
 #: Refusal slots that record no refused edit: a commit template the worker could not use (T4)
 #: makes the commit anyway, and a commit that did not hold its writes (``held``, D1) leaves the
 #: edits to be written again, so nothing is owed a Refusal for either (A5).
 NOT_AN_EDIT = frozenset({"template", "held"})
+#: The reason of a refused sensitive object (M10; shared.decide.watches.SENSITIVE_RESOURCE).
+SENSITIVE = "SensitiveResource"
+
+
+#: ``ConfigStore.generation``: bumped when a GitTarget leaves a branch (withdrawn, forgotten).
+TARGETS = "targets"
+#: ``ConfigStore.generation``: bumped when a refusal is set or lifted (or its GitTarget goes).
+REFUSALS = "refusals"
+
+
+#: KEYS[1] a GitTarget's hash, KEYS[2] the refusals' generation; ARGV[1] the refusal's field.
+#: The generation moves only when a refusal was there to lift (commits lift ``held`` each time).
+_CLEAR_REFUSAL = """
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 1 then
+  redis.call('INCR', KEYS[2])
+end
+return 0
+"""
 
 
 class ConfigStore:
@@ -33,10 +54,23 @@ class ConfigStore:
     def __init__(self, client: redis.Redis, keys: Keys) -> None:
         self._r = client
         self._keys = keys
+        self._clear = client.register_script(_CLEAR_REFUSAL)
 
     def branch_health(self) -> BranchHealth:
         """The branches' standing stalls, over the same connection (T4)."""
         return BranchHealth(self._r, self._keys)
+
+    def target_health(self) -> TargetHealth:
+        """The GitTargets' last pushes and apply counts, over the same connection (O1)."""
+        return TargetHealth(self._r, self._keys)
+
+    def branch_states(self) -> BranchStates:
+        """The branches' published states, over the same connection (P10: status.remote)."""
+        return BranchStates(self._r, self._keys)
+
+    def suspensions(self) -> Suspensions:
+        """The suspended GitTargets and their backlogs, over the same connection (P7)."""
+        return Suspensions(self._r, self._keys)
 
     def publish_branch(self, config: BranchConfig) -> BranchKey:
         """Record a branch's settings and register the branch."""
@@ -87,6 +121,7 @@ class ConfigStore:
         pipe = self._r.pipeline(transaction=True)
         pipe.hdel(self._keys.target(uid), "config")
         pipe.srem(self._keys.branch_targets(config.ref.key), uid)
+        pipe.incr(self._keys.generation(TARGETS))
         pipe.execute()
         return True
 
@@ -128,9 +163,19 @@ class ConfigStore:
     def _forget(self, uid: GitTargetUid, bk: BranchKey | None) -> None:
         cursors = list(self._r.scan_iter(self._keys.watch_cursors(uid)))
         pipe = self._r.pipeline(transaction=True)
-        pipe.delete(self._keys.target(uid), self._keys.ledger(uid), *cursors)
+        pipe.delete(
+            self._keys.target(uid),
+            self._keys.ledger(uid),
+            self._keys.ledger_recent(uid),
+            self._keys.ledger_counts(uid),
+            self._keys.target_backlog(uid),
+            *cursors,
+        )
+        pipe.srem(self._keys.suspended_targets, uid)  # P7: a gone GitTarget is not suspended
         if bk is not None:
             pipe.srem(self._keys.branch_targets(bk), uid)
+        pipe.incr(self._keys.generation(TARGETS))
+        pipe.incr(self._keys.generation(REFUSALS))
         pipe.execute()
 
     def set_refusal(
@@ -142,11 +187,21 @@ class ConfigStore:
         each refusal is lifted by its own recovery (the object deleted, the folder cleaned).
         """
         value = json.dumps({"reason": reason, "message": message})
-        self._r.hset(self._keys.target(uid), f"refusal:{key}", value)
+        pipe = self._r.pipeline(transaction=True)
+        pipe.hset(self._keys.target(uid), f"refusal:{key}", value)
+        pipe.incr(self._keys.generation(REFUSALS))
+        pipe.execute()
 
     def clear_refusal(self, uid: GitTargetUid, key: str = "folder") -> None:
         """One refusal of the GitTarget no longer stands."""
-        self._r.hdel(self._keys.target(uid), f"refusal:{key}")
+        keys = [self._keys.target(uid), self._keys.generation(REFUSALS)]
+        self._clear(keys=keys, args=[f"refusal:{key}"])
+
+    def generation(self, what: str) -> str | None:
+        """The counter of ``TARGETS`` or ``REFUSALS`` (None before any change, or after
+        Redis lost its data: either way unlike any value read before)."""
+        value = self._r.get(self._keys.generation(what))
+        return str(value) if value is not None else None
 
     def refusals(self, uid: GitTargetUid) -> dict[str, dict[str, str]]:
         """Every standing refusal of the GitTarget, by key."""
@@ -155,15 +210,13 @@ class ConfigStore:
 
     def first_refusals(self, uids: Sequence[GitTargetUid]) -> dict[GitTargetUid, dict[str, str]]:
         """``refusal`` of many GitTargets in one round trip (a reconcile pass reports every
-        GitTarget); those with none are left out."""
+        GitTarget); those with none are left out. A refused sensitive object comes last: its
+        WatchRule shows it, and another refusal must not hide behind it."""
         pipe = self._r.pipeline(transaction=False)
         for uid in uids:
             pipe.hgetall(self._keys.target(uid))
         raws = pipe.execute() if uids else []
-        found = {
-            uid: next(iter(_refusals(raw).values()), None)
-            for uid, raw in zip(uids, raws, strict=True)
-        }
+        found = {uid: _first(_refusals(raw)) for uid, raw in zip(uids, raws, strict=True)}
         return {uid: refusal for uid, refusal in found.items() if refusal is not None}
 
     def refusing(self, uids: Sequence[GitTargetUid]) -> set[GitTargetUid]:
@@ -183,9 +236,47 @@ class ConfigStore:
         return next(iter(standing.values()), None)
 
 
+def _first(standing: dict[str, dict[str, str]]) -> dict[str, str] | None:
+    """The first refusal, one of a sensitive object only when there is no other."""
+    ordered = sorted(standing.values(), key=lambda r: r.get("reason") == SENSITIVE)
+    return ordered[0] if ordered else None
+
+
 def _refusals(raw: dict[str, str]) -> dict[str, dict[str, str]]:
     return {
         name.removeprefix("refusal:"): dict(json.loads(value))
         for name, value in sorted(raw.items())
         if name.startswith("refusal:")
     }
+
+
+class RefusalReader:
+    """``ConfigStore.first_refusals`` for a reader that asks about every GitTarget each pass
+    (the watcher's status, every ``reconcile_period``): a refusal is set or lifted only through
+    ``ConfigStore``, which bumps the refusals' counter, so while the counter stands still the
+    answers of the last read stand, and a pass costs one read of the counter plus one per
+    GitTarget not seen before (not one per GitTarget). Every ``full_every`` passes everything
+    is read again all the same (a branch worker of a version that bumps nothing): 30, every 5
+    minutes at the default period (each minute, it was a fifth of the idle cost at 5,000
+    GitTargets, issue 29)."""
+
+    def __init__(self, configs: ConfigStore, full_every: int = 30) -> None:
+        self._configs = configs
+        self._full_every = full_every
+        self._generation: str | None = None
+        self._passes = 0
+        #: Each GitTarget's first standing refusal (None: none) as last read.
+        self._known: dict[GitTargetUid, dict[str, str] | None] = {}
+
+    def first_refusals(self, uids: Sequence[GitTargetUid]) -> dict[GitTargetUid, dict[str, str]]:
+        """As ``ConfigStore.first_refusals``."""
+        generation = self._configs.generation(REFUSALS)  # before the reads: a change after
+        if generation != self._generation or self._passes % self._full_every == 0:
+            self._known.clear()  # them shows at the next pass
+        self._generation = generation
+        self._passes += 1
+        missing = [uid for uid in uids if uid not in self._known]
+        if missing:
+            found = self._configs.first_refusals(missing)
+            self._known.update({uid: found.get(uid) for uid in missing})
+        return {uid: refusal for uid in uids if (refusal := self._known.get(uid)) is not None}

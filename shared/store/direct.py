@@ -24,6 +24,7 @@ from typing import Any
 
 import redis
 
+from shared.store.durable import WAIT_TIMEOUT_MS, ReplicasBehind, fence_and_wait
 from shared.store.errors import REDIS_DOWN
 
 
@@ -64,6 +65,30 @@ class ThreadConnections:
             except BaseException:
                 conn.disconnect()  # a reply may be half read: never reuse the socket
                 raise
+
+    def execute_acknowledged(self, replicas: int, *args: Any) -> Any:
+        """``execute``, then, when ``replicas`` > 0, ``WAIT`` for that many replicas on the
+        same connection (``shared.store.durable``); raises ``ReplicasBehind`` (a connection
+        error: the caller's outage) when fewer confirm in time or the connection fails in
+        between. A retried command ran again on the fresh connection, so the wait covers it."""
+        reply = self.execute(*args)
+        if replicas <= 0:
+            return reply
+        conn = self._connection()
+        try:
+            confirmed = fence_and_wait(conn, replicas)
+        except REDIS_DOWN as err:
+            conn.disconnect()
+            raise ReplicasBehind(f"WAIT failed: {type(err).__name__}") from err
+        except BaseException:
+            conn.disconnect()
+            raise
+        if confirmed < replicas:
+            raise ReplicasBehind(
+                f"{confirmed} of {replicas} replica(s) confirmed the write within "
+                f"{WAIT_TIMEOUT_MS} ms"
+            )
+        return reply
 
     def close(self) -> None:
         """Close this thread's connection (the others close with their threads' objects)."""

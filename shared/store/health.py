@@ -11,6 +11,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from shared.store.connection import open_client
+
 #: Longest a PING may take, connecting included, before Redis counts as unreachable.
 PROBE_TIMEOUT_S = 1.0
 
@@ -19,7 +21,7 @@ class RedisProbe:
     """``probe()`` is None when Redis answers a PING within ``timeout_s``, else why not."""
 
     def __init__(self, url: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
-        self._client = redis.Redis.from_url(
+        self._client = open_client(
             url,
             socket_timeout=timeout_s,
             socket_connect_timeout=timeout_s,

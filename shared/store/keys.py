@@ -20,12 +20,16 @@ each does or does not expire:
 - ``target:{uid}``: a GitTarget's published config and refusal state (deleted with it);
   ``branch:{bk}:targets``: the uids writing to a branch.
 - ``applier:{ak}``: obligations (no TTL: dropped when empty).
-- ``outcome:{token}``: guard that makes a token's outcome unique (TTL: a day, far past any
-  attempt's deadline).
+- ``outcome:{token}``: guard that makes a token's outcome unique (TTL: the failed job's,
+  ``Settings.job_failure_ttl``, a day by default, plus the job timeout, so it outlives every
+  run of the job that could report: ``shared.store.attempts.guard_ttl_s``).
 - ``ledger:{uid}``: status.applier per GitTarget incarnation (deleted with the GitTarget).
 - ``receiver:deliveries:{provider}``: a GitProvider's replay guards, a sorted set of delivery
   ids by receipt time, bounded in age and number (``shared.store.notices``: U2; TTL: the age
   limit, renewed by each delivery).
+- ``receiver:delivered:{repository}``: when a receiver last took a verified delivery for a
+  repository (``repository_key`` of its URL, whichever GitProvider's receiver it was), seconds
+  (``shared.store.notices``: P14; TTL: the replay guards' age limit).
 - ``receiver:{digest}``: a GitProvider's webhook receiver as the watcher publishes it (no TTL:
   forgotten with the GitProvider or its ``spec.receiver``); ``receivers``: the set of published
   digests, so one left behind while no watcher ran is still forgotten.
@@ -43,6 +47,25 @@ each does or does not expire:
   of their last API edit, which the apply window judges a revert by (W1), so a branch taken
   again remembers them (``shared.store.api_edits``; entries older than the window could need
   are dropped on each write; TTL: the same 15 minutes, renewed by each).
+- ``generation:targets``: a counter the watcher increments whenever a GitTarget leaves a
+  branch (withdrawn or forgotten); ``generation:refusals``: one the branch owners increment
+  whenever a refusal is set or lifted. Readers that poll many branches or GitTargets read the
+  counter and skip their per-key reads while it stands still (idle cost; no TTL).
+- ``changed:verified``: set of the branch-state hashes whose remote verification (P10)
+  changed, added by the owner's fenced write and taken (SPOP) by the watcher's light pass,
+  which then reads only those branches (no TTL: at most one member per branch).
+- ``changed:ledger``: the same for ledger entries (``ledger:{uid}``) whose version moved,
+  added by each ledger write and taken by the watcher's light pass of ``status.applier``.
+- ``changed:health``: set of the keys the watcher's reconcile pass reads a GitTarget's health
+  from (``shared.store.target_health``) that changed: a GitTarget's hash when a push is
+  recorded in it, its ledger counts when an outcome is counted, a branch's events stream when
+  its oldest entry may have moved (an entry added to an empty stream, or one deleted); the
+  pass takes the set (SPOP) and reads only those (no TTL: at most three members per
+  GitTarget).
+- ``worker:{id}:bell``: a branch worker's doorbell, a stream the receiver's notice store and
+  the dispatcher's outcome report append the branch's key to for the branch's lease holder
+  (``shared.store.bells``), so the scheduler's one blocking read wakes for them (MAXLEN ~100;
+  TTL: three lease periods, renewed by the worker's heartbeat; deleted when it leaves).
 - ``watcher:epoch``: a random value the watcher sets once and reads every pass; finding it
   gone or changed means Redis lost its data, so every config is published again (C8; no TTL).
 - ``queue:{name}``: the rq queue of apply attempts (``Settings.apply_queue``; rq stores it as
@@ -62,13 +85,18 @@ each does or does not expire:
   TTL: forgotten with the route).
 - ``watcher:targets``: set of GitTarget uids whose config the watcher published, so a
   GitTarget deleted while no watcher ran is still forgotten (no TTL: the live list).
+- ``suspended-targets``: set of the GitTarget uids whose ``spec.suspend`` is true (P7; no TTL:
+  the live list, a uid leaves it when its GitTarget is resumed or forgotten);
+  ``target:{uid}:backlog``: hash of what a suspended GitTarget's watches published meanwhile,
+  its newest entry per object in publishing order (``shared.store.suspension``; moved onto
+  the branch's stream when it is resumed, deleted with the GitTarget).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.model.ids import ApplierKey, BranchKey, GitTargetUid
+from shared.model.ids import ApplierKey, BranchKey, GitTargetUid, repository_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +130,28 @@ class Keys:
     def workers(self) -> str:
         """Sorted set of branch-worker ids scored by their last heartbeat (for fair shares)."""
         return self._k("workers")
+
+    @property
+    def verified_changed(self) -> str:
+        """Set of the branch-state hashes whose remote verification (P10) changed since the
+        watcher last took them (``BranchStates.verified_changes``)."""
+        return self._k("changed", "verified")
+
+    @property
+    def ledger_changed(self) -> str:
+        """Set of the ledger entries whose version moved since the watcher last took them
+        (``Ledger.changes``)."""
+        return self._k("changed", "ledger")
+
+    @property
+    def health_changed(self) -> str:
+        """Set of the keys a GitTarget's health is read from that changed since the watcher
+        last took them (``TargetHealth.changes``)."""
+        return self._k("changed", "health")
+
+    def worker_bell(self, worker_id: str) -> str:
+        """A branch worker's doorbell stream (``shared.store.bells``)."""
+        return self._k("worker", worker_id, "bell")
 
     def branch_events(self, bk: BranchKey) -> str:
         """Stream of object events for a branch (M1, M8)."""
@@ -147,6 +197,19 @@ class Keys:
         """A GitTarget incarnation's published config and refusal state."""
         return self._k("target", uid)
 
+    def generation(self, what: str) -> str:
+        """A counter bumped whenever ``what`` (``targets``, ``refusals``) changes anywhere."""
+        return self._k("generation", what)
+
+    @property
+    def suspended_targets(self) -> str:
+        """Set of the suspended GitTarget uids (P7)."""
+        return self._k("suspended-targets")
+
+    def target_backlog(self, uid: GitTargetUid) -> str:
+        """What a suspended GitTarget's watches published, newest per object (P7)."""
+        return self._k("target", uid, "backlog")
+
     def branch_targets(self, bk: BranchKey) -> str:
         """Set of GitTarget uids that write to a branch."""
         return self._k("branch", bk, "targets")
@@ -168,9 +231,24 @@ class Keys:
         """status.applier of one GitTarget incarnation (S3)."""
         return self._k("ledger", uid)
 
+    def ledger_counts(self, uid: GitTargetUid) -> str:
+        """The incarnation's finished requests counted by outcome (its ``apply_requests``
+        series, issue 26)."""
+        return self._k("ledger", uid, "counts")
+
+    def ledger_recent(self, uid: GitTargetUid) -> str:
+        """The incarnation's last finished requests, newest first: a list capped at
+        ``shared.store.ledger.RECENT`` (the apply window's, W1)."""
+        return self._k("ledger", uid, "recent")
+
     def deliveries(self, provider: str) -> str:
         """The delivery ids a GitProvider's receiver has seen (R4, U2)."""
         return self._k("receiver", "deliveries", provider)
+
+    def delivered(self, url: str) -> str:
+        """When a receiver last took a verified delivery for the repository at ``url`` (P14:
+        while it is recent, an idle branch trusts its view of the remote and reads no tip)."""
+        return self._k("receiver", "delivered", repository_key(url))
 
     def receiver(self, digest: str) -> str:
         """A webhook receiver by its path digest (R1): which GitProvider, type, Secret, branches."""
@@ -188,6 +266,11 @@ class Keys:
     def watch_known(self, uid: GitTargetUid, group_resource: str, namespace: str) -> str:
         """Objects one watch has seen, by name (M9 sweeps)."""
         return self._k("watch", uid, group_resource, namespace or "_cluster", "known")
+
+    def watch_selection(self, uid: GitTargetUid, group_resource: str, namespace: str) -> str:
+        """The objectSelectors one watch's seen set was listed under (issue 27): a watch that
+        finds others lists again. Removed with the GitTarget's cursors (``watch_cursors``)."""
+        return self._k("watch", uid, group_resource, namespace or "_cluster", "sel")
 
     def commit_request(self, uid: str) -> str:
         """A CommitRequest's publication and outcome, by its uid."""

@@ -32,6 +32,24 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
+# KEYS[1..n] lease keys; ARGV[1] lease period in ms, ARGV[2..n+1] "owner|token" of each.
+# One MGET for every lease, then a PEXPIRE for each still ours: a worker's heartbeat costs
+# n + 2 commands (one GET and one PEXPIRE each, plus the call, as n scripts cost 3n).
+# Returns 1 (renewed) or 0 (lost) per lease, in order.
+_RENEW_MANY = """
+local values = redis.call('MGET', unpack(KEYS))
+local answers = {}
+for i = 1, #KEYS do
+  if values[i] == ARGV[i + 1] then
+    answers[i] = redis.call('PEXPIRE', KEYS[i], ARGV[1])
+  else
+    answers[i] = 0
+  end
+end
+return answers
+"""
+#: Leases renewed by one call of ``_RENEW_MANY`` (Lua's ``unpack`` is bounded by its stack).
+RENEW_BATCH = 1000
 # KEYS[1] lease key; ARGV[1] "owner|token". Deletes only our own lease.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -64,6 +82,7 @@ class Leases:
         self._period_ms = period_ms
         self._acquire = client.register_script(_ACQUIRE)
         self._renew = client.register_script(_RENEW)
+        self._renew_many = client.register_script(_RENEW_MANY)
         self._release = client.register_script(_RELEASE)
 
     def acquire(self, bk: BranchKey, owner: str) -> Lease | None:
@@ -80,13 +99,21 @@ class Leases:
     def renew_many(self, leases: Sequence[Lease]) -> list[bool]:
         """``renew`` for every lease in one round trip (the heartbeat's renewal of all of a
         worker's branches); each answer says whether that lease is still held."""
-        if not leases:
+        answers: list[bool] = []
+        for start in range(0, len(leases), RENEW_BATCH):
+            batch = leases[start : start + RENEW_BATCH]
+            keys = [self._keys.branch_lease(lease.branch) for lease in batch]
+            args: list[str | int] = [self._period_ms, *(lease.value for lease in batch)]
+            answers.extend(bool(a) for a in self._renew_many(keys=keys, args=args))
+        return answers
+
+    def holders(self, bks: Sequence[BranchKey]) -> list[str | None]:
+        """Who holds each branch now (``owner|token``, None when nobody does), in one MGET:
+        a worker looking for branches to take asks only after the free ones."""
+        if not bks:
             return []
-        pipe = self._r.pipeline(transaction=False)
-        for lease in leases:
-            keys = [self._keys.branch_lease(lease.branch)]
-            self._renew(keys=keys, args=[lease.value, self._period_ms], client=pipe)
-        return [bool(answer) for answer in pipe.execute()]
+        values = self._r.mget([self._keys.branch_lease(bk) for bk in bks])
+        return [str(v) if v is not None else None for v in values]
 
     def release(self, lease: Lease) -> None:
         """Give the branch back at once (clean shutdown), if it is still ours."""

@@ -58,6 +58,15 @@ class NoticeReader:
             found[bk] = [PushNotice.from_fields(fields) for _, fields in messages]
         return found
 
+    def delivered_at(self, url: str) -> float | None:
+        """When a receiver last took a verified delivery for the repository at ``url`` (P14),
+        or None when none is recorded (no receiver, or none within the record's lifetime)."""
+        value: Any = self._r.get(self._keys.delivered(url))
+        try:
+            return float(value) if value is not None else None
+        except ValueError:
+            return None
+
     def forget(self, bk: BranchKey) -> None:
         """The branch is no longer ours."""
         self._cursor.pop(bk, None)

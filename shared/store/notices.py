@@ -27,7 +27,9 @@ import redis
 from redis.exceptions import NoScriptError
 
 from shared.model.notices import PushNotice
+from shared.store.bells import Bells, ring_lua
 from shared.store.direct import ThreadConnections
+from shared.store.durable import acknowledged, min_replicas
 from shared.store.errors import unavailable_as_error
 from shared.store.keys import Keys
 
@@ -43,16 +45,20 @@ MAX_GUARDS = 10_000
 MAX_ID_CHARS = 128
 
 #: KEYS[1]     the GitProvider's replay guards (Keys.deliveries): a sorted set id -> time
-#: KEYS[2..n]  one notice stream per notice (Keys.branch_notices)
-#: ARGV[1]     the notices as one JSON array, in KEYS[2..] order, each a flat array of its
+#: KEYS[2]     when a receiver last took a delivery for the repository (Keys.delivered, P14)
+#: KEYS[3..]   one notice stream per notice (Keys.branch_notices), then the lease of each
+#:             notice's branch, in the same order (its holder's doorbell is rung:
+#:             ``shared.store.bells``)
+#: ARGV[1]     the notices as one JSON array, in KEYS[3..] order, each a flat array of its
 #:             field/value items (one argument instead of a dozen: cheaper to send and parse)
-#: ARGV[2]     the delivery id, ARGV[3] now (seconds)
+#: ARGV[2]     the delivery id, ARGV[3] now (seconds), ARGV[4..] each notice's branch key
 #: The guards' age limit (seconds, also the set's TTL), the most ids kept and the streams'
 #: approximate MAXLEN are constants of a writer, written into its script's text (fewer
 #: arguments to pack and send per delivery).
 #: Returns the number of notices appended, or -1 when the delivery was seen before.
 _STORE_ONCE = """
 local now = tonumber(ARGV[3])
+redis.call('SET', KEYS[2], ARGV[3], 'EX', {ttl:d})
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - {ttl:d})
 if redis.call('ZADD', KEYS[1], 'NX', now, ARGV[2]) == 0 then
   return -1
@@ -63,10 +69,12 @@ if over > 0 then
 end
 redis.call('EXPIRE', KEYS[1], {ttl:d})
 local notices = cjson.decode(ARGV[1])
-for i = 2, #KEYS do
-  redis.call('XADD', KEYS[i], 'MAXLEN', '~', {max_len:d}, '*', unpack(notices[i - 1]))
+local n = (#KEYS - 2) / 2
+for i = 1, n do
+  redis.call('XADD', KEYS[i + 2], 'MAXLEN', '~', {max_len:d}, '*', unpack(notices[i]))
+  ring(KEYS[i + 2 + n], ARGV[i + 3])
 end
-return #KEYS - 1
+return n
 """
 #: The notices' JSON: compact, non-ASCII as is (one encoder: ``json.dumps`` with options
 #: builds a new one on every call).
@@ -98,7 +106,8 @@ class NoticeWriter:
         self._max_len = max_len
         self._ttl = int(SEEN_FOR.total_seconds())
         script = _STORE_ONCE.format(ttl=self._ttl, max_len=int(max_len), max_guards=int(max_guards))
-        self._store_once = client.register_script(script)
+        self._store_once = client.register_script(ring_lua(keys) + script)
+        self._bells = Bells(client, keys)
         self._streams: dict[tuple[str, str], str] = {}
         self._direct = ThreadConnections(client)
 
@@ -111,6 +120,16 @@ class NoticeWriter:
             known = self._keys.branch_notices(notice.target.key)
             self._streams[(notice.url, notice.ref)] = known
         return known
+
+    def delivered(self, url: str) -> None:
+        """Record that a receiver took a verified delivery for the repository at ``url`` that
+        stores no notice (a ping, an event that is not a push, a push to a branch nothing
+        mirrors): P14, the repository's webhook is known to arrive. Storing notices records it
+        in the same step.
+
+        Raises ``StoreUnavailable`` when Redis does not answer."""
+        with unavailable_as_error("recording a delivery"):
+            self._r.set(self._keys.delivered(url), repr(self._clock()), ex=self._ttl)
 
     def guard_key(self, provider: str) -> str:
         """The replay guards of one GitProvider's receiver."""
@@ -134,10 +153,11 @@ class NoticeWriter:
             if not delivery:
                 return self._store_always(notices)
             streams = [self._stream(n) for n in notices]
+            leases = [self._keys.branch_lease(n.target.key) for n in notices]
             items = _ENCODE([_flat(n) for n in notices])
             added = self._run_store_once(
-                [self.guard_key(provider), *streams],
-                [items, self.guard_id(delivery), self._clock()],
+                [self.guard_key(provider), self._keys.delivered(notices[0].url), *streams, *leases],
+                [items, self.guard_id(delivery), self._clock(), *(n.target.key for n in notices)],
             )
         return int(added) >= 0
 
@@ -148,15 +168,23 @@ class NoticeWriter:
         it loaded by the wrapper."""
         try:
             sha = self._store_once.sha
-            return int(self._direct.execute("EVALSHA", sha, len(keys), *keys, *args))
+            return int(
+                self._direct.execute_acknowledged(
+                    min_replicas(self._r), "EVALSHA", sha, len(keys), *keys, *args
+                )
+            )
         except NoScriptError:
-            return int(self._store_once(keys=keys, args=args))
+            with acknowledged(self._r) as r:
+                return int(self._store_once(keys=keys, args=args, client=r))
 
     def _store_always(self, notices: Sequence[PushNotice]) -> bool:
-        pipe = self._r.pipeline(transaction=True)
-        for notice in notices:
-            key = self._stream(notice)
-            fields = notice.to_fields()
-            pipe.xadd(key, fields, maxlen=self._max_len, approximate=True)  # type: ignore[arg-type]
-        pipe.execute()
+        with acknowledged(self._r) as r:
+            pipe = r.pipeline(transaction=True)
+            pipe.set(self._keys.delivered(notices[0].url), repr(self._clock()), ex=self._ttl)
+            for notice in notices:
+                key = self._stream(notice)
+                fields = notice.to_fields()
+                pipe.xadd(key, fields, maxlen=self._max_len, approximate=True)  # type: ignore[arg-type]
+                self._bells.ring(pipe, notice.target.key)
+            pipe.execute()
         return True

@@ -12,6 +12,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from shared.model.receivers import ReceiverRecord, RecordError
+from shared.store.connection import MadeClient, open_client
 from shared.store.errors import unavailable_as_error
 from shared.store.keys import Keys
 
@@ -23,10 +24,14 @@ RECEIVER_TIMEOUT_S = 2.0
 RECEIVER_RETRIES = 1
 
 
-def receiver_client(url: str, timeout_s: float = RECEIVER_TIMEOUT_S) -> redis.Redis:
-    """A client for the receiver, which never blocks on Redis: short timeouts, one retry."""
-    return redis.Redis.from_url(
+def receiver_client(
+    url: str, timeout_s: float = RECEIVER_TIMEOUT_S, min_replicas: int = 0
+) -> MadeClient:
+    """A client for the receiver, which never blocks on Redis: short timeouts, one retry
+    (a Sentinel set's primary too: ``shared.store.connection``)."""
+    return open_client(
         url,
+        min_replicas=min_replicas,
         decode_responses=True,
         socket_timeout=timeout_s,
         socket_connect_timeout=timeout_s,
@@ -42,16 +47,31 @@ class ReceiverDirectory:
     def __init__(self, client: redis.Redis, keys: Keys) -> None:
         self._r = client
         self._keys = keys
+        #: What this process last published per digest: a record published again unchanged
+        #: is not written (the watcher's pass publishes every receiver; four commands per
+        #: GitProvider every pass were the largest part of an idle install's Redis traffic).
+        self._written: dict[str, str] = {}
 
     def publish(self, digest: str, record: ReceiverRecord) -> None:
-        """Record (or replace) the receiver served at ``/hook/<digest>``."""
+        """Record (or replace) the receiver served at ``/hook/<digest>``; nothing is sent when
+        this process published the same record there already (``forget_published`` after
+        Redis lost its data, C8)."""
+        text = record.to_json()
+        if self._written.get(digest) == text:
+            return
         pipe = self._r.pipeline(transaction=True)
-        pipe.set(self._keys.receiver(digest), record.to_json())
+        pipe.set(self._keys.receiver(digest), text)
         pipe.sadd(self._keys.receivers, digest)
         pipe.execute()
+        self._written[digest] = text
+
+    def forget_published(self) -> None:
+        """Redis lost what was published (C8): the next ``publish`` of each record writes it."""
+        self._written.clear()
 
     def forget(self, digest: str) -> None:
         """Stop serving ``/hook/<digest>`` (GitProvider or receiver gone, token changed)."""
+        self._written.pop(digest, None)
         pipe = self._r.pipeline(transaction=True)
         pipe.delete(self._keys.receiver(digest))
         pipe.srem(self._keys.receivers, digest)

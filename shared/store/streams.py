@@ -37,35 +37,53 @@ from shared.decide.apply_window import may_be_withheld
 from shared.model.commit_requests import COMMIT, CommitRequestItem
 from shared.model.events import LISTED, Listing, ObjectEvent
 from shared.model.ids import BranchKey
+from shared.store import bells
+from shared.store.durable import acknowledged
 from shared.store.keys import Keys
 
-#: The one consumer group per events stream: the branch's owners, one at a time.
-GROUP = "owners"
+#: The one consumer group per events stream: the branch's owners, one at a time (a worker's
+#: doorbell has a group of the same name, so one group read takes both).
+GROUP = bells.GROUP
 
 #: A stream this long coalesces whether or not its branch is recorded stalled (U1's bound for
 #: a branch nobody owns or whose stall was not recorded).
 MAX_ENTRIES = 10_000
 
 # KEYS[1] the stream, KEYS[2] its newest entry per object, KEYS[3] the branch list, KEYS[4] the
-# stalled branches; ARGV[1] the branch key, ARGV[2] the object's coalescing key, ARGV[3..] the
-# entry's fields. Appends the entry and, on a stalled or full stream, deletes the object's
-# previous one (U1), atomically.
+# stalled branches, KEYS[5] the suspended GitTargets, KEYS[6] the entry's GitTarget's backlog,
+# KEYS[7] the changed health keys (the stream is named there when its oldest entry may have
+# moved: the entry is its only one, or an entry was deleted; ``shared.store.target_health``);
+# ARGV[1] the branch key, ARGV[2] the object's coalescing key, ARGV[3] the entry's GitTarget
+# uid, ARGV[4..] the entry's fields. For a suspended GitTarget (P7) the entry replaces the
+# object's previous one in its backlog, numbered in publishing order, and "" is returned;
+# otherwise appends the entry and, on a stalled or full stream, deletes the object's previous
+# one (U1), atomically.
 _PUBLISH = f"""
-local id = redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
+if redis.call('SISMEMBER', KEYS[5], ARGV[3]) == 1 then
+  local seq = redis.call('HINCRBY', KEYS[6], '#', 1)
+  redis.call('HSET', KEYS[6], ARGV[2], cjson.encode({{seq, {{unpack(ARGV, 4)}}}}))
+  return ''
+end
+local id = redis.call('XADD', KEYS[1], '*', unpack(ARGV, 4))
 local old = redis.call('HGET', KEYS[2], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[2], id)
 if old and (redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1
             or redis.call('XLEN', KEYS[1]) > {MAX_ENTRIES}) then
   redis.call('XDEL', KEYS[1], old)
+  redis.call('SADD', KEYS[7], KEYS[1])
+elseif redis.call('XLEN', KEYS[1]) == 1 then
+  redis.call('SADD', KEYS[7], KEYS[1])
 end
 redis.call('SADD', KEYS[3], ARGV[1])
 return id
 """
 
-# KEYS[1] the stream, KEYS[2] its newest entry per object; ARGV: entry id, coalescing key
-# ("" for an entry that could not be decoded), pairwise. Acknowledges and deletes each entry and
-# forgets it as its object's newest, unless a newer one was published meanwhile.
+# KEYS[1] the stream, KEYS[2] its newest entry per object, KEYS[3] the changed health keys;
+# ARGV: entry id, coalescing key ("" for an entry that could not be decoded), pairwise.
+# Acknowledges and deletes each entry and forgets it as its object's newest, unless a newer one
+# was published meanwhile; names the stream in KEYS[3] (its oldest entry may have moved).
 _ACK = """
+redis.call('SADD', KEYS[3], KEYS[1])
 for i = 1, #ARGV, 2 do
   redis.call('XACK', KEYS[1], 'owners', ARGV[i])
   redis.call('XDEL', KEYS[1], ARGV[i])
@@ -75,6 +93,16 @@ for i = 1, #ARGV, 2 do
 end
 return #ARGV / 2
 """
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """What one group read brought: new entries per branch, and the branches whose doorbell
+    rang (a notice or an outcome came for them: ``shared.store.bells``)."""
+
+    batches: dict[BranchKey, list[StreamEntry]]
+    rung: frozenset[BranchKey]
+
 
 #: What a stream entry holds: an object's event, a watch's listing (D2) or a CommitRequest
 #: (P6: it travels with the events it is meant to close a window of).
@@ -122,18 +150,28 @@ class EventStream:
 
     def _add(self, target: Any, bk: BranchKey, item: Published) -> Any:
         fields = [part for pair in item.to_fields().items() for part in pair]
+        uid = item.target.uid
         keys = [
             self._keys.branch_events(bk),
             self._keys.branch_latest(bk),
             self._keys.branches,
             self._keys.stalled_branches,
+            self._keys.suspended_targets,
+            self._keys.target_backlog(uid),
+            self._keys.health_changed,
         ]
-        return self._publish(keys=keys, args=[bk, coalescing_key(item), *fields], client=target)
+        args = [bk, coalescing_key(item), uid, *fields]
+        return self._publish(keys=keys, args=args, client=target)
 
     def publish(self, bk: BranchKey, event: Published) -> str:
         """Append an event (replacing its object's previous one) and register the branch;
-        returns the stream id."""
-        return str(self._add(self._r, bk, event))
+        returns the stream id ("" when its GitTarget is suspended and the event went to the
+        GitTarget's backlog instead, P7: ``shared.store.suspension``). With ``min_replicas``, it
+        returns only once that many replicas hold it (``shared.store.durable``): the watcher
+        moves its cursor past an edit after this, so a failover cannot drop an edit the watch
+        will not deliver again."""
+        with acknowledged(self._r) as r:
+            return str(self._add(r, bk, event))
 
     def publish_many(self, bk: BranchKey, events: Sequence[Published]) -> None:
         """Append events in order in one round trip and register the branch.
@@ -144,15 +182,19 @@ class EventStream:
         """
         if not events:
             return
-        pipe = self._r.pipeline(transaction=False)
-        for event in events:
-            self._add(pipe, bk, event)
-        pipe.execute()
+        with acknowledged(self._r) as r:
+            pipe = r.pipeline(transaction=False)
+            for event in events:
+                self._add(pipe, bk, event)
+            pipe.execute()
 
     def ensure_group(self, bk: BranchKey) -> None:
         """Create the consumer group (from the start of the stream) if it is missing."""
+        self._ensure(self._keys.branch_events(bk), "0")
+
+    def _ensure(self, key: str, start: str) -> None:
         try:
-            self._r.xgroup_create(self._keys.branch_events(bk), GROUP, id="0", mkstream=True)
+            self._r.xgroup_create(key, GROUP, id=start, mkstream=True)
         except redis.ResponseError as err:
             if "BUSYGROUP" not in str(err):
                 raise
@@ -227,29 +269,68 @@ class EventStream:
         self, bks: Sequence[BranchKey], consumer: str, count: int, block_ms: int | None
     ) -> dict[BranchKey, list[StreamEntry]]:
         """New entries of several branches in one call, blocking until any has some."""
-        if not bks:
-            return {}
+        return self.read_rung(bks, consumer, count, block_ms).batches
+
+    def read_rung(
+        self,
+        bks: Sequence[BranchKey],
+        consumer: str,
+        count: int,
+        block_ms: int | None,
+        bell: str | None = None,
+    ) -> Read:
+        """``read_many``, and in the same blocking read the worker's doorbell ``bell``
+        (``shared.store.bells``): it returns as soon as an event or a ring comes. The rings
+        read are acknowledged and deleted at once (one more round trip, only when any came)."""
         by_key = {self._keys.branch_events(bk): bk for bk in bks}
         streams: dict[Any, Any] = dict.fromkeys(by_key, ">")
+        if bell is not None:
+            streams[bell] = ">"
+        if not streams:
+            return Read({}, frozenset())
         try:
             reply: Any = self._r.xreadgroup(GROUP, consumer, streams, count=count, block=block_ms)
         except redis.ResponseError as err:
             if not _gone(err):
                 raise
-            # C9: a stream or its group went (Redis wiped by FLUSHALL, or replaced): made
-            # again, empty, and nothing read this time. The leases went too, so the heartbeat
-            # drops these branches and whoever takes them next starts afresh (claims, replays).
+            # C9: a stream or its group went (Redis wiped by FLUSHALL, or replaced, or a
+            # doorbell that outlived its time): made again, empty, and nothing read this time.
+            # The leases went too, so the heartbeat drops these branches and whoever takes
+            # them next starts afresh (claims, replays).
             for bk in bks:
                 self.ensure_group(bk)
-            return {}
-        return {by_key[key]: _decode(messages) for key, messages in reply or []}
+            if bell is not None:
+                self._ensure(bell, "$")
+            return Read({}, frozenset())
+        batches: dict[BranchKey, list[StreamEntry]] = {}
+        rung: set[BranchKey] = set()
+        for key, messages in reply or []:
+            if bell is not None and key == bell:
+                rung.update(BranchKey(str(f.get(bells.FIELD, ""))) for _, f in messages if f)
+                self._answer(bell, [i for i, _ in messages])
+            else:
+                batches[by_key[key]] = _decode(messages)
+        return Read(batches, frozenset(rung))
+
+    def _answer(self, bell: str, ids: list[str]) -> None:
+        if ids:
+            pipe = self._r.pipeline(transaction=False)
+            pipe.xack(bell, GROUP, *ids)
+            pipe.xdel(bell, *ids)
+            pipe.execute()
 
     def ack(self, bk: BranchKey, entries: Sequence[StreamEntry]) -> None:
         """Acknowledge and delete entries whose writes are pushed (or that hold no write)."""
         if not entries:
             return
         args = [part for e in entries for part in (e.entry_id, e.coalesce_key)]
-        self._ack(keys=[self._keys.branch_events(bk), self._keys.branch_latest(bk)], args=args)
+        keys = [
+            self._keys.branch_events(bk),
+            self._keys.branch_latest(bk),
+            self._keys.health_changed,
+        ]
+        with acknowledged(self._r) as r:  # after a push: what it records stays recorded
+            self._ack(keys=keys, args=args, client=r)
 
     def compact(self, bk: BranchKey) -> int:
         """U1: keep only each object's newest entry (the branch was just recorded stalled);
@@ -266,7 +347,10 @@ class EventStream:
             if e.coalesce_key and latest is not None and latest != e.entry_id
         ]
         if gone:
-            self._r.xdel(key, *gone)
+            pipe = self._r.pipeline(transaction=True)
+            pipe.xdel(key, *gone)
+            pipe.sadd(self._keys.health_changed, key)
+            pipe.execute()
         return len(gone)
 
     def pending_count(self, bk: BranchKey) -> int:

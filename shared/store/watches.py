@@ -70,6 +70,9 @@ class WatchFeed:
     kind: str
     namespace: str
     cluster: str  # the ClusterProvider the watch reads through
+    #: The watch's objectSelectors (``selection_key``; "": every object), so D3 compares
+    #: only what the watch publishes (issue 27).
+    selection: str = ""
 
     @property
     def address(self) -> WatchAddress:
@@ -78,17 +81,21 @@ class WatchFeed:
 
     def to_data(self) -> list[str]:
         """Compact JSON data."""
-        return [self.group, self.version, self.resource, self.kind, self.namespace, self.cluster]
+        data = [self.group, self.version, self.resource, self.kind, self.namespace, self.cluster]
+        return [*data, self.selection] if self.selection else data
 
     @classmethod
     def from_data(cls, uid: GitTargetUid, data: list[str]) -> WatchFeed:
         """The inverse of ``to_data``."""
-        group, version, resource, kind, namespace, cluster = data
-        return cls(uid, group, version, resource, kind, namespace, cluster)
+        group, version, resource, kind, namespace, cluster, *selection = data
+        return cls(uid, group, version, resource, kind, namespace, cluster, *selection[:1])
 
 
 #: The field of ``target:{uid}`` that lists the GitTarget's watches (deleted with it).
 _FEEDS = "watches"
+#: The prefix of the ``target:{uid}`` fields that record, per watch, the reconcile request it
+#: last handled (P8; deleted with the GitTarget).
+_RESYNCED = "resynced:"
 
 
 class WatchState:
@@ -114,6 +121,10 @@ class WatchState:
         raw = self._r.hgetall(self._known_key(at))
         return {str(name): KnownObject.from_json(str(value)) for name, value in raw.items()}
 
+    def knows(self, at: WatchAddress, name: str) -> bool:
+        """Whether the watch has seen (and published) the object ``name``."""
+        return bool(self._r.hexists(self._known_key(at), name))
+
     def advance(
         self,
         at: WatchAddress,
@@ -121,7 +132,9 @@ class WatchState:
         seen: Mapping[str, KnownObject] | None = None,
         gone: Iterable[str] = (),
     ) -> None:
-        """After publishing: record seen and gone objects and move the cursor, atomically."""
+        """After publishing: record seen and gone objects and move the cursor, atomically. A
+        cursor Redis lost stays lost (``XX``): the watch's next start sees the loss and lists
+        again (D2); only a list's ``replace`` writes a cursor anew."""
         known_key = self._known_key(at)
         pipe = self._r.pipeline(transaction=True)
         if seen:
@@ -129,20 +142,70 @@ class WatchState:
         names = list(gone)
         if names:
             pipe.hdel(known_key, *names)
-        pipe.set(self._cursor_key(at), resource_version)
+        pipe.set(self._cursor_key(at), resource_version, xx=True)
+        pipe.execute()
+
+    def cursors_many(self, at: Sequence[WatchAddress]) -> list[str | None]:
+        """``cursor`` of several watches in one round trip."""
+        if not at:
+            return []
+        values = self._r.mget([self._cursor_key(address) for address in at])
+        return [str(v) if v else None for v in values]
+
+    def advance_many(self, at: Sequence[WatchAddress], resource_version: str) -> None:
+        """Move several watches' cursors to ``resource_version`` (a shared watch handed each
+        of them every event up to there), in one round trip. As in ``advance``, a cursor Redis
+        lost is not written back: the loss must reach the channel's next start (D2)."""
+        if not at:
+            return
+        pipe = self._r.pipeline(transaction=False)
+        for address in at:
+            pipe.set(self._cursor_key(address), resource_version, xx=True)
         pipe.execute()
 
     def replace(
-        self, at: WatchAddress, resource_version: str, objects: Mapping[str, KnownObject]
+        self,
+        at: WatchAddress,
+        resource_version: str,
+        objects: Mapping[str, KnownObject],
+        selection: str = "",
     ) -> None:
-        """After a relist: the seen set becomes exactly ``objects``; the cursor moves."""
+        """After a relist: the seen set becomes exactly ``objects``, listed under the
+        objectSelectors ``selection`` ("": every object); the cursor moves."""
         known_key = self._known_key(at)
+        selection_key = self._keys.watch_selection(at.uid, at.group_resource, at.namespace)
         pipe = self._r.pipeline(transaction=True)
         pipe.delete(known_key)
         if objects:
             pipe.hset(known_key, mapping={n: o.to_json() for n, o in objects.items()})
+        if selection:
+            pipe.set(selection_key, selection)
+        else:
+            pipe.delete(selection_key)
         pipe.set(self._cursor_key(at), resource_version)
         pipe.execute()
+
+    def resynced(self, at: WatchAddress) -> str:
+        """The reconcile request (P8) the watch last handled with a full resync ("" none)."""
+        field = f"{_RESYNCED}{at.group_resource}:{at.namespace}"
+        return str(self._r.hget(self._keys.target(at.uid), field) or "")
+
+    def mark_resynced(self, at: WatchAddress, request: str) -> None:
+        """The watch published a full resync for ``request`` (P8)."""
+        field = f"{_RESYNCED}{at.group_resource}:{at.namespace}"
+        self._r.hset(self._keys.target(at.uid), field, request)
+
+    def resynced_many(self, at: Sequence[WatchAddress]) -> list[str]:
+        """``resynced`` of several watches in one round trip."""
+        pipe = self._r.pipeline(transaction=False)
+        for a in at:
+            pipe.hget(self._keys.target(a.uid), f"{_RESYNCED}{a.group_resource}:{a.namespace}")
+        return [str(v or "") for v in (pipe.execute() if at else [])]
+
+    def selection(self, at: WatchAddress) -> str:
+        """The objectSelectors the seen set was last listed under ("": every object)."""
+        value = self._r.get(self._keys.watch_selection(at.uid, at.group_resource, at.namespace))
+        return str(value) if value else ""
 
     def publish_feeds(self, feeds: Mapping[GitTargetUid, Sequence[WatchFeed]]) -> None:
         """Record each GitTarget's watches (all of them: an empty list says it has none), in

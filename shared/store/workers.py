@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import redis
 
-from shared.model.ids import ApplierKey, BranchKey
+from shared.decide.obligations import keep_live
+from shared.model.appliers import Applier
+from shared.model.ids import ApplierKey, BranchKey, GitTargetUid
+from shared.store.appliers import ApplierStore
+from shared.store.bells import ttl_ms
 from shared.store.keys import Keys
 from shared.store.leases import Lease
 
@@ -40,11 +44,13 @@ class WorkerRegistry:
         self._retire = client.register_script(_RETIRE)
 
     def heartbeat(self, worker_id: str, now: float, lease_s: float) -> int:
-        """Record that ``worker_id`` is alive; returns how many workers are alive."""
+        """Record that ``worker_id`` is alive, and keep its doorbell (``shared.store.bells``);
+        returns how many workers are alive."""
         pipe = self._r.pipeline(transaction=True)
         pipe.zadd(self._keys.workers, {worker_id: now})
         pipe.zremrangebyscore(self._keys.workers, "-inf", now - lease_s)
         pipe.zcard(self._keys.workers)
+        pipe.pexpire(self._keys.worker_bell(worker_id), ttl_ms(lease_s))
         return int(pipe.execute()[2])
 
     def alive(self, now: float, lease_s: float) -> int:
@@ -52,8 +58,11 @@ class WorkerRegistry:
         return int(self._r.zcount(self._keys.workers, now - lease_s, "+inf"))
 
     def leave(self, worker_id: str) -> None:
-        """A clean shutdown: stop counting this worker at once."""
-        self._r.zrem(self._keys.workers, worker_id)
+        """A clean shutdown: stop counting this worker at once; its doorbell goes."""
+        pipe = self._r.pipeline(transaction=True)
+        pipe.zrem(self._keys.workers, worker_id)
+        pipe.delete(self._keys.worker_bell(worker_id))
+        pipe.execute()
 
     def branches(self) -> list[BranchKey]:
         """Every branch with work, in a stable order."""
@@ -62,9 +71,12 @@ class WorkerRegistry:
     def retire(self, lease: Lease) -> bool:
         """Remove a branch no GitTarget writes to any more: its events (all of GitTargets that
         are gone), notices, outcomes, state, settings, lease and stall (T4), its place in the
-        branch list and in the stalled-branch set, and the records of the appliers its owners
-        kept obligations in (their GitTargets are gone, so nothing is owed any more). True if
-        it was removed; False if the lease is lost or a GitTarget came back."""
+        branch list and in the stalled-branch set; and, in the records of the appliers its
+        owners kept obligations in, what was owed to GitTarget incarnations that are gone
+        (A5: ``keep_live``; a record left with nothing is deleted). A sibling branch's
+        obligations in a shared Kustomization (A3) stay: the record was deleted whole before,
+        which dropped them. True if it was removed; False if the lease is lost or a GitTarget
+        came back."""
         bk = lease.branch
         appliers = sorted(str(ak) for ak in self._r.smembers(self._keys.branch_appliers(bk)))
         keys = [
@@ -81,6 +93,22 @@ class WorkerRegistry:
             self._keys.branch_appliers(bk),
             self._keys.branch_stall(bk),
             self._keys.branch_api_edits(bk),
-            *(self._keys.applier(ApplierKey(ak)) for ak in appliers),
         ]
-        return bool(self._retire(keys=keys, args=[lease.value, bk]))
+        if not self._retire(keys=keys, args=[lease.value, bk]):
+            return False
+        for ak in appliers:
+            self._forget_gone(ApplierKey(ak))
+        return True
+
+    def _forget_gone(self, ak: ApplierKey) -> None:
+        """Drop from an applier's record what it owes GitTarget incarnations that are gone."""
+        text = self._r.get(self._keys.applier(ak))
+        if not text:
+            return
+        record = Applier.from_json(str(text))
+        uids = set(record.quiet_periods) | {u for us in record.owes().values() for u in us}
+        pipe = self._r.pipeline(transaction=False)
+        for uid in sorted(uids):
+            pipe.exists(self._keys.target(GitTargetUid(uid)))
+        live = [u for u, found in zip(sorted(uids), pipe.execute(), strict=True) if found]
+        ApplierStore(self._r, self._keys).amend(ak, record.kind, lambda a: keep_live(a, live))

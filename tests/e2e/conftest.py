@@ -92,11 +92,12 @@ class Launcher:
         self,
         identities: Identities | None = None,
         *,
-        seams: dict[str, str] | None = None,
+        commands: Mapping[str, str] | None = None,
         **settings: str,
     ) -> System:
         """A running system with a fresh key prefix and rq queue; ``identities`` and
-        ``settings`` as run_system's, ``seams`` test seams for the processes' environment.
+        ``settings`` as run_system's, ``commands`` the processes' (default: the launcher's;
+        ``tests.e2e.window_off_worker.WINDOW_OFF`` runs a branch worker without the window).
 
         The ClusterProvider ``default`` admits every namespace (docs/crds.md: ``selector: {}``).
         """
@@ -109,9 +110,8 @@ class Launcher:
             self._redis_url,
             ALL,
             values,
-            seams=seams,
             flux_pacing=self._flux_pacing,
-            commands=self._commands,
+            commands=commands or self._commands,
         )
         system = next(runner)
         self._running.append((runner, prefix))
@@ -671,6 +671,23 @@ class FluxTenants(Tenants):
 
         wait_until(lambda: bool(webhook_path()), WAIT_S, "the GitProvider's webhook path")
         self.system.hook(tenant.repo, webhook_path(), "github", "json", WEBHOOK_TOKEN)
+
+
+# --- the world most modules share: one system per module, a tenant per test ----------------
+
+
+@pytest.fixture(scope="module")
+def system(launcher: Launcher) -> System:
+    """The module's system: every process and the Flux doubles at ``FLUX_SETTINGS``. A module
+    that needs other settings defines a ``system`` of its own; ``tenants`` then uses that."""
+    return launcher.start(**FLUX_SETTINGS)
+
+
+@pytest.fixture
+def tenants(system: System, e2e_redis: redis.Redis) -> FluxTenants:
+    """Makes the test's tenants (each its own namespace and repository) in the module's
+    ``system``: plain ones (``make``) and ones Flux applies (``make_flux``)."""
+    return FluxTenants(system, e2e_redis)
 
 
 #: How much of each process log a failing test shows.

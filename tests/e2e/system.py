@@ -107,7 +107,6 @@ def run_system_as(
     processes: tuple[str, ...],
     settings: dict[str, str],
     *,
-    seams: Mapping[str, str] | None = None,
     flux_pacing: Pacing | None = None,
     commands: Mapping[str, str] | None = None,
 ) -> Iterator[System]:
@@ -115,9 +114,9 @@ def run_system_as(
     every request (the product's kubeconfig carries its own token; the tests act as the
     administrator). The applier doubles run without pauses (a test that needs a slow apply
     holds ``pacing.gate``) unless ``flux_pacing`` is given (the soak runs Flux at its pinned
-    default, ``sandbox.flux.pacing.flux_default``); ``seams`` are test seams added to the
-    processes' environment as they are (``shared.settings.APPLY_WINDOW_TEST_SEAM``), never
-    user settings. ``commands`` replace the Procfile's (``Processes``)."""
+    default, ``sandbox.flux.pacing.flux_default``). ``commands`` replace the Procfile's
+    (``Processes``; ``tests.e2e.window_off_worker`` starts a branch worker without the apply
+    window)."""
     sbx = start(
         directory,
         repos=(),
@@ -129,7 +128,6 @@ def run_system_as(
     env = environment(directory, port)
     env["GITOPS_REVERSER_REDIS_URL"] = redis_url
     env.update({f"GITOPS_REVERSER_{k.upper()}": v for k, v in settings.items()})
-    env.update(seams or {})
     procs = Processes(env, directory / "logs", commands=commands)
     system = System(directory, sbx, env, port, procs)
     RUNNING_LOGS.append(directory / "logs")

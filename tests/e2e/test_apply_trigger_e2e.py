@@ -15,40 +15,27 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-import redis
 from kubernetes import client
 
 from shared.kube.flux import REQUESTED_AT
 from shared.model.ids import GitTargetUid
 from tests.e2e.conftest import (
     CONFIGMAPS,
-    FLUX_SETTINGS,
     VERSION,
     WAIT_S,
     FluxTenant,
     FluxTenants,
-    Launcher,
     kill_process,
     start_process,
     stop_process,
 )
-from tests.e2e.system import GROUP, System
+from tests.e2e.system import GROUP
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.e2e
 
 SECRETS: dict[str, Any] = {"apiGroups": [""], "resources": ["secrets"]}
 SERVICE_ACCOUNTS: dict[str, Any] = {"apiGroups": [""], "resources": ["serviceaccounts"]}
-
-
-@pytest.fixture(scope="module")
-def system(launcher: Launcher) -> System:
-    return launcher.start(**FLUX_SETTINGS)
-
-
-@pytest.fixture
-def tenants(system: System, e2e_redis: redis.Redis) -> FluxTenants:
-    return FluxTenants(system, e2e_redis)
 
 
 def configmap(flux: FluxTenant, name: str, data: dict[str, str]) -> tuple[str, str]:

@@ -4,8 +4,9 @@ An API edit lands while Flux is applying our CatchUp (the sandbox Flux double's 
 holds the apply open): the apply reverts the edit. With the window, the revert is withheld:
 Git keeps the edit, the CatchUp that the edit's push owes applies it back, and the cluster ends
 at the API value with no commit of Flux's value. The companion runs the same schedule with the
-window switched off through the test seam ``GR_TEST_SEAM_APPLY_WINDOW_OFF`` (read only by the
-branch worker, set only here): the race is observed, so the first test is one that catches it.
+window switched off (its branch-worker process started as ``python -m
+tests.e2e.window_off_worker``, the product's process built without W1's guard; the product has
+no switch for it): the race is observed, so the first test is one that catches it.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import redis
 import yaml
 from kubernetes import client
 
-from shared.settings import APPLY_WINDOW_TEST_SEAM
 from shared.store.collisions import Collisions
 from tests.e2e.conftest import FLUX_SETTINGS, WAIT_S, FluxTenant, FluxTenants, Launcher
 from tests.e2e.system import System
+from tests.e2e.window_off_worker import WINDOW_OFF
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +41,7 @@ def system(launcher: Launcher) -> System:
 
 @pytest.fixture(scope="module")
 def system_without_window(launcher: Launcher) -> System:
-    return launcher.start(seams={APPLY_WINDOW_TEST_SEAM: "1"}, **SETTINGS)
+    return launcher.start(commands=WINDOW_OFF, **SETTINGS)
 
 
 @dataclass

@@ -6,7 +6,8 @@ reverts the edit. With the window, the revert is withheld and Git keeps the edit
 Application is owed no CatchUp for the edit's push (A1), so the collision owes it a Repair:
 one pinned sync of the tip once the branch is quiet and that sync's window has closed. The
 cluster ends at the API value, with no commit of Argo CD's value. The companion runs the same
-schedule with the window switched off (the test seam ``GR_TEST_SEAM_APPLY_WINDOW_OFF``): the
+schedule with the window switched off (a branch-worker process built without W1's guard,
+``python -m tests.e2e.window_off_worker``): the
 revert is mirrored as a commit and the cluster keeps Argo CD's value, so the first test is one
 that catches the race.
 """
@@ -14,7 +15,7 @@ that catches the race.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,11 +24,11 @@ import redis
 import yaml
 from kubernetes import client
 
-from shared.settings import APPLY_WINDOW_TEST_SEAM
 from shared.store.collisions import Collisions
 from tests.e2e.argo_support import ARGO_NS, ARGO_SETTINGS, OURS, ArgoTenant, ArgoTenants, identities
 from tests.e2e.conftest import WAIT_S, Launcher
 from tests.e2e.system import System
+from tests.e2e.window_off_worker import WINDOW_OFF
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -37,8 +38,8 @@ SETTINGS = {**ARGO_SETTINGS, "attempt_deadline": "60s"}
 EDITOR = "e2e-editor"  # the API side's field manager
 
 
-def _start(launcher: Launcher, seams: dict[str, str] | None = None) -> System:
-    started = launcher.start(identities(), seams=seams, **SETTINGS)
+def _start(launcher: Launcher, commands: Mapping[str, str] | None = None) -> System:
+    started = launcher.start(identities(), commands=commands, **SETTINGS)
     started.namespace(ARGO_NS)
     return started
 
@@ -50,7 +51,7 @@ def system(launcher: Launcher) -> System:
 
 @pytest.fixture(scope="module")
 def system_without_window(launcher: Launcher) -> System:
-    return _start(launcher, {APPLY_WINDOW_TEST_SEAM: "1"})
+    return _start(launcher, WINDOW_OFF)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ events and branch settings are published into Redis as the watcher would publish
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -19,13 +18,13 @@ import redis
 from sandbox.githost.outside import git
 from shared.model.events import GitTargetRef, ObjectEvent
 from shared.model.ids import BranchKey, GitTargetUid, ObjectId
-from shared.settings import Settings
 from shared.store.branch_state import BranchStates
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
 from shared.store.streams import EventStream
 from tests.configs import branch_config, target_config
+from tests.fixtures import process_env
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -55,16 +54,7 @@ def _event(uid: GitTargetUid, name: str) -> ObjectEvent:
 
 @pytest.fixture
 def worker_env(tmp_path: Path, key_prefix: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
-    env.update(
-        {
-            "GITOPS_REVERSER_REDIS_URL": Settings.from_env().redis_url,
-            "GITOPS_REVERSER_KEY_PREFIX": key_prefix,
-            "GITOPS_REVERSER_LEASE_PERIOD": "2s",
-            "GITOPS_REVERSER_WORK_DIR": str(tmp_path / "work"),
-        }
-    )
-    return env
+    return process_env(key_prefix, lease_period="2s", work_dir=str(tmp_path / "work"))
 
 
 @pytest.fixture

@@ -118,13 +118,21 @@ def _scripts() -> list[str]:
     return sorted(ep.name for ep in found if ep.dist and ep.dist.name == DISTRIBUTION)
 
 
+#: The built-in Redis's server container runs the image's Debian redis-server, not one of our
+#: commands; tests/image/test_image_redis.py starts it from the image as the chart does.
+REDIS_SERVER = ("StatefulSet", "redis")
+
+
 def _chart_commands() -> dict[str, list[str]]:
-    """Each container of the product's image in the rendered chart: its command and args."""
+    """Each container of the product's image in the rendered chart that runs one of our
+    commands: its command and args."""
     image = yaml.safe_load((CHART / "values.yaml").read_text())["image"]["repository"]
     found: dict[str, list[str]] = {}
     for obj in render(EVERY_PROCESS):
         pod = obj.get("spec", {}).get("template", {}).get("spec", {})
         for container in pod.get("initContainers", []) + pod.get("containers", []):
+            if (obj["kind"], container["name"]) == REDIS_SERVER:
+                continue
             if container["image"].startswith(f"{image}:"):
                 name = f"{obj['metadata']['name']}/{container['name']}"
                 found[name] = container.get("command", []) + container.get("args", [])

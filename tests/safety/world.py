@@ -55,6 +55,7 @@ from shared.store.api_edits import ApiEdits
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import Attempts
 from shared.store.attribution import FactStreams
+from shared.store.bells import Bells
 from shared.store.branch_health import BranchHealth
 from shared.store.branch_state import BranchStates
 from shared.store.collisions import Collisions
@@ -265,6 +266,8 @@ class World:
 
     log: list[str] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
+    #: The owners' apply window (W1's guard); off only to show that a schedule catches a race.
+    apply_window: bool = True
     #: The applier the GitTarget names (``tests/safety/argo.py`` plays an Application).
     applier: ClassVar[ApplierRef] = APPLIER
 
@@ -361,6 +364,7 @@ class World:
             CommitRequests(c, k, SETTINGS.commit_request_ttl.total_seconds()),
             FactStreams(c, k),
             ApiEdits(c, k),
+            Bells(c, k),
         )
 
     def _worker(self, ident: str) -> Worker:
@@ -378,6 +382,7 @@ class World:
             credentials=no_credentials,
             workspaces=workspaces,
             applied=self.applied_commit,
+            apply_window=self.apply_window,
         )
         return Worker(Actor(ident), ident, jobs, held, stores)
 
@@ -408,9 +413,15 @@ class World:
         decisions = self.decisions
 
         def spy(
-            guard: ApplyWindowGuard, ref: Any, target: Any, event: Any, key: Any, *more: Any
+            guard: ApplyWindowGuard,
+            ref: Any,
+            target: Any,
+            event: Any,
+            key: Any,
+            *more: Any,
+            **named: Any,
         ) -> Decision:
-            decision = judge(guard, ref, target, event, key, *more)
+            decision = judge(guard, ref, target, event, key, *more, **named)
             decisions[event.resource_version] = decision
             return decision
 

@@ -31,6 +31,7 @@ from kubernetes.client.exceptions import ApiException
 from sandbox.githost.outside import OutsideClone
 from tests.e2e.conftest import ApplierTenant, kill_process, start_process
 from tests.e2e.system import ALL, System
+from tests.integration.redis_group import PrimaryKiller
 from tests.integration.redis_server import RedisServer
 
 #: A tenant keeps between these many ConfigMaps (created, updated, deleted at random).
@@ -184,7 +185,7 @@ class Chaos(Actor):
     """SIGKILLs a random victim and starts it again after a random pause."""
 
     system: System | None = None
-    redis: RedisServer | None = None
+    redis: RedisServer | PrimaryKiller | None = None
     victims: tuple[str, ...] = VICTIMS
     kills: dict[str, int] = field(default_factory=dict)
     downtime_s: float = 0.0

@@ -36,10 +36,11 @@ from rq import Queue
 from tests.e2e.conftest import ApplierTenant, FluxTenant, git
 
 #: How far above its start Redis's used_memory may end. What legitimately stays after a
-#: drain: finished rq jobs (kept RESULT_TTL_S, 10 minutes, ~2 KB each), outcome guards (a day,
-#: ~100 B per attempt) and replay guards (~300 B per delivery, capped per GitProvider): a
-#: ten-minute soak makes a few hundred of each, far below this bound; an undrained event
-#: stream or a leak per edit (thousands of edits) is not.
+#: drain: finished rq jobs (``job_result_ttl``, 10 minutes, ~6 KB each with their result
+#: stream), outcome guards (a day and the job timeout, ~100 B per attempt) and replay guards
+#: (~300 B per delivery, capped per GitProvider): a ten-minute soak makes a few hundred of
+#: each, far below this bound; an undrained event stream or a leak per edit (thousands of
+#: edits) is not.
 MEMORY_BOUND = 2 * 1024 * 1024
 
 
@@ -136,19 +137,40 @@ def drained(tenants: list[ApplierTenant], queue: Queue) -> list[str]:
 
 
 def memory(client: redis.Redis) -> tuple[int, int]:
-    """(used_memory, number of keys) of the soak's private Redis."""
+    """(used_memory, number of keys) of the soak's private Redis (its primary, with Sentinel),
+    less what replication holds (the backlog and the replicas' output buffers: a primary
+    promoted by a failover holds them afresh; a lone Redis holds none)."""
     info: dict[str, Any] = client.info("memory")
-    return int(info["used_memory"]), int(client.dbsize())
+    replication = int(info.get("mem_replication_backlog", 0)) + int(
+        info.get("mem_clients_slaves", 0)
+    )
+    return int(info["used_memory"]) - replication, int(client.dbsize())
+
+
+def _family(key: bytes | str, prefix: str) -> str:
+    """A key's family: the product's without its id, rq's by its first two parts."""
+    name = key.decode() if isinstance(key, bytes) else str(key)
+    if name.startswith(prefix + ":"):
+        parts = name[len(prefix) + 1 :].split(":")
+        return ":".join([parts[0], *parts[2:3]] if len(parts) > 2 else parts[:1])
+    return ":".join(name.split(":")[:2])
 
 
 def key_families(client: redis.Redis, prefix: str) -> Counter[str]:
-    """Keys by family: the product's without their ids, rq's by their first two parts."""
+    """Keys by family (``_family``)."""
+    return Counter(_family(key, prefix) for key in client.scan_iter(count=1000))
+
+
+def byte_families(client: redis.Redis, prefix: str) -> Counter[str]:
+    """Bytes by family (``_family``): each key's ``MEMORY USAGE``."""
     families: Counter[str] = Counter()
     for key in client.scan_iter(count=1000):
-        name = key.decode() if isinstance(key, bytes) else str(key)
-        if name.startswith(prefix + ":"):
-            parts = name[len(prefix) + 1 :].split(":")
-            families[":".join([parts[0], *parts[2:3]] if len(parts) > 2 else parts[:1])] += 1
-        else:
-            families[":".join(name.split(":")[:2])] += 1
+        used = client.memory_usage(key)
+        families[_family(key, prefix)] += int(used or 0)
     return families
+
+
+#: The families of the attribution facts (``audit:facts:{route}:{resource}``, attribution on):
+#: streams of every audited write, bounded by count (MAXLEN ~10,000 per route and resource)
+#: and by their TTL, not by the drain; their growth is printed and not held to MEMORY_BOUND.
+AUDIT_FAMILY = "audit:"

@@ -25,8 +25,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from shared.decide.apply_window import BY_AUDIT, BY_ORDER
+
 W2_TIE = "W2 tie"
 UNEXPLAINED = "unexplained"
+#: The outcome of a tie's line when a fact gave it to the editor (not a collision).
+EDIT = "edit"
 #: The worker logs a collision after the watch delivered the apply's event, so it comes after
 #: the edit it collides with; the editor stamps its history after the API call returned, which
 #: can be a moment after the apply: a second of slack (the resolution of ``managedFields``).
@@ -38,7 +42,9 @@ class Collision:
     """One apply-window collision the branch worker logged (W3)."""
 
     at: float
-    outcome: str  # "withheld" | "ambiguous" | "historical"
+    #: "withheld" | "ambiguous" | "historical", or "edit": a same-second tie a fact gave to the
+    #: editor (mirrored and no collision, logged beside them, W2)
+    outcome: str
     namespace: str
     name: str
     why: str
@@ -104,7 +110,7 @@ def classify(
     ]
     if ties:
         return W2_TIE, f"judged a same-second tie {ties[0].at - last_edit_at:+.2f}s after the edit"
-    mine = [c for c in seen if (c.namespace, c.name) == (namespace, name)]
+    mine = [c for c in seen if (c.namespace, c.name) == (namespace, name) and c.outcome != EDIT]
     if mine:
         last = mine[-1]
         return UNEXPLAINED, f"last collision {last.outcome} {last.at - last_edit_at:+.2f}s"
@@ -115,7 +121,26 @@ def counts(seen: list[Collision]) -> dict[str, int]:
     """Collisions by outcome (what ``apply_window_collisions_total`` counted, from the logs)."""
     found = {"withheld": 0, "ambiguous": 0, "historical": 0}
     for collision in seen:
-        found[collision.outcome] = found.get(collision.outcome, 0) + 1
+        if collision.outcome != EDIT:
+            found[collision.outcome] = found.get(collision.outcome, 0) + 1
+    return found
+
+
+def ties(seen: list[Collision]) -> dict[str, int]:
+    """W2: the same-second ties the branch workers judged, by outcome and the fact that decided
+    each (``shared.decide.apply_window``: the watch's order, the audit fact of the write), or
+    ``undecided``: a tie given to the applier is withheld, one given to the editor mirrored
+    (its ``edit`` line), one no fact decides mirrored and counted ambiguous."""
+    found: dict[str, int] = {}
+    for collision in seen:
+        if "same-second tie" not in collision.why:
+            continue
+        if collision.outcome == "ambiguous":
+            key = "undecided"
+        else:
+            fact = BY_AUDIT if BY_AUDIT in collision.why else BY_ORDER
+            key = f"{collision.outcome} by {fact}"
+        found[key] = found.get(key, 0) + 1
     return found
 
 
@@ -163,3 +188,16 @@ def tie_exemptions(
         if repeated:
             restored.add(repeated[-1])
     return finals, restored
+
+
+def undecided(seen: list[Collision]) -> dict[str, int]:
+    """W2: the ties no fact decided (``ambiguous``), by the facts their log line says were
+    missing (shared.decide.apply_window: the watch's order, the audit fact, attribution)."""
+    found: dict[str, int] = {}
+    for collision in seen:
+        if collision.outcome != "ambiguous":
+            continue
+        _, _, missing = collision.why.partition("undecided: ")
+        key = missing.rstrip(")") or "unnamed"
+        found[key] = found.get(key, 0) + 1
+    return found

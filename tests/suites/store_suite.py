@@ -245,7 +245,9 @@ def test_a_finished_push_publishes_its_tip_and_ends_the_push_in_one_write(
     states.publish_push(lease, in_flight=True)
     states.publish_pushed(lease, "t3")
     state = states.read(BK)
-    assert (state.observed_tip, state.push_in_flight) == ("t3", False)
+    assert (state.observed_tip, state.push_in_flight, state.pushed_at) == ("t3", False, None)
+    states.publish_pushed(lease, "t4", at=52.5)  # when it landed: `gitops-reverser get`
+    assert (states.read(BK).observed_tip, states.read(BK).pushed_at) == ("t4", 52.5)
 
 
 def test_counts_without_a_write_keep_the_quiet_period_running(store: StoreUnderTest) -> None:
@@ -431,6 +433,43 @@ def test_retire_removes_the_appliers_tracked_under_the_branch(store: StoreUnderT
     assert appliers.load(other, "Kustomization").owes() == {"CatchUp": frozenset({str(uid)})}
 
 
+def test_retire_keeps_a_siblings_obligations_in_a_shared_applier(store: StoreUnderTest) -> None:
+    """A3, A5: sibling branches share one Kustomization; retiring one drops what the record
+    owes its gone GitTarget and keeps what it owes the sibling's live one (the record was
+    deleted whole before, the sibling's CatchUp with it)."""
+    from shared.decide.obligations import owe_catch_up, owe_refusal
+    from shared.model.ids import ApplierKey
+    from shared.store.appliers import ApplierStore
+    from shared.store.config import ConfigStore
+    from shared.store.workers import WorkerRegistry
+    from tests.configs import branch_config, target_config
+
+    bk, gone = _served_branch(store)
+    url = "http://git.local/sibling.git"
+    sibling = target_config(GitTargetUid("t-sibling"), "team", "gt2", url, "main", path="apps")
+    sibling_bk = ConfigStore(store.client, store.keys).publish_served(
+        branch_config(url, "main", "team", "gp"), [sibling]
+    )
+    appliers = ApplierStore(store.client, store.keys)
+    shared_ks = ApplierKey("ak-shared")
+    appliers.amend(
+        shared_ks,
+        "Kustomization",
+        lambda a: owe_refusal(
+            owe_catch_up(a, "c1", [str(gone), str(sibling.uid)]), str(gone), True
+        ),
+    )
+    appliers.track(bk, shared_ks)
+    appliers.track(sibling_bk, shared_ks)
+    lease = Leases(store.client, store.keys, period_ms=60_000).acquire(bk, "w1")
+    assert lease is not None
+    ConfigStore(store.client, store.keys).forget_uid(gone)
+    assert WorkerRegistry(store.client, store.keys).retire(lease) is True
+    owed = appliers.load(shared_ks, "Kustomization")
+    assert owed.owes() == {"CatchUp": frozenset({str(sibling.uid)})}
+    assert owed.catch_up == "c1"
+
+
 def test_renew_many_answers_per_lease_and_alive_counts_recent_heartbeats(
     store: StoreUnderTest,
 ) -> None:
@@ -442,6 +481,10 @@ def test_renew_many_answers_per_lease_and_alive_counts_recent_heartbeats(
     store.client.delete(store.keys.branch_lease(BranchKey("b1")))  # expired meanwhile
     assert leases.renew_many([mine, other]) == [True, False]
     assert leases.renew_many([]) == []
+    assert store.client.pttl(store.keys.branch_lease(BK)) > 0, "ours renewed"
+    assert store.client.exists(store.keys.branch_lease(BranchKey("b1"))) == 0, "not re-made"
+    assert leases.holders([BK, BranchKey("b1")]) == [mine.value, None]
+    assert leases.holders([]) == []
     registry = WorkerRegistry(store.client, store.keys)
     registry.heartbeat("w1", 100.0, 15.0)
     registry.heartbeat("w2", 80.0, 15.0)

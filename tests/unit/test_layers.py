@@ -82,6 +82,9 @@ def test_contracts_pass_on_the_project(project_copy: Path) -> None:
         ("services/branch_worker/windows.py", "import services.branch_worker.holds\n", "parts"),
         ("services/branch_worker/holds.py", "import services.branch_worker.branch\n", "parts"),
         ("services/branch_worker/tips.py", "import services.branch_worker.conditions\n", "parts"),
+        ("services/branch_worker/worktree.py", "import services.branch_worker.pushing\n", "parts"),
+        ("services/branch_worker/pushing.py", "import services.branch_worker.intake\n", "parts"),
+        ("services/branch_worker/waits.py", "import services.branch_worker.backlog\n", "parts"),
     ],
 )
 def test_a_violation_fails(project_copy: Path, module: str, code: str, contract: str) -> None:

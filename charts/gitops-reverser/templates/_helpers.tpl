@@ -87,6 +87,23 @@ $(REDIS_PASSWORD), which Kubernetes expands from the Secret: no password is rend
       key: {{ $root.Values.redis.auth.existingSecretKey }}
 - name: {{ .name }}
   value: {{ printf "redis://:$(REDIS_PASSWORD)@%s-redis.%s.svc:6379/0" (include "gr.fullname" $root) $root.Release.Namespace | quote }}
+{{- else if $root.Values.redis.sentinel.hosts -}}
+{{- $sentinel := $root.Values.redis.sentinel -}}
+{{- $auth := "" -}}
+{{- if $sentinel.existingSecret.name -}}
+{{- $auth = ":$(REDIS_PASSWORD)@" }}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $sentinel.existingSecret.name }}
+      key: {{ $sentinel.existingSecret.key }}
+{{ end -}}
+{{- $query := "" -}}
+{{- if and $sentinel.existingSecret.name $sentinel.passwordForSentinels (ne .name "RQ_DASHBOARD_REDIS_URL") -}}
+{{- $query = "?sentinel_password=$(REDIS_PASSWORD)" -}}
+{{- end }}
+- name: {{ .name }}
+  value: {{ printf "%s://%s%s/%s/%v%s" (ternary "rediss+sentinel" "redis+sentinel" $sentinel.tls) $auth (join "," $sentinel.hosts) $sentinel.service $sentinel.db $query | quote }}
 {{- else -}}
 - name: {{ .name }}
   valueFrom:
@@ -102,11 +119,18 @@ $(REDIS_PASSWORD), which Kubernetes expands from the Secret: no password is rend
 {{- if .Values.redis.builtin }}{{ $ways = add1 $ways }}{{ end -}}
 {{- if .Values.redis.url }}{{ $ways = add1 $ways }}{{ end -}}
 {{- if .Values.redis.existingSecret.name }}{{ $ways = add1 $ways }}{{ end -}}
+{{- if .Values.redis.sentinel.hosts }}{{ $ways = add1 $ways }}{{ end -}}
 {{- if eq $ways 0 -}}
-{{- fail "no Redis: set redis.builtin=true, redis.url, or redis.existingSecret.name" -}}
+{{- fail "no Redis: set redis.builtin=true, redis.url, redis.existingSecret.name or redis.sentinel.hosts" -}}
 {{- end -}}
 {{- if gt $ways 1 -}}
-{{- fail "Redis is configured more than one way: choose one of redis.builtin=true, redis.url, redis.existingSecret.name" -}}
+{{- fail "Redis is configured more than one way: choose one of redis.builtin=true, redis.url, redis.existingSecret.name, redis.sentinel.hosts" -}}
+{{- end -}}
+{{- if and .Values.redis.sentinel.hosts .Values.redis.sentinel.tls .Values.dashboard.enabled -}}
+{{- fail "dashboard.enabled with redis.sentinel.tls: rq-dashboard cannot reach a Sentinel set over TLS" -}}
+{{- end -}}
+{{- if and .Values.redis.sentinel.hosts (not .Values.redis.sentinel.service) -}}
+{{- fail "redis.sentinel.service must name the primary the sentinels monitor" -}}
 {{- end -}}
 {{- if and .Values.redis.url (not (or (hasPrefix "redis://" .Values.redis.url) (hasPrefix "rediss://" .Values.redis.url))) -}}
 {{- fail "redis.url must start with redis:// or rediss://" -}}

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from services.receiver.hosts import bitbucket, generic_hmac, gitea, github, gitlab
+from services.receiver.hosts import azure_devops, bitbucket, generic_hmac, gitea, github, gitlab
 from services.receiver.payloads import Json, Parsed
 from services.receiver.signatures import Verifier
 from shared.model.receivers import ReceiverType
@@ -69,6 +69,15 @@ HOSTS: Mapping[ReceiverType, GitHost] = MappingProxyType(
             bitbucket.read,
             event_headers=("X-Event-Key",),
             delivery_headers=("X-Request-UUID", "X-Request-Id"),
+        ),
+        "azure-devops": GitHost(
+            "azure-devops",
+            azure_devops.verify,
+            azure_devops.read,
+            # The event is in the body (eventType), and so is the delivery id a retry repeats
+            # (id); this header tells its requests apart (what Argo CD recognises them by).
+            event_headers=(),
+            delivery_headers=("X-Vss-ActivityId",),
         ),
         "generic-hmac": GitHost(
             "generic-hmac",

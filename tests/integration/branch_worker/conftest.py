@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,10 +14,13 @@ import redis
 
 from sandbox.githost.outside import git, push
 from services.branch_worker.applied import AppliedReader
+from services.branch_worker.apply_window import Admission
 from services.branch_worker.applying import ApplierDesk
 from services.branch_worker.branch import BranchLoop
-from services.branch_worker.commit_requests import RequestDesk
+from services.branch_worker.commit_requests import Requests
 from services.branch_worker.signing import Signer, unsigned
+from services.branch_worker.waits import Attribution
+from services.branch_worker.worktree import TreeFactory, WorkTree
 from shared.git.remote import ls_remote
 from shared.git.workspace import Workspace
 from shared.model.config import BranchConfig, TargetConfig
@@ -29,8 +34,15 @@ from shared.store.branch_state import BranchStates
 from shared.store.config import ConfigStore
 from shared.store.keys import Keys
 from shared.store.leases import Leases
+from shared.store.ledger import Ledger
 from shared.store.streams import EventStream
 from tests.configs import branch_config, target_config
+from tests.fixtures import process_env
+from tests.integration.branch_worker.doubles import (
+    AdmitEverything,
+    NoAttribution,
+    NoRequests,
+)
 from tests.integration.branch_worker.site import Gates, Site, settings_for
 
 
@@ -79,20 +91,27 @@ class Rig:
         worker: str = "w1",
         read_tip: Callable[[], str | None] | None = None,
         signer: Signer = unsigned,
-        requests: RequestDesk | None = None,
-        plain_writer: bool = False,
+        requests: Requests | None = None,
+        trees: TreeFactory = WorkTree,
         *,
         applied: AppliedReader | None = None,
+        guard: Admission | None = None,
+        attributor: Attribution | None = None,
+        delivered_at: Callable[[], float | None] = lambda: None,
+        trust_max_age: float = 0.0,
     ) -> BranchLoop:
         """A started loop. ``applied``: what its appliers last applied, read at the branch's
-        very first start (issue 23); by default they hold the tip (an install at the tip)."""
+        very first start (issue 23); by default they hold the tip (an install at the tip).
+        Without ``requests``, ``guard`` or ``attributor`` the loop is built with a stand-in
+        (``doubles``): no CommitRequest binds, no apply window, attribution off. ``trees``
+        builds its work tree (the benchmarks' plain writer: ``bench.plain.PlainTree``)."""
         lease = Leases(self.client, self.keys, 60_000).acquire(self.bk, worker)
         assert lease is not None
         ws = Workspace(self.tmp / f"ws-{worker}-{lease.token}", self.branch.url, "main")
         loop = BranchLoop(
             lease,
             self.branch,
-            ws,
+            trees(ws),
             events=self.events,
             states=self.states,
             configs=self.configs,
@@ -102,9 +121,12 @@ class Rig:
             steady_tick=self.settings.steady_tick.total_seconds(),
             max_window=self.settings.max_window.total_seconds(),
             signer=signer,
-            requests=requests,
-            plain_writer=plain_writer,
+            requests=requests or NoRequests(),
+            guard=guard or AdmitEverything(),
+            attributor=attributor or NoAttribution(),
             applied=applied or (lambda _ref, _namespaces: self.head()),
+            delivered_at=delivered_at,
+            trust_max_age=trust_max_age,
             desk=ApplierDesk(
                 self.bk,
                 self.branch,
@@ -114,6 +136,7 @@ class Rig:
                 states=self.states,
                 clock=self.clock,
                 attempt_deadline_s=self.settings.attempt_deadline.total_seconds(),
+                ledger=Ledger(self.client, self.keys),
             ),
         )
         loop.start()
@@ -185,6 +208,19 @@ class Rig:
 
     def files(self) -> list[str]:
         return git("ls-tree", "-r", "--name-only", "main", cwd=self.bare).split()
+
+    def inspect(self) -> str:
+        """What ``inspect`` (python -m services.branch_worker inspect) prints of this rig's
+        keys on the test Redis."""
+        done = subprocess.run(
+            [sys.executable, "-m", "services.branch_worker", "inspect"],
+            env=process_env(self.keys.prefix),
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        return done.stdout
 
 
 @pytest.fixture

@@ -8,23 +8,19 @@ dispatcher writes, and events carry the ``managedFields`` managers the watcher r
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime
 
 import pytest
 import yaml
 from prometheus_client import REGISTRY
 
-from sandbox.githost.outside import OutsideClone, push
+from sandbox.githost.outside import OutsideClone, git, push
 from services.branch_worker.apply_window import ApplyWindowGuard
 from services.branch_worker.branch import BranchLoop
 from shared.model.config import ApplierRef
 from shared.model.events import GitTargetRef, ManagerEntry, ObjectEvent, Operation
 from shared.model.ids import GitTargetUid, ObjectId
 from shared.model.ledger import LastRequest
-from shared.settings import Settings
 from shared.store.api_edits import ApiEdits
 from shared.store.collisions import Collisions
 from shared.store.leases import Leases
@@ -78,22 +74,26 @@ def event(
 
 
 def guarded(
-    rig: Rig, applier: ApplierRef = KS, enabled: bool = True, worker: str = "w1"
+    rig: Rig,
+    applier: ApplierRef = KS,
+    enabled: bool = True,
+    worker: str = "w1",
+    ledger: Ledger | None = None,
 ) -> BranchLoop:
-    """A loop whose GitTarget names ``applier``, with the apply window's guard."""
+    """A loop whose GitTarget names ``applier``, with the apply window's guard (reading
+    ``ledger``, when given)."""
     rig.target = dataclasses.replace(rig.target, applier=applier, quiet_period_s=1.0)
     rig.configs.publish_target(rig.target)
-    loop = rig.loop(worker)
-    loop.guard = ApplyWindowGuard(
+    guard = ApplyWindowGuard(
         rig.bk,
         appliers=rig.appliers,
-        ledger=Ledger(rig.client, rig.keys),
+        ledger=ledger or Ledger(rig.client, rig.keys),
         collisions=Collisions(rig.client, rig.keys),
         clock=rig.clock,
         edits=ApiEdits(rig.client, rig.keys),
         enabled=enabled,
     )
-    return loop
+    return rig.loop(worker, guard=guard)
 
 
 def publish_and_push(rig: Rig, loop: BranchLoop, value: str, *managers: str) -> None:
@@ -169,8 +169,9 @@ def test_a_branch_taken_again_still_withholds_the_revert_of_an_edit_seen_before(
 
 
 def test_with_the_window_off_the_revert_is_mirrored(rig: Rig) -> None:
-    """The same schedule without the guard (the e2e test seam): the race is observed, so the
-    test above can tell the two apart."""
+    """The same schedule without the guard (``enabled=False``, as the e2e counterfactual's
+    ``BranchJobs(apply_window=False)`` builds it): the race is observed, so the test above can
+    tell the two apart."""
     loop = guarded(rig, enabled=False)
     publish_and_push(rig, loop, "first", EDIT)
     sent = send_catch_up(rig, loop)
@@ -330,7 +331,7 @@ def test_a_delete_is_never_withheld(rig: Rig) -> None:
     assert PATH not in rig.files()
 
 
-def test_inspect_shows_the_collisions(rig: Rig, key_prefix: str) -> None:
+def test_inspect_shows_the_collisions(rig: Rig) -> None:
     """O3/W3: ``branch_worker inspect`` lists the branch's latest collisions."""
     loop = guarded(rig)
     publish_and_push(rig, loop, "first", EDIT)
@@ -339,26 +340,12 @@ def test_inspect_shows_the_collisions(rig: Rig, key_prefix: str) -> None:
     event(rig, "api", EDIT)
     event(rig, "first", FLUX)
     rig.drain(loop)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
-    env.update(
-        {
-            "GITOPS_REVERSER_REDIS_URL": Settings.from_env().redis_url,
-            "GITOPS_REVERSER_KEY_PREFIX": key_prefix,
-        }
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "services.branch_worker", "inspect"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
+    out = rig.inspect()
     assert (
         "apply window: withheld ConfigMap/team/app of GitTarget team/gt "
-        "(Kustomization/flux-system/apps" in done.stdout
+        "(Kustomization/flux-system/apps" in out
     )
-    assert "reverted an API edit" in done.stdout
+    assert "reverted an API edit" in out
 
 
 def test_an_owner_that_took_over_judges_with_the_edit_its_predecessor_saw(rig: Rig) -> None:
@@ -528,10 +515,9 @@ def test_an_appliers_write_of_a_value_git_never_held_is_mirrored(rig: Rig) -> No
 def test_the_recent_requests_are_read_again_only_when_the_ledger_entry_moved(rig: Rig) -> None:
     """An apply of many objects is many applier events: the guard reads the ledger entry's
     version for each, and its list of recent requests only when the version moved."""
-    loop = guarded(rig)
+    ledger = Ledger(rig.client, rig.keys)  # the guard's: its reads are counted below
+    loop = guarded(rig, ledger=ledger)
     publish_and_push(rig, loop, "first", EDIT)
-    assert loop.guard is not None
-    ledger = loop.guard._ledger
     reads: list[str] = []
     recent = ledger.recent
 
@@ -670,4 +656,89 @@ def test_a_no_op_apply_in_a_kustomize_folder_is_no_revert(rig: Rig) -> None:
     event(rig, "api-2", EDIT)  # an API edit inside the CatchUp's apply ...
     event(rig, "api", FLUX)  # ... that the apply reverts is still withheld
     rig.drain(loop)
+    assert collisions("withheld") == before + 1
+
+
+def test_an_attempt_handed_back_at_its_deadline_keeps_its_window(rig: Rig) -> None:
+    """W1 after A4 (the soak's chaos-flux-0/cm-00231, seed 483848): the dispatcher stamped the
+    CatchUp and was killed before it reported, so the owner hands the attempt back at its
+    deadline as Failed; the stamp had landed, and the apply comes seconds later. An API edit
+    made just after the hand-back is reverted by that apply: the revert is withheld, since the
+    handed-back request stays in the GitTarget's recent requests, finished at the hand-back
+    (it is not made ``lastRequest``: no report came)."""
+    loop = guarded(rig)
+    publish_and_push(rig, loop, "first", EDIT)
+    sent = send_catch_up(rig, loop)
+    attempt = rig.appliers.load(KS.key, KS.kind).attempt
+    assert attempt is not None
+    rig.clock.now = attempt.deadline + 0.5
+    loop.apply_requests()  # the owner's next wake hands the overdue attempt back
+    assert rig.appliers.load(KS.key, KS.kind).attempt is None
+    ledger = Ledger(rig.client, rig.keys)
+    assert [(r.token, r.sent_at, r.outcome) for r in ledger.recent(rig.target.uid)] == [
+        (attempt.token, sent, "Failed")
+    ]
+    assert ledger.last_request(rig.target.uid)[0] is None
+    before = collisions("withheld")
+    rig.clock.now += 0.5
+    event(rig, "api", EDIT)  # the API edit, after the hand-back
+    rig.clock.now += 2.0
+    event(rig, "first", FLUX)  # the handed-back request's apply reverts it
+    rig.drain(loop)
+    rig.clock.now += 6.0
+    loop.flush()
+    assert value_in_git(rig) == "api"
+    assert collisions("withheld") == before + 1
+
+
+def commits_adding(rig: Rig, value: str) -> list[str]:
+    """The commits on main whose diff adds the line ``k: <value>`` (what the soak counts per
+    value: tests/soak/checks.py ``value_commits``)."""
+    log = git("log", "-p", "--format=commit %H", "main", cwd=rig.bare).splitlines()
+    found: list[str] = []
+    commit = ""
+    for line in log:
+        if line.startswith("commit "):
+            commit = line[len("commit ") :]
+        elif line.startswith("+") and line.rstrip().endswith(f"k: {value}") and commit not in found:
+            found.append(commit)
+    return found
+
+
+def test_a_pushed_edit_reverted_by_a_handed_back_attempt_is_not_committed_over(
+    rig: Rig,
+) -> None:
+    """W1 after A4, the update the soak met as one value in two commits (the first
+    CHAOS_ATTRIBUTION=1 run, seed 243948, e243948-000740, on code before the hand-back kept
+    its window): the CatchUp's dispatcher stamps Flux and is killed before it reports; an API
+    edit made seconds after the stamp is committed and pushed; Flux's apply, written two
+    seconds after the stamp, reverts it, but its event is read only after the owner handed the
+    attempt back at its deadline (the watcher or the branch worker was down, or the machine
+    slow). Forgotten at the hand-back, the request left no window: the revert was mirrored
+    with no collision logged, committing the old value a second time over the pushed edit
+    (the edit lost in Git; the soak's next edit of the object hid the loss, leaving only the
+    value added twice). Kept in the recent requests, it withholds the revert."""
+    loop = guarded(rig)
+    publish_and_push(rig, loop, "first", EDIT)
+    sent = send_catch_up(rig, loop)
+    attempt = rig.appliers.load(KS.key, KS.kind).attempt
+    assert attempt is not None
+    rig.clock.now = sent + 1.0
+    event(rig, "api", EDIT)  # the API edit, after the stamp, before Flux's apply
+    rig.drain(loop)
+    rig.clock.now += 6.0  # past the 5 s commit window: the edit is pushed
+    loop.flush()
+    assert value_in_git(rig) == "api"
+    rig.clock.now = attempt.deadline + 0.5
+    loop.apply_requests()  # no report came: the owner hands the attempt back (A4)
+    assert rig.appliers.load(KS.key, KS.kind).attempt is None
+    before = collisions("withheld")
+    rig.clock.now += 1.0
+    event(rig, "first", FLUX, second=stamp(sent + 2.0))  # written at sent + 2, read now
+    rig.drain(loop)
+    rig.clock.now += 6.0
+    loop.flush()
+    assert value_in_git(rig) == "api"
+    assert len(commits_adding(rig, "first")) == 1  # the value is never committed again
+    assert len(commits_adding(rig, "api")) == 1
     assert collisions("withheld") == before + 1

@@ -39,8 +39,7 @@ def _attributed(rig: Rig, grace: float = GRACE) -> tuple[BranchLoop, FactStreams
     rig.target = replace(rig.target, audit_route="prod")
     rig.configs.publish_target(rig.target)
     facts = FactStreams(rig.client, rig.keys)
-    loop = rig.loop()
-    loop.attributor = Attributor(facts, rig.clock, grace)
+    loop = rig.loop(attributor=Attributor(facts, rig.clock, grace))
     return loop, facts
 
 
@@ -79,17 +78,17 @@ def test_an_event_waits_for_its_fact_without_blocking_and_the_window_stays_open(
     facts.append("prod", {"configmaps": [_fact("a", "alice")]})
     rig.publish("a")
     rig.drain(loop)
-    assert loop._open[rig.target.uid].author is not None  # a's window, alice's
+    assert loop.open_windows[rig.target.uid].author is not None  # a's window, alice's
     rig.publish("b")  # its fact has not arrived
     rig.drain(loop)  # returns at once: the event is left for a later pass
-    assert len(loop._open[rig.target.uid].entries) == 1
+    assert len(loop.open_windows[rig.target.uid].entries) == 1
     assert loop.next_deadline() == rig.clock.now + grace  # not now: no spinning
     rig.clock.now += rig.branch.commit_window_s + 0.5  # a's window is due ...
     loop.flush()
     assert len(_log(rig)) == 1  # ... but its close waits with b (only the seed commit)
     facts.append("prod", {"configmaps": [_fact("b", "alice")]})
     loop.handle([])  # the next pass finds the fact: b joins alice's window
-    assert len(loop._open[rig.target.uid].entries) == 2
+    assert len(loop.open_windows[rig.target.uid].entries) == 2
     loop.flush(force=True)
     assert [line.split("|")[0] for line in _log(rig)[:1]] == ["alice <alice@noreply.cluster.local>"]
 
@@ -98,7 +97,7 @@ def test_after_the_grace_a_missing_fact_is_the_unresolved_sentinel(rig: Rig) -> 
     loop, facts = _attributed(rig)
     rig.publish("a")
     rig.drain(loop)
-    assert not loop._open
+    assert not loop.open_windows
     rig.clock.now += GRACE
     loop.handle([])
     loop.flush(force=True)
@@ -112,11 +111,10 @@ def test_after_the_grace_a_missing_fact_is_the_unresolved_sentinel(rig: Rig) -> 
 
 
 def test_without_attribution_the_committer_authors(rig: Rig) -> None:
-    loop = rig.loop()
-    loop.attributor = Attributor(FactStreams(rig.client, rig.keys), rig.clock, GRACE)
+    loop = rig.loop(attributor=Attributor(FactStreams(rig.client, rig.keys), rig.clock, GRACE))
     rig.publish("a")
     rig.drain(loop)
-    assert loop._open[rig.target.uid].author is None
+    assert loop.open_windows[rig.target.uid].author is None
     loop.flush(force=True)
     author, committer, _ = _log(rig)[0].split("|")
     assert author == committer
@@ -147,8 +145,7 @@ def _held_alice_then_bob(rig: Rig) -> tuple[BranchLoop, FakeSigner, SigningKey, 
     key = generate_key("team/gt")
     signer = FakeSigner(key)
     signer.failure = SigningUnavailable("Secret team/signing: no key", permanent=True)
-    loop = rig.loop(signer=signer)
-    loop.attributor = Attributor(facts, rig.clock, GRACE)
+    loop = rig.loop(signer=signer, attributor=Attributor(facts, rig.clock, GRACE))
     facts.append("prod", {"configmaps": [_fact("a", "alice"), _fact("b", "bob")]})
     before = rig.head()
     rig.publish("a")
@@ -287,13 +284,12 @@ def _grace_waits_until_applied(rig: Rig, loop: BranchLoop, most: int) -> int:
     """Run the owner's passes as its wakes would, moving the injected clock only to the end
     of a grace something waits for; how many such waits it took until nothing is left (at
     most ``most``: a backlog that waits one grace per event fails here, not in hours)."""
-    assert loop.attributor is not None
     waits = 0
-    while loop._backlog:
-        until = loop.attributor.waiting_until()
-        if until is not None and until > rig.clock.now:
+    while loop.backlog:
+        until = loop.waits.until()  # a grace that ends after now
+        if until is not None:
             waits += 1
-            assert waits <= most, f"{len(loop._backlog)} events still wait after {most} graces"
+            assert waits <= most, f"{len(loop.backlog)} events still wait after {most} graces"
             rig.clock.now = until
         loop.handle([])
     return waits
@@ -310,7 +306,7 @@ def test_a_backlog_without_facts_waits_one_grace_in_all(rig: Rig) -> None:
         rig.publish(name)
     rig.drain(loop)  # the owner reads 1,000 ...
     rig.drain(loop)  # ... and then the rest, before any grace ran out
-    assert len(loop._backlog) == 1200  # nothing applied yet: the first event waits
+    assert len(loop.backlog) == 1200  # nothing applied yet: the first event waits
     assert _grace_waits_until_applied(rig, loop, most=2) == 1
     loop.flush(force=True)
     files = set(rig.files())
@@ -332,14 +328,14 @@ def test_each_event_s_grace_starts_when_the_owner_first_sees_it(rig: Rig) -> Non
     rig.clock.now += 1.0
     rig.publish("b")
     rig.drain(loop)
-    assert loop.attributor is not None and loop.attributor.waiting_until() == start + GRACE
+    assert loop.waits.until() == start + GRACE
     rig.clock.now = start + GRACE
     loop.handle([])  # a: the sentinel; b waits on
-    assert [e.event.object_id.name for e in loop._backlog if e.event] == ["b"]
-    assert loop.attributor.waiting_until() == start + 1.0 + GRACE
+    assert [e.event.object_id.name for e in loop.backlog if e.event] == ["b"]
+    assert loop.waits.until() == start + 1.0 + GRACE
     facts.append("prod", {"configmaps": [_fact("b", "bob")]})
     loop.handle([])
-    assert not loop._backlog
+    assert not loop.backlog
     loop.flush(force=True)
     authors = [line.split("|")[0] for line in _log(rig)[:2]]
     assert authors == [

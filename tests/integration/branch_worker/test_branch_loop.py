@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from services.branch_worker.branch import SLICE
+from services.branch_worker.backlog import SLICE
 from tests.integration.branch_worker.conftest import Rig, git
 
 pytestmark = pytest.mark.integration
@@ -161,7 +161,7 @@ def test_pushed_but_unacknowledged_events_make_no_second_commit(rig: Rig) -> Non
     rig.publish("app", "CREATE", {"a": "1"})
     rig.drain(dead, "dead")
     rig.clock.now += 10
-    dead._commits.commit(dead._open.pop(rig.target.uid))  # committed, pushed, died before ack
+    dead._commits.commit(dead.open_windows.pop(rig.target.uid))  # committed, pushed, not acked
     dead.ws.push(dead.tip)
     rig.client.delete(rig.keys.branch_lease(rig.bk))
     heir = rig.loop("heir")

@@ -160,3 +160,38 @@ def test_a_refused_first_push_to_an_empty_remote_lands_after_a_restart_once_it_a
         ["git", "log", "--format=%s", "main"], cwd=bare, capture_output=True, text=True, check=True
     ).stdout
     assert log.splitlines() == ["[CREATE] v1/configmaps/a"]
+
+
+def test_a_branch_that_keeps_failing_to_start_logs_one_error_then_counts(
+    tmp_path: Path,
+    redis_client: redis.Redis,
+    key_prefix: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 26 §5: retaken and failing again and again, the branch is logged once as an ERROR
+    with the traceback; then one WARNING a minute with the count; an INFO once it works."""
+    import logging
+
+    from services.branch_worker.worker import retake_pause
+
+    bare = tmp_path / "later.git"  # does not exist yet
+    stores, bk, settings = one_event_site(tmp_path, redis_client, key_prefix, bare)
+    clock = Clock()
+    worker = BranchWorker(settings, stores, "w", clock)
+    caplog.set_level(logging.INFO, "services.branch_worker")
+    for failure in range(1, 6):  # starts at 0, 5, 15, 35 and 75 s: the warning falls due at 75
+        worker.wake()
+        worker.settle()
+        clock.now += retake_pause(failure)
+    mine = [r for r in caplog.records if getattr(r, "branch", None) == bk]
+    errors = [r for r in mine if r.levelno == logging.ERROR]
+    warnings = [r for r in mine if r.levelno == logging.WARNING]
+    assert len(errors) == 1 and errors[0].exc_info is not None
+    assert "cannot start" in errors[0].getMessage()
+    assert len(warnings) == 1 and warnings[0].exc_info is None
+    assert "in a row" in warnings[0].getMessage()
+
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    worker.run(threading.Event(), burst=True)
+    infos = [r for r in caplog.records if r.getMessage().startswith(f"branch {bk} works again")]
+    assert len(infos) == 1

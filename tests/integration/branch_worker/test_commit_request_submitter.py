@@ -49,8 +49,10 @@ def _setup(rig: Rig) -> tuple[BranchLoop, FactStreams, CommitRequests]:
     rig.configs.publish_target(rig.target)
     facts = FactStreams(rig.client, rig.keys)
     store = CommitRequests(rig.client, rig.keys, 3600)
-    loop = rig.loop(requests=RequestDesk(store, rig.branch.branch, rig.clock))
-    loop.attributor = Attributor(facts, rig.clock, GRACE)
+    loop = rig.loop(
+        requests=RequestDesk(store, rig.branch.branch, rig.clock),
+        attributor=Attributor(facts, rig.clock, GRACE),
+    )
     return loop, facts, store
 
 
@@ -60,7 +62,7 @@ def _edit_by(rig: Rig, loop: BranchLoop, facts: FactStreams, user: str) -> None:
                   "a", "uid-a", "1", "e-1", "2026-01-01T00:00:00Z")]})  # fmt: skip
     rig.publish("a")
     rig.drain(loop)
-    window = loop._open[rig.target.uid]
+    window = loop.open_windows[rig.target.uid]
     assert window.author is not None and window.author.username == user
 
 
@@ -123,7 +125,7 @@ def test_a_request_by_another_author_never_closes_the_window(rig: Rig) -> None:
     rig.drain(loop)
     loop.flush()
     assert rig.commits() == ["seed"]
-    assert rig.target.uid in loop._open
+    assert rig.target.uid in loop.open_windows
     outcome = _outcome(store)
     assert (outcome.reason, outcome.submitter) == (WINDOW_MISMATCH, "bob")
     assert _attributed(outcome) == ("True", ATTRIBUTED_FROM_AUDIT)

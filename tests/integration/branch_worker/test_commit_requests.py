@@ -206,7 +206,7 @@ def test_pushed_before_the_outcome_was_recorded_is_already_present(long_rig: Rig
     _request(rig)
     rig.drain(dead, "dead")
     dead.requests = None  # dies between its push and the outcome
-    dead._commits.commit(dead._open.pop(rig.target.uid))
+    dead._commits.commit(dead.open_windows.pop(rig.target.uid))
     dead.ws.push(dead.tip)
     rig.client.delete(rig.keys.branch_lease(rig.bk))
     heir = _loop(rig, "heir")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shared.decide.tips import TipKind
+from shared.git.remote import ls_remote
 from tests.integration.branch_worker.conftest import Rig, git
 
 pytestmark = pytest.mark.integration
@@ -75,3 +76,48 @@ def test_our_own_tip_is_not_foreign(rig: Rig) -> None:
     loop.flush()
     assert loop.check_tip() is TipKind.UNCHANGED
     assert rig.states.read(rig.bk).foreign_tip is None
+
+
+def test_no_tip_read_while_the_receiver_delivers_within_the_trust_age(rig: Rig) -> None:
+    """P14: an idle branch whose GitProvider's receiver delivered within the trust age reads
+    no tip on its steady tick (no Git request); once the receiver has been silent for the age,
+    the steady tick reads again and finds the outside push (Q7)."""
+    delivered = [rig.clock.now]
+    reads: list[float] = []
+
+    def read() -> str | None:
+        reads.append(rig.clock.now)
+        return ls_remote(str(rig.bare), "main")
+
+    loop = rig.loop(read_tip=read, delivered_at=lambda: delivered[0], trust_max_age=600.0)
+    foreign = rig.foreign_push()
+    for _ in range(9):  # nine steady ticks inside the trust age
+        rig.clock.now += 60
+        loop.tick()
+    assert reads == [], "no Git request while the receiver delivers"
+    assert loop.next_deadline() == rig.clock.now + 60, "the next tick, a tick later"
+    rig.clock.now += 60  # ten minutes since the last delivery: the age is over
+    loop.tick()
+    assert reads == [rig.clock.now]
+    state = rig.states.read(rig.bk)
+    assert state.observed_tip == foreign and state.foreign_tip == foreign
+
+
+@pytest.mark.parametrize(("delivered", "age"), [(False, 600.0), (True, 0.0)])
+def test_the_steady_tick_reads_without_a_receiver_or_with_the_trust_age_zero(
+    rig: Rig, delivered: bool, age: float
+) -> None:
+    """Q7 stays the fallback: no delivery on record, or ``remote_trust_max_age`` 0."""
+    reads: list[float] = []
+
+    def read() -> str | None:
+        reads.append(rig.clock.now)
+        return ls_remote(str(rig.bare), "main")
+
+    def delivered_at() -> float | None:
+        return rig.clock.now if delivered else None
+
+    loop = rig.loop(read_tip=read, delivered_at=delivered_at, trust_max_age=age)
+    rig.clock.now += 60
+    loop.tick()
+    assert reads == [rig.clock.now]

@@ -26,9 +26,9 @@ from services.branch_worker.worker import BranchWorker
 from shared.kube.api import KubeClient
 from shared.kube.crds import CrdReader
 from shared.model.ids import BranchKey, GitTargetUid
-from shared.settings import Settings
 from shared.store.keys import Keys
 from tests.configs import branch_config, target_config
+from tests.fixtures import process_env
 from tests.helpers import wait_until
 from tests.integration.branch_worker.conftest import Clock
 from tests.integration.branch_worker.site import Site
@@ -120,17 +120,11 @@ def test_a_retired_branch_loses_its_key(site: Site, ssh: Ssh, tmp_path: Path) ->
 
 
 def _environment(site: Site, ssh: Ssh, tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
-    env.update(
-        {
-            "GITOPS_REVERSER_REDIS_URL": Settings.from_env().redis_url,
-            "GITOPS_REVERSER_KEY_PREFIX": site.prefix,
-            "GITOPS_REVERSER_KUBECONFIG": str(ssh.kubeconfig),
-            "GITOPS_REVERSER_WORK_DIR": str(site.tmp / "process-work"),
-            "PYTHONPATH": str(ROOT),
-            "TMPDIR": str(tmp),  # where the process makes its SSH folder (tempfile)
-        }
+    env = process_env(
+        site.prefix, kubeconfig=str(ssh.kubeconfig), work_dir=str(site.tmp / "process-work")
     )
+    env["PYTHONPATH"] = str(ROOT)
+    env["TMPDIR"] = str(tmp)  # where the process makes its SSH folder (tempfile)
     return env
 
 

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from services.branch_worker.branch import ProviderChanged
+from services.branch_worker.intake import ProviderChanged
 from shared.model.ids import GitTargetUid
 from tests.configs import branch_config, target_config
 from tests.integration.branch_worker.conftest import Rig

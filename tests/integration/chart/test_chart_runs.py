@@ -37,6 +37,11 @@ KUSTOMIZATIONS = ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations")
 #: not used: list and watch of the ``watcher.watchedResources`` other than ConfigMaps (the
 #: WatchRule here selects ConfigMaps only; what WatchRules may select is a value).
 NOT_EXERCISED = {
+    # a GitProvider's spec.knownHostsRef ConfigMap (tests/integration/git/test_known_hosts.py);
+    # this run's GitProvider is HTTP
+    ("watcher", "get", "configmaps"),
+    ("branch-worker", "get", "configmaps"),
+    ("dispatcher", "get", "configmaps"),
     # a Refusal stamps the Kustomization; this run's request is a ForeignCommit (the source)
     ("dispatcher", "patch", "kustomizations"),
     # the watcher never patches: its ApplierConfigured check (S2) asks SelfSubjectAccessReviews

@@ -94,6 +94,8 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "dashboard": {"enabled": True},
         "podDisruptionBudget": {"enabled": True},
         "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+        "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
+        "grafanaDashboard": {"enabled": True, "annotations": {"grafana_folder": "GitOps"}},
         "keyPrefix": "team-b:v1",
     },
     # What a real cluster sets (issue 24 §5, §7): a CA bundle and a proxy for every process,
@@ -101,8 +103,9 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     # own nodes, workload identity, Prometheus allowed to scrape.
     "real-cluster": REAL_CLUSTER,
 }
-#: Kinds the Kubernetes OpenAPI does not describe (the Prometheus Operator's CRD).
-NOT_BUILT_IN = {"ServiceMonitor"}
+#: Kinds the Kubernetes OpenAPI does not describe (the Prometheus Operator's CRDs; the rules are
+#: checked by promtool: test_alerts.py).
+NOT_BUILT_IN = {"ServiceMonitor", "PrometheusRule"}
 OLDEST, NEWEST = "1.29.0", kubernetes_validate.latest_version()
 
 
@@ -174,6 +177,37 @@ def test_defaults_run_three_processes_with_redis_built_in() -> None:
         "volumeClaimTemplates"
     ]
     assert claims[0]["spec"]["resources"]["requests"]["storage"] == "2Gi"
+
+
+def _app_version() -> str:
+    version: str = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    return version
+
+
+def _images(found: Rendered) -> set[str]:
+    """Every image a pod of the render runs, init containers included."""
+    images: set[str] = set()
+    for obj in found:
+        pod = obj.get("spec", {}).get("template", {}).get("spec", {})
+        for container in pod.get("initContainers", []) + pod.get("containers", []):
+            images.add(container["image"])
+    return images
+
+
+def test_the_chart_pulls_only_the_products_image_pinned_as_it_is_pinned() -> None:
+    """Issue 24 item 8: no public image of someone else's by default (the built-in Redis runs
+    the product image's Debian redis-server), so one digest pins every container; a Valkey
+    image named in redis.image is used as written, digest included."""
+    everything_on = {"receiver": {"enabled": True}, "dashboard": {"enabled": True}}
+    assert _images(render(everything_on)) == {
+        "ghcr.io/gitops-reverser/gitops-reverser:" + _app_version()
+    }
+    pinned = render({**everything_on, "image": {"digest": DIGEST}})
+    assert _images(pinned) == {f"ghcr.io/gitops-reverser/gitops-reverser@{DIGEST}"}
+    valkey = f"docker.io/valkey/valkey:8.1.11-alpine@{DIGEST}"
+    chosen = render({"redis": {"image": valkey}})
+    redis_pod = chosen.one("StatefulSet", f"{RELEASE}-gitops-reverser-redis")["spec"]["template"]
+    assert redis_pod["spec"]["containers"][0]["image"] == valkey
 
 
 def test_each_process_is_locked_down_and_probed(rendered: Rendered) -> None:
@@ -294,10 +328,83 @@ def test_external_redis_keeps_the_url_in_a_secret() -> None:
     assert env["GITOPS_REVERSER_REDIS_URL"]["valueFrom"]["secretKeyRef"]["name"] == "redis-url"
 
 
+def test_a_sentinel_set_gives_every_process_a_sentinel_url() -> None:
+    """Issue 28: an external Sentinel set; the password comes from the user's Secret through
+    $(REDIS_PASSWORD) (never rendered), and the URL is one Settings accepts."""
+    found = render(
+        {
+            "redis": {
+                "builtin": False,
+                "sentinel": {
+                    "hosts": ["s-0.sentinel:26379", "s-1.sentinel:26379", "s-2.sentinel:26379"],
+                    "service": "mymaster",
+                    "db": 2,
+                    "existingSecret": {"name": "valkey-auth", "key": "pw"},
+                    "passwordForSentinels": True,
+                },
+            },
+            "dashboard": {"enabled": True},
+            "settings": {"redis_min_replicas": 1},
+        }
+    )
+    assert not found.of_kind("StatefulSet")
+    assert f"{RELEASE}-gitops-reverser-redis" not in found.names("Secret")
+    for component in found.components():
+        env = {e["name"]: e for e in found.container(component)["env"]}
+        url = (
+            "redis+sentinel://:$(REDIS_PASSWORD)@s-0.sentinel:26379,s-1.sentinel:26379,"
+            "s-2.sentinel:26379/mymaster/2"
+        )
+        name = "GITOPS_REVERSER_REDIS_URL"
+        if component == "dashboard":  # rq-dashboard sends the password to sentinels itself
+            name = "RQ_DASHBOARD_REDIS_URL"
+        else:
+            url += "?sentinel_password=$(REDIS_PASSWORD)"
+        assert env[name]["value"] == url
+        ref = env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": "valkey-auth", "key": "pw"}
+        names = [e["name"] for e in found.container(component)["env"]]
+        assert names.index("REDIS_PASSWORD") < names.index(name)  # expanded in order
+    config = found.one("ConfigMap", f"{RELEASE}-gitops-reverser-settings")["data"]
+    watcher = {e["name"]: e for e in found.container("watcher")["env"]}
+    url = watcher["GITOPS_REVERSER_REDIS_URL"]["value"].replace("$(REDIS_PASSWORD)", "pw")
+    settings = Settings.from_env({**config, "GITOPS_REVERSER_REDIS_URL": url})
+    assert settings.redis_min_replicas == 1
+    bare = render(
+        {
+            "redis": {
+                "builtin": False,
+                "sentinel": {"hosts": ["s:26379"], "service": "m", "tls": True},
+            }
+        }
+    )
+    env = {e["name"]: e for e in bare.container("watcher")["env"]}
+    assert env["GITOPS_REVERSER_REDIS_URL"]["value"] == "rediss+sentinel://s:26379/m/0"
+    assert "REDIS_PASSWORD" not in env
+
+
 @pytest.mark.parametrize(
     ("values", "says"),
     [
         ({"redis": {"builtin": False}}, "no Redis"),
+        (
+            {"redis": {"sentinel": {"hosts": ["s:26379"], "service": "m"}}},
+            "more than one way",
+        ),
+        (
+            {"redis": {"builtin": False, "sentinel": {"hosts": ["s:26379"]}}},
+            "redis.sentinel.service",
+        ),
+        (
+            {
+                "redis": {
+                    "builtin": False,
+                    "sentinel": {"hosts": ["s:26379"], "service": "m", "tls": True},
+                },
+                "dashboard": {"enabled": True},
+            },
+            "rq-dashboard cannot reach a Sentinel set over TLS",
+        ),
         ({"redis": {"url": "redis://elsewhere:6379/0"}}, "more than one way"),
         (
             {"receiver": {"enabled": True, "ingress": {"enabled": True}}},
@@ -319,6 +426,7 @@ def test_impossible_combinations_fail_with_a_message(values: dict[str, Any], say
         ({"settings": {"redis_url": "redis://x"}}, "redis_url"),
         ({"branchWorker": {"settings": {"branch_threads": 0}}}, "branch_threads"),
         ({"redis": {"url": "http://redis:6379"}}, "/redis/url"),
+        ({"redis": {"sentinel": {"hosts": ["s-0,s-1:26379"]}}}, "/redis/sentinel/hosts"),
         (
             {"watcher": {"watchedResources": [{"apiGroups": ["*"], "resources": ["pods"]}]}},
             "apiGroups",

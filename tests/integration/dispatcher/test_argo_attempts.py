@@ -42,15 +42,12 @@ from services.dispatcher.jobs import Context, finish, ports
 from shared.appliers import for_kind
 from shared.decide.applier_check import Subject
 from shared.kube.api import KubeClient, Obj
-from shared.kube.clients import ClientFactory
 from shared.model.config import ApplierRef
 from shared.model.ids import GitTargetUid
 from shared.model.requests import ApplyRequest, AttemptOutcome
 from shared.model.resources import ApiResource
-from shared.settings import Settings
-from shared.store.keys import Keys
-from shared.store.leases import Leases
 from tests.configs import branch_config
+from tests.fixtures import dispatcher_context, owned_at_tip
 from tests.integration.dispatcher.test_attempts import CM, NS
 
 pytestmark = pytest.mark.integration
@@ -217,18 +214,9 @@ def _rig(
         admin.create_namespaced_custom_object(
             "argoproj.io", "v1alpha1", ARGO_NS, "applications", application(url)
         )
-        settings = Settings(
-            redis_url=Settings.from_env().redis_url,
-            key_prefix=key_prefix,
-            apply_queue=f"{key_prefix}-q",
-        )
-        factory = ClientFactory(settings, time.time, local=local.api_client())
-        ctx = Context.build(settings, redis_client, factory)
+        ctx = dispatcher_context(redis_client, key_prefix, local.api_client())
         rig = Rig(local, remote, url, ctx, admin, uid, [1000.0])
-        bk = ctx.configs.publish_branch(branch_config(url, "main", NS, "gp"))
-        lease = Leases(redis_client, Keys(key_prefix), 60_000).acquire(bk, "t")
-        assert lease is not None
-        ctx.states.publish_tip(lease, rig.tip())
+        owned_at_tip(ctx, redis_client, url, NS, "gp", tip=rig.tip())
         yield rig
     finally:
         host.stop()

@@ -27,14 +27,13 @@ from sandbox.kube.server import KubeApiServer
 from sandbox.paths import all_crd_files
 from services.dispatcher import attempt as attempts
 from services.dispatcher.jobs import Context, finish, ports
-from shared.kube.clients import ClientFactory
 from shared.model.config import ApplierRef
 from shared.model.ids import Branch, GitTargetUid
 from shared.model.requests import ApplyRequest, AttemptOutcome
-from shared.settings import Settings
 from shared.store.keys import Keys
 from shared.store.leases import Leases
 from tests.configs import branch_config
+from tests.fixtures import dispatcher_context
 
 pytestmark = pytest.mark.integration
 
@@ -132,14 +131,7 @@ def world(
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
     flux = FluxControllers(kube.api_client(), tmp_path / "flux", pacing=Pacing())
     keys = Keys(key_prefix)
-    settings = Settings(
-        redis_url=Settings.from_env().redis_url,
-        key_prefix=key_prefix,
-        apply_queue=f"{key_prefix}-q",
-    )
-    ctx = Context.build(
-        settings, redis_client, ClientFactory(settings, time.time, local=kube.api_client())
-    )
+    ctx = dispatcher_context(redis_client, key_prefix, kube.api_client())
     w = World(kube, host, flux, url, clone, ctx, custom, core, redis_client, keys, layout.branch)
     _objects(w, layout.source_ref)
     flux.start()

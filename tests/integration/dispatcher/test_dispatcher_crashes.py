@@ -15,7 +15,6 @@ the commit, and the applier owes nothing at the end.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ from shared.model.requests import ApplyRequest
 from shared.store.appliers import ApplierStore
 from shared.store.attempts import JOB_TIMEOUT_S
 from tests.configs import branch_config, target_config
+from tests.fixtures import process_env
 from tests.integration.dispatcher import test_attempts as base
 from tests.integration.dispatcher.crashing import CRASHED
 from tests.integration.dispatcher.test_attempts import CM, NS, World, _quiet
@@ -103,13 +103,12 @@ def _dispatcher(world: World, tmp: Path, step: str) -> int:
     """One dispatcher process in burst mode; its exit status."""
     kubeconfig = tmp / "kubeconfig"
     world.kube.write_kubeconfig(kubeconfig)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
     settings = world.ctx.settings
-    env.update(
-        GITOPS_REVERSER_REDIS_URL=settings.redis_url,
-        GITOPS_REVERSER_KEY_PREFIX=settings.key_prefix,
-        GITOPS_REVERSER_APPLY_QUEUE=settings.apply_queue,
-        GITOPS_REVERSER_KUBECONFIG=str(kubeconfig),
+    env = process_env(
+        settings.key_prefix,
+        redis_url=settings.redis_url,
+        apply_queue=settings.apply_queue,
+        kubeconfig=str(kubeconfig),
     )
     journal = tmp / "journal"
     args = [sys.executable, "-m", "tests.integration.dispatcher.crashing", step, str(journal)]

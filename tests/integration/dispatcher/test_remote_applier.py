@@ -7,8 +7,6 @@ accessFrom must admit the GitTarget's namespace (D2), and the stamp lands in tha
 from __future__ import annotations
 
 import dataclasses
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,18 +19,13 @@ from sandbox import manifests as m
 from sandbox.flux import FluxControllers
 from sandbox.flux.pacing import Pacing
 from sandbox.githost import GitHost
-from sandbox.githost.outside import git
 from sandbox.kube.server import KubeApiServer
 from sandbox.paths import all_crd_files
 from services.dispatcher import attempt as attempts
-from services.dispatcher.jobs import Context, ports
-from shared.kube.clients import ClientFactory
+from services.dispatcher.jobs import ports
 from shared.model.config import ApplierRef
 from shared.model.requests import ApplyRequest
-from shared.settings import Settings
-from shared.store.keys import Keys
-from shared.store.leases import Leases
-from tests.configs import branch_config
+from tests.fixtures import dispatcher_context, foreign_commit_request, owned_at_tip
 from tests.integration.dispatcher.test_attempts import CM, NS
 
 pytestmark = pytest.mark.integration
@@ -84,29 +77,10 @@ def _setup(
 def _attempt(
     local: KubeApiServer, url: str, uid: str, redis_client: redis.Redis, key_prefix: str
 ) -> tuple[ApplyRequest, str, str]:
-    keys = Keys(key_prefix)
-    settings = Settings(
-        redis_url=Settings.from_env().redis_url,
-        key_prefix=key_prefix,
-        apply_queue=f"{key_prefix}-q",
-    )
-    ctx = Context.build(
-        settings, redis_client, ClientFactory(settings, time.time, local=local.api_client())
-    )
-    bk = ctx.configs.publish_branch(branch_config(url, "main", NS, "gp"))
-    tip = git("ls-remote", url, "refs/heads/main").split()[0]
-    lease = Leases(redis_client, keys, 60_000).acquire(bk, "t")
-    assert lease is not None
-    ctx.states.publish_tip(lease, tip)
-    request = ApplyRequest(
-        uuid.uuid4().hex,
-        bk,
-        url,
-        "main",
-        tip,
-        {"ForeignCommit": [uid]},
-        ApplierRef("Kustomization", NS, "apps", "remote"),
-        time.time(),
+    ctx = dispatcher_context(redis_client, key_prefix, local.api_client())
+    bk, tip = owned_at_tip(ctx, redis_client, url, NS, "gp")
+    request = foreign_commit_request(
+        bk, url, tip, uid, ApplierRef("Kustomization", NS, "apps", "remote")
     )
     outcome = attempts.run(request, dataclasses.replace(ports(ctx), handled_timeout_s=30))
     return request, outcome.outcome, outcome.message

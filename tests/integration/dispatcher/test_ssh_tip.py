@@ -19,11 +19,10 @@ from kubernetes import client
 
 from services.dispatcher.jobs import Context, ports
 from shared.git.errors import GitPermanent
-from shared.kube.clients import ClientFactory
 from shared.model.config import ApplierRef
 from shared.model.requests import ApplyRequest
-from shared.settings import Settings
 from tests.configs import branch_config
+from tests.fixtures import dispatcher_context
 from tests.integration.git.ssh_support import (
     CREATED_AT,
     SshRemote,
@@ -64,15 +63,10 @@ def rig(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, key_prefix: str
 ) -> Iterator[Rig]:
     with ssh_remote_and_cluster(tmp_path / "ssh-host", monkeypatch) as (remote, kube):
-        settings = Settings(
-            redis_url=Settings.from_env().redis_url,
-            key_prefix=key_prefix,
-            apply_queue=f"{key_prefix}-q",
-        )
-        clusters = ClientFactory(settings, lambda: CREATED_AT, local=kube.api_client())
+        ctx = dispatcher_context(redis_client, key_prefix, kube.api_client(), lambda: CREATED_AT)
         core = client.CoreV1Api(kube.api_client())
         core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
-        yield Rig(remote, Context.build(settings, redis_client, clusters), core)
+        yield Rig(remote, ctx, core)
 
 
 def test_the_tip_of_an_ssh_provider_is_read_with_its_identity(rig: Rig) -> None:

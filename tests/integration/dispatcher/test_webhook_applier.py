@@ -29,14 +29,13 @@ from services.dispatcher.jobs import Context, finish, ports
 from shared.appliers import for_kind
 from shared.decide.applier_check import Subject
 from shared.kube.api import KubeClient
-from shared.kube.clients import ClientFactory
 from shared.kube.crds import CrdReader
 from shared.model.ids import Branch, GitTargetUid
 from shared.model.requests import ApplyRequest, AttemptOutcome
-from shared.settings import Settings
 from shared.store.keys import Keys
 from shared.store.leases import Leases
 from tests.configs import branch_config
+from tests.fixtures import dispatcher_context
 
 pytestmark = pytest.mark.integration
 
@@ -111,12 +110,7 @@ def world(tmp_path: Path, redis_client: redis.Redis, key_prefix: str) -> Iterato
     core = client.CoreV1Api(api)
     for ns in (NS, OTHER):
         core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    settings = Settings(
-        redis_url=Settings.from_env().redis_url,
-        key_prefix=key_prefix,
-        apply_queue=f"{key_prefix}-q",
-    )
-    ctx = Context.build(settings, redis_client, ClientFactory(settings, time.time, local=api))
+    ctx = dispatcher_context(redis_client, key_prefix, api)
     hook = {"url": f"{sink.url}/apply", "secretRef": {"name": "hook-key"}, "timeout": "1s"}
     for body in (
         m.git_provider(NS, "gp", url, allowedBranches=["main"]),

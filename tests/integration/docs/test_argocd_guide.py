@@ -11,11 +11,6 @@ pinned commit synced (facts: appliers.md A2 "How the controller consumes and cle
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,19 +23,19 @@ from kubernetes import client
 from sandbox import manifests as m
 from sandbox.argocd import ArgoCDController
 from sandbox.githost import GitHost
-from sandbox.githost.outside import git
 from sandbox.kube.schema import check
 from sandbox.kube.server import KubeApiServer
 from sandbox.paths import REPO_ROOT, all_crd_files
 from services.dispatcher import attempt as attempts
-from services.dispatcher.jobs import Context, ports
-from shared.kube.clients import ClientFactory
+from services.dispatcher.jobs import ports
 from shared.model.config import ApplierRef
-from shared.model.requests import ApplyRequest
-from shared.settings import Settings
-from shared.store.keys import Keys
-from shared.store.leases import Leases
-from tests.configs import branch_config
+from tests.fixtures import (
+    dispatcher_context,
+    foreign_commit_request,
+    gittarget,
+    owned_at_tip,
+    watcher_burst,
+)
 from tests.integration.docs.test_flux_guide import EXAMPLE_URL, _schemas
 
 pytestmark = pytest.mark.integration
@@ -127,51 +122,20 @@ def test_the_example_is_configured_and_a_request_is_synced_pinned(
 ) -> None:
     kube, url, _ = sandbox
     _apply(kube, url)
-    kube.write_kubeconfig(tmp_path / "kubeconfig")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
-    env.update(
-        {
-            "GITOPS_REVERSER_REDIS_URL": Settings.from_env().redis_url,
-            "GITOPS_REVERSER_KEY_PREFIX": key_prefix,
-            "GITOPS_REVERSER_KUBECONFIG": str(tmp_path / "kubeconfig"),
-        }
-    )
-    subprocess.run(
-        [sys.executable, "-m", "services.watcher", "--burst"],
-        env=env,
-        check=True,
-        timeout=120,
-        capture_output=True,
-    )
+    watcher_burst(kube, tmp_path, key_prefix)
+    target = gittarget(kube, "team-b", "apps")
     custom = client.CustomObjectsApi(kube.api_client())
-    target: dict[str, Any] = custom.get_namespaced_custom_object(  # type: ignore[assignment]
-        "gitopsreverser.io", "v1alpha1", "team-b", "gittargets", "apps"
-    )
     conditions = {c["type"]: c for c in target["status"]["conditions"]}
     assert conditions["ApplierConfigured"]["status"] == "True", conditions["ApplierConfigured"]
 
-    settings = Settings(
-        redis_url=Settings.from_env().redis_url,
-        key_prefix=key_prefix,
-        apply_queue=f"{key_prefix}-q",
-    )
-    ctx = Context.build(
-        settings, redis_client, ClientFactory(settings, time.time, local=kube.api_client())
-    )
-    bk = ctx.configs.publish_branch(branch_config(url, "main", "team-b", "platform"))
-    tip = git("ls-remote", url, "refs/heads/main").split()[0]
-    lease = Leases(redis_client, Keys(key_prefix), 60_000).acquire(bk, "guide-test")
-    assert lease is not None
-    ctx.states.publish_tip(lease, tip)
-    request = ApplyRequest(
-        uuid.uuid4().hex,
+    ctx = dispatcher_context(redis_client, key_prefix, kube.api_client())
+    bk, tip = owned_at_tip(ctx, redis_client, url, "team-b", "platform", owner="guide-test")
+    request = foreign_commit_request(
         bk,
         url,
-        "main",
         tip,
-        {"ForeignCommit": [target["metadata"]["uid"]]},
+        target["metadata"]["uid"],
         ApplierRef("Application", "argocd", "team-b-apps", "default"),
-        time.time(),
     )
     outcome = attempts.run(request, dataclasses.replace(ports(ctx), handled_timeout_s=30))
     assert outcome.outcome == "Delivered", outcome.message

@@ -9,11 +9,6 @@ watcher must report ApplierConfigured=True, and a request must stamp the GitRepo
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,15 +26,16 @@ from sandbox.kube.schema import check
 from sandbox.kube.server import KubeApiServer
 from sandbox.paths import REPO_ROOT, all_crd_files
 from services.dispatcher import attempt as attempts
-from services.dispatcher.jobs import Context, ports
-from shared.kube.clients import ClientFactory
+from services.dispatcher.jobs import ports
 from shared.model.config import ApplierRef
 from shared.model.ids import Branch
-from shared.model.requests import ApplyRequest
-from shared.settings import Settings
-from shared.store.keys import Keys
-from shared.store.leases import Leases
-from tests.configs import branch_config
+from tests.fixtures import (
+    dispatcher_context,
+    foreign_commit_request,
+    gittarget,
+    owned_at_tip,
+    watcher_burst,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -121,57 +117,23 @@ def test_the_example_is_configured_and_a_request_stamps_the_source(
 ) -> None:
     kube, _, url = sandbox
     _apply(kube, url)
-    kube.write_kubeconfig(tmp_path / "kubeconfig")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
-    env.update(
-        {
-            "GITOPS_REVERSER_REDIS_URL": Settings.from_env().redis_url,
-            "GITOPS_REVERSER_KEY_PREFIX": key_prefix,
-            "GITOPS_REVERSER_KUBECONFIG": str(tmp_path / "kubeconfig"),
-        }
-    )
-    subprocess.run(
-        [sys.executable, "-m", "services.watcher", "--burst"],
-        env=env,
-        check=True,
-        timeout=120,
-        capture_output=True,
-    )
+    watcher_burst(kube, tmp_path, key_prefix)
+    target = gittarget(kube, "team-a", "apps")
     custom = client.CustomObjectsApi(kube.api_client())
-    target: dict[str, Any] = custom.get_namespaced_custom_object(  # type: ignore[assignment]
-        "gitopsreverser.io", "v1alpha1", "team-a", "gittargets", "apps"
-    )
     conditions = {c["type"]: c for c in target["status"]["conditions"]}
     assert conditions["ApplierConfigured"]["status"] == "True", conditions["ApplierConfigured"]
 
     flux = FluxControllers(kube.api_client(), tmp_path / "flux", pacing=Pacing())
     flux.start()
     try:
-        keys = Keys(key_prefix)
-        settings = Settings(
-            redis_url=Settings.from_env().redis_url,
-            key_prefix=key_prefix,
-            apply_queue=f"{key_prefix}-q",
-        )
-        ctx = Context.build(
-            settings, redis_client, ClientFactory(settings, time.time, local=kube.api_client())
-        )
-        bk = ctx.configs.publish_branch(branch_config(url, "main", "team-a", "platform"))
-        tip = subprocess.run(
-            ["git", "ls-remote", url, "refs/heads/main"], capture_output=True, text=True, check=True
-        ).stdout.split()[0]
-        lease = Leases(redis_client, keys, 60_000).acquire(bk, "guide-test")
-        assert lease is not None
-        ctx.states.publish_tip(lease, tip)
-        request = ApplyRequest(
-            uuid.uuid4().hex,
+        ctx = dispatcher_context(redis_client, key_prefix, kube.api_client())
+        bk, tip = owned_at_tip(ctx, redis_client, url, "team-a", "platform", owner="guide-test")
+        request = foreign_commit_request(
             bk,
             url,
-            "main",
             tip,
-            {"ForeignCommit": [target["metadata"]["uid"]]},
+            target["metadata"]["uid"],
             ApplierRef("Kustomization", "team-a", "team-a-apps", "default"),
-            time.time(),
         )
         outcome = attempts.run(request, dataclasses.replace(ports(ctx), handled_timeout_s=30))
         repo: dict[str, Any] = custom.get_namespaced_custom_object(  # type: ignore[assignment]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.githost.outside import git
+from shared.git import workspace
 from shared.git.errors import GitPermanent, GitTemporary, WriteNotHeld
 from shared.git.remote import ls_remote, parse_advertisement
 from shared.git.workspace import BULK_ADD_FILES, Committer, Workspace
@@ -136,7 +137,26 @@ def test_symbolic_links_out_of_the_work_tree_are_refused(tmp_path: Path, bare: P
     for path in ("linked/cm.yaml", "file.yaml"):
         with pytest.raises(GitPermanent):
             ws.write(path, b"x\n")
+        with pytest.raises(GitPermanent):
+            ws.write_if_changed(path, b"x\n")
     assert list(outside.iterdir()) == []
+
+
+def test_write_if_changed_writes_only_other_bytes(tmp_path: Path, bare: Path) -> None:
+    """The writer's one call per file: a new file (and its folders) is written, the same bytes
+    again are not (False, nothing to commit), other bytes are; each as ``write`` does."""
+    ws = _workspace(tmp_path, bare)
+    ws.reset(None)
+    assert ws.write_if_changed("apps/team/cm.yaml", b"a: 1\n")
+    assert (ws.directory / "apps/team/cm.yaml").read_bytes() == b"a: 1\n"
+    first = ws.commit("one", DEFAULT_COMMITTER)
+    assert first is not None
+    assert not ws.write_if_changed("apps/team/cm.yaml", b"a: 1\n")
+    assert ws.commit("nothing", DEFAULT_COMMITTER) is None
+    assert ws.write_if_changed("apps/team/cm.yaml", b"a: 2\n")
+    assert ws.commit("two", DEFAULT_COMMITTER) not in (None, first)
+    with pytest.raises(GitPermanent):
+        ws.write_if_changed("../escape.yaml", b"x")
 
 
 def test_a_folder_replaced_by_a_link_in_a_commit_is_refused_after_the_reset(
@@ -284,3 +304,25 @@ def test_versions_lists_what_a_file_held_at_its_last_commits(tmp_path: Path, bar
     assert ws.versions("apps/cm.yaml", 10, within=2) == [b"v: 3\n"]  # "again" and "delete"
     assert ws.versions("apps/cm.yaml", 10, within=3) == [b"v: 3\n", b"v: 2\n"]
     assert ws.versions("apps/cm.yaml", 10, within=50) == [b"v: 3\n", b"v: 2\n", b"v: 1\n"]
+
+
+def test_auto_maintenance_runs_once_every_so_many_commits_not_after_each(
+    tmp_path: Path, bare: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``git commit`` starts ``git maintenance run --auto`` after every commit, a process per
+    edit; the work tree turns that off and runs the same check every ``MAINTAIN_EVERY``
+    commits itself (git's own trace counts the runs)."""
+    monkeypatch.setattr(workspace, "MAINTAIN_EVERY", 3)
+    trace = tmp_path / "trace"
+    ws = Workspace(tmp_path / "ws", str(bare), "main", env={"GIT_TRACE": str(trace)})
+    ws.reset(None)
+    for i in range(7):
+        ws.write("a.yaml", f"n: {i}\n".encode())
+        assert ws.commit(f"edit {i}", DEFAULT_COMMITTER) is not None
+    runs = [
+        line
+        for line in trace.read_text().splitlines()
+        if "built-in: git maintenance run --auto" in line
+    ]
+    assert len(runs) == 2  # after the 3rd and the 6th commit
+    assert git("config", "maintenance.auto", cwd=tmp_path / "ws") == "false"

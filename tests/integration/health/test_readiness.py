@@ -11,7 +11,6 @@ a process that needs the Kubernetes API is not ready while the API does not answ
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from sandbox.kube.server import KubeApiServer
 from sandbox.paths import all_crd_files
 from sandbox.processes import free_port
 from shared.health import Check, Health, serve
+from tests.fixtures import process_env
 from tests.helpers import wait_until
 from tests.integration.redis_server import RedisServer, redis_server
 
@@ -88,17 +88,14 @@ def start(
 ) -> Running:
     """Start one console script with its own metrics (or receiver) port; wait for /healthz."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
-    env.update(
-        {
-            "GITOPS_REVERSER_REDIS_URL": redis.url,
-            "GITOPS_REVERSER_KUBECONFIG": str(kubeconfig),
-            "GITOPS_REVERSER_WORK_DIR": str(tmp_path / "work"),
-            "GITOPS_REVERSER_METRICS_PORT": str(port),
-            "GITOPS_REVERSER_RECEIVER_BIND": f"127.0.0.1:{port}",
-            "GITOPS_REVERSER_RECEIVER_WORKERS": "1",
-            **{f"GITOPS_REVERSER_{k.upper()}": v for k, v in settings.items()},
-        }
+    env = process_env(
+        redis_url=redis.url,
+        kubeconfig=str(kubeconfig),
+        work_dir=str(tmp_path / "work"),
+        metrics_port=str(port),
+        receiver_bind=f"127.0.0.1:{port}",
+        receiver_workers="1",
+        **settings,
     )
     log = tmp_path / f"{command}.log"
     with log.open("wb") as out:

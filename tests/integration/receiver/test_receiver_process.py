@@ -154,3 +154,14 @@ def test_gunicorn_runs_as_configured(stack: Stack) -> None:
     for _ in range(20):  # a new connection each: the two workers share them
         assert _get(url, "/hook/" + "0" * 64, "POST")[0] == 404
     assert _not_found_count(url) - before == 20
+
+
+def test_every_line_gunicorn_and_the_app_print_is_json(stack: Stack) -> None:
+    """Issue 26 §5: the arbiter's and workers' own lines (listening, booting) are JSON objects
+    like the app's, so a log pipeline parses every line of the receiver."""
+    assert _get(stack.gunicorn.url, "/hook/" + "1" * 64, "POST")[0] == 404
+    lines = [line for line in list(stack.gunicorn.lines) if line.strip()]
+    entries = [json.loads(line) for line in lines]  # fails on any plain-text line
+    gunicorn_said = [e["message"] for e in entries if e["logger"] == "gunicorn.error"]
+    assert any(m.startswith("Listening at: http://") for m in gunicorn_said)
+    assert any(m.startswith("Booting worker") for m in gunicorn_said)

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from sandbox.kube.server import KubeApiServer
 from sandbox.paths import all_crd_files
+from services.branch_worker.worker import BranchWorker, Stores
 from services.watcher.app import Watcher, WatcherParts
 from services.watcher.metrics import WatcherMetrics
 from shared.kube.clients import ClientFactory
@@ -185,7 +186,8 @@ class Rig:
     def config(self) -> ConfigStore:
         return ConfigStore(self.redis, self.keys)
 
-    def watcher(self) -> Watcher:
+    def watcher(self, burst: bool = True) -> Watcher:
+        """A watcher on this rig (``burst``: its ``run_burst`` drains and returns)."""
         settings = Settings(key_prefix=self.prefix, **self.settings_overrides)
         self.registry = CollectorRegistry()
         self.last_metrics = WatcherMetrics(self.registry)
@@ -202,7 +204,7 @@ class Rig:
             commit_requests=self.commit_requests(settings),
             audit_routes=AuditRoutes(self.redis, self.keys),
         )
-        return Watcher(parts, burst=True)
+        return Watcher(parts, burst=burst)
 
     def commit_requests(self, settings: Settings | None = None) -> CommitRequests:
         ttl = (settings or Settings(**self.settings_overrides)).commit_request_ttl
@@ -279,3 +281,28 @@ def mirror_setup(
     target = c.create(git_target(ns, **target_spec))
     c.create(watch_rule(ns, rules or CONFIGMAPS))
     return str(target["metadata"]["uid"])
+
+
+def mirror_everything(rig: Rig, url: str, work: Path) -> None:
+    """A branch worker takes the branch and applies every event the watcher published, then
+    pushes it when it shuts down (its open window is flushed); each event is acknowledged
+    only after that push (M8). Each wake blocks on Redis or on the worker's pool, so the
+    bounded loop below waits on the worker, never on a timer. It ends once every event is in
+    the branch's open window (read, not yet acknowledged) or handled already: an event that
+    writes nothing (an ignored field's change) is acknowledged, so deleted, at once; without
+    that end an idle worker's rounds (each blocking up to a second) ran out the test's time."""
+    settings = Settings(key_prefix=rig.prefix, work_dir=str(work))
+    worker = BranchWorker(settings, Stores.build(rig.redis, settings), "w1", FakeClock())
+    bk = Branch(url, "main").key
+    stream = rig.keys.branch_events(bk)
+    try:
+        for _ in range(200):
+            worker.wake()
+            worker.settle()
+            loop = worker.loops.get(bk)
+            read = rig.redis.xpending(stream, "owners")["pending"] if loop else -1
+            left = rig.redis.xlen(stream)
+            if loop is not None and (left == 0 or (loop.busy() and read == left)):
+                break
+    finally:
+        worker.shutdown()

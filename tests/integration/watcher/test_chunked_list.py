@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import redis
 
-from services.watcher import watching
+from services.watcher import channel
 from shared.kube.api import KubeClient
 from tests.integration.watcher.harness import Cluster, Rig, mirror_setup, sandbox_cluster
 
@@ -33,7 +33,7 @@ HISTORY = 12
 def answers(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The watcher asks for CHUNK objects a request; records how many items each list answer
     of the API held."""
-    monkeypatch.setattr(watching, "LIST_CHUNK", CHUNK)
+    monkeypatch.setattr(channel, "LIST_CHUNK", CHUNK)
     sizes: list[int] = []
     original = KubeClient.request
 

@@ -16,17 +16,14 @@ import pytest
 
 from sandbox.githost import GitHost
 from sandbox.githost.outside import git
-from services.branch_worker.worker import BranchWorker, Stores
-from shared.model.ids import Branch
-from shared.settings import Settings
 from tests.integration.watcher.harness import (
     CONFIGMAPS,
     GROUP,
-    FakeClock,
     Rig,
     cluster_provider,
     git_provider,
     git_target,
+    mirror_everything,
     watch_rule,
 )
 
@@ -68,25 +65,6 @@ def setup(rig: Rig, url: str, cluster_scoped: bool = True, ns: str = "team-a") -
     c.create(git_target(ns))
 
 
-def _mirror(rig: Rig, url: str, work: Path) -> None:
-    """A branch worker applies everything the watcher published and pushes it when it shuts
-    down (as in test_resume.py: each wake blocks on Redis or the pool, never on a timer)."""
-    settings = Settings(key_prefix=rig.prefix, work_dir=str(work))
-    worker = BranchWorker(settings, Stores.build(rig.redis, settings), "w1", FakeClock())
-    bk = Branch(url, "main").key
-    stream = rig.keys.branch_events(bk)
-    try:
-        for _ in range(200):
-            worker.wake()
-            worker.settle()
-            loop = worker.loops.get(bk)
-            read = rig.redis.xpending(stream, "owners")["pending"] if loop else -1
-            if loop is not None and loop.busy() and read == rig.redis.xlen(stream):
-                break
-    finally:
-        worker.shutdown()
-
-
 def test_a_cluster_role_edit_is_mirrored_under_cluster(
     rig: Rig, repo_url: str, githost: GitHost, tmp_path: Path
 ) -> None:
@@ -110,7 +88,7 @@ def test_a_cluster_role_edit_is_mirrored_under_cluster(
     conditions = rig.cluster.conditions("ClusterWatchRule", "rbac")
     assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("True", "Succeeded")
 
-    _mirror(rig, repo_url, tmp_path / "work")
+    mirror_everything(rig, repo_url, tmp_path / "work")
     bare = githost.repo_path("team/config")
     text = git("show", "main:" + FILE.format("reader"), cwd=bare)
     assert "kind: ClusterRole" in text

@@ -5,7 +5,6 @@ exit"; conventions.md 10)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.settings import Settings
+from tests.fixtures import process_env
 from tests.integration.watcher.harness import Rig, mirror_setup
 
 pytestmark = pytest.mark.integration
@@ -25,16 +24,8 @@ EVENT_WAIT_S = 20.0
 
 
 def _environment(rig: Rig, kubeconfig: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_REVERSER_")}
-    env.update(
-        {
-            "GITOPS_REVERSER_REDIS_URL": Settings.from_env().redis_url,
-            "GITOPS_REVERSER_KEY_PREFIX": rig.prefix,
-            "GITOPS_REVERSER_KUBECONFIG": str(kubeconfig),
-            "GITOPS_REVERSER_RECONCILE_PERIOD": "1s",
-            "PYTHONPATH": str(ROOT),
-        }
-    )
+    env = process_env(rig.prefix, kubeconfig=str(kubeconfig), reconcile_period="1s")
+    env["PYTHONPATH"] = str(ROOT)
     return env
 
 

@@ -13,8 +13,7 @@ import pytest
 from sandbox.githost import GitHost
 from sandbox.githost.outside import git
 from tests.integration.redis_server import RedisServer, redis_server
-from tests.integration.watcher.harness import Cluster, Rig, mirror_setup
-from tests.integration.watcher.test_resume import _mirror_everything
+from tests.integration.watcher.harness import Cluster, Rig, mirror_everything, mirror_setup
 
 pytestmark = pytest.mark.integration
 __all__ = ["redis_server"]  # the fixture, imported for pytest
@@ -46,7 +45,7 @@ def test_a_delete_made_while_redis_was_away_reaches_git(
     for name in ("keep", "gone"):
         rig.cluster.configmap("team-a", f"{mode.lower()}-{name}", {"v": "1"})
     rig.burst()
-    _mirror_everything(rig, repo_url, tmp_path / "first")
+    mirror_everything(rig, repo_url, tmp_path / "first")
     keep, gone = f"{mode.lower()}-keep.yaml", f"{mode.lower()}-gone.yaml"
     assert {keep, gone} <= set(_files(githost))
 
@@ -57,7 +56,7 @@ def test_a_delete_made_while_redis_was_away_reaches_git(
     rig.clock.now += 60  # the watcher restarts later than its WatchRule became Ready
     rig.burst()  # the watcher publishes the configs again (C8) and lists without a cursor
     listings = [sorted(x.names) for x in rig.listings(repo_url)]
-    _mirror_everything(rig, repo_url, tmp_path / "second")
+    mirror_everything(rig, repo_url, tmp_path / "second")
 
     files = _files(githost)
     assert keep in files
@@ -90,5 +89,5 @@ def test_a_new_watch_under_on_event_removes_no_document_the_cluster_lacks(
     rig.cluster.configmap("team-a", "fresh", {"v": "1"})
     rig.burst()
     assert rig.listings(repo_url) == []
-    _mirror_everything(rig, repo_url, tmp_path / "first")
+    mirror_everything(rig, repo_url, tmp_path / "first")
     assert {"fresh.yaml", "stray.yaml"} <= set(_files(githost))

@@ -18,14 +18,12 @@ import redis
 
 from sandbox.githost import GitHost
 from sandbox.githost.outside import git
-from services.branch_worker.worker import BranchWorker, Stores
 from shared.model.config import ApplierRef
 from shared.model.ids import Branch, GitTargetUid
-from shared.settings import Settings
 from tests.integration.watcher.harness import (
     Cluster,
-    FakeClock,
     Rig,
+    mirror_everything,
     mirror_setup,
     sandbox_cluster,
 )
@@ -101,27 +99,6 @@ def test_expired_cursor_relists_and_sweeps_per_prune_mode(
     assert deletes == ([("gone", gone["metadata"]["uid"])] if swept else [])
 
 
-def _mirror_everything(rig: Rig, url: str, work: Path) -> None:
-    """A branch worker takes the branch and applies every event the watcher published, then
-    pushes it when it shuts down (its open window is flushed); each event is acknowledged
-    only after that push (M8). Each wake blocks on Redis or on the worker's pool, so the
-    bounded loop below waits on the worker, never on a timer."""
-    settings = Settings(key_prefix=rig.prefix, work_dir=str(work))
-    worker = BranchWorker(settings, Stores.build(rig.redis, settings), "w1", FakeClock())
-    bk = Branch(url, "main").key
-    stream = rig.keys.branch_events(bk)
-    try:
-        for _ in range(200):
-            worker.wake()
-            worker.settle()
-            loop = worker.loops.get(bk)
-            read = rig.redis.xpending(stream, "owners")["pending"] if loop else -1
-            if loop is not None and loop.busy() and read == rig.redis.xlen(stream):
-                break
-    finally:
-        worker.shutdown()
-
-
 def test_relist_after_410_publishes_and_writes_nothing_for_unchanged_objects(
     short_rig: Rig, repo_url: str, githost: GitHost, tmp_path: Path
 ) -> None:
@@ -133,7 +110,7 @@ def test_relist_after_410_publishes_and_writes_nothing_for_unchanged_objects(
     for name in ("a", "b", "c"):
         rig.cluster.configmap("team-a", name, {"n": name})
     rig.burst()
-    _mirror_everything(rig, repo_url, tmp_path / "first")
+    mirror_everything(rig, repo_url, tmp_path / "first")
     bare = githost.repo_path("team/config")
     mirrored = git("rev-parse", "main", cwd=bare)
     assert rig.events(repo_url) == []  # all acknowledged after the push
@@ -146,7 +123,7 @@ def test_relist_after_410_publishes_and_writes_nothing_for_unchanged_objects(
 
     assert rig.metric("gitops_reverser_watcher_relists_total", cause="expired") == 1
     assert [(e.operation, e.object_id.name) for e in rig.events(repo_url)] == [("UPDATE", "c")]
-    _mirror_everything(rig, repo_url, tmp_path / "second")
+    mirror_everything(rig, repo_url, tmp_path / "second")
     changed = git("diff", "--name-only", mirrored, "main", cwd=bare).split()
     assert changed == ["clusters/team-a/team-a/configmaps/c.yaml"]
     assert git("rev-list", "--count", f"{mirrored}..main", cwd=bare) == "1"

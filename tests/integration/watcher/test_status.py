@@ -64,8 +64,10 @@ def locked_host(tmp_path: Path) -> Iterator[GitHost]:
 
 
 def test_git_provider_secret_not_found_then_ready(rig: Rig, repo_url: str) -> None:
-    """behaviour.md §1 GitProvider: a missing secretRef Secret is SecretNotFound (stalled);
-    once it exists and the repository answers ls-remote, Ready=True Succeeded."""
+    """behaviour.md §1 GitProvider: a missing secretRef Secret is SecretNotFound; it heals
+    when the Secret is created, so kstatus must read it as in progress (Reconciling=True), not
+    as needing a spec change (Stalled, issue 26); once the Secret exists and the repository
+    answers ls-remote, Ready=True Succeeded."""
     c = rig.cluster
     c.namespace("team-a")
     c.create(git_provider("team-a", repo_url, secretRef={"name": "creds"}))
@@ -75,7 +77,11 @@ def test_git_provider_secret_not_found_then_ready(rig: Rig, repo_url: str) -> No
         "False",
         "SecretNotFound",
     )
-    assert conditions["Stalled"]["status"] == "True"
+    assert conditions["Stalled"]["status"] == "False"
+    assert (conditions["Reconciling"]["status"], conditions["Reconciling"]["reason"]) == (
+        "True",
+        "SecretNotFound",
+    )
     assert "team-a/creds" in conditions["Ready"]["message"]
 
     c.create(_secret("team-a", "creds", username="bot", password="anything"))

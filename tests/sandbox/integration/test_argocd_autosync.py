@@ -17,11 +17,6 @@ BROKEN = "apiVersion: example.com/v1\nkind: Nope\nmetadata:\n  name: x\n  namesp
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 def env(tmp_path: Path, clock: FakeClock) -> Iterator[ArgoEnv]:
     yield from open_env(tmp_path, clock=clock, settings=Settings(reconciliation_s=3600))
 

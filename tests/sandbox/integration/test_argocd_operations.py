@@ -24,11 +24,6 @@ OURS = {"username": "gitops-reverser", "automated": True}
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 def env(tmp_path: Path, clock: FakeClock) -> Iterator[ArgoEnv]:
     yield from open_env(tmp_path, clock=clock, settings=Settings(reconciliation_s=3600))
 

@@ -20,11 +20,6 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 def env(tmp_path: Path, clock: FakeClock) -> Iterator[ArgoEnv]:
     yield from open_env(tmp_path, clock=clock, settings=Settings(reconciliation_s=180))
 

@@ -7,27 +7,15 @@ spec is immutable (CEL ``self == oldSelf``), while the status subresource stays 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from sandbox.kube.server import KubeApiServer
-from sandbox.paths import own_crd_files
-
 pytestmark = pytest.mark.integration
 
 GROUP, VERSION, NS, PLURAL = "gitopsreverser.io", "v1alpha1", "default", "commitrequests"
-
-
-@pytest.fixture(scope="module")
-def api() -> Iterator[client.CustomObjectsApi]:
-    server = KubeApiServer(own_crd_files())
-    server.start()
-    yield client.CustomObjectsApi(server.api_client())
-    server.stop()
 
 
 def _request(name: str, **spec: Any) -> dict[str, Any]:

@@ -36,11 +36,6 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 def env(tmp_path: Path, clock: FakeClock) -> Iterator[FluxEnv]:
     yield from open_env(tmp_path, clock=clock)
 

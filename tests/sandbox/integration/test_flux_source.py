@@ -32,11 +32,6 @@ START = "2023-11-14T22:13:20Z"  # FakeClock's default time, as metav1.Time print
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 def env(tmp_path: Path, clock: FakeClock) -> Iterator[FluxEnv]:
     yield from open_env(tmp_path, clock=clock)
 

@@ -7,7 +7,6 @@ Later tests use these to prove the product treats a delivery only as a hint: one
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,28 +17,11 @@ from tests.sandbox.integration.test_githost_support import (
     Receiver,
     payload_of,
     repo_with_hooks,
-    running_host,
-    running_receiver,
 )
 
 pytestmark = pytest.mark.integration
 
 SECRET = "It's a Secret to Everybody"
-
-
-@pytest.fixture
-def git(tmp_path: Path) -> Git:
-    return Git(tmp_path / "home")
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Iterator[GitHost]:
-    yield from running_host(tmp_path / "host")
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    yield from running_receiver()
 
 
 def push_change(git: Git, work: Path, content: bytes) -> str:

@@ -26,16 +26,6 @@ USER, PASSWORD = "alice", "s3cret"
 
 
 @pytest.fixture
-def git(tmp_path: Path) -> Git:
-    return Git(tmp_path / "home")
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Iterator[GitHost]:
-    yield from running_host(tmp_path / "host")
-
-
-@pytest.fixture
 def auth_host(tmp_path: Path) -> Iterator[GitHost]:
     yield from running_host(tmp_path / "auth-host", auth=(USER, PASSWORD))
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -23,29 +22,12 @@ from tests.sandbox.integration.test_githost_support import (
     Receiver,
     payload_of,
     repo_with_hooks,
-    running_host,
-    running_receiver,
 )
 
 pytestmark = pytest.mark.integration
 
 SECRET = "It's a Secret to Everybody"
 ZERO = "0" * 40
-
-
-@pytest.fixture
-def git(tmp_path: Path) -> Git:
-    return Git(tmp_path / "home")
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Iterator[GitHost]:
-    yield from running_host(tmp_path / "host")
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    yield from running_receiver()
 
 
 def mac(data: bytes, digest: str = "sha256", secret: str = SECRET) -> str:

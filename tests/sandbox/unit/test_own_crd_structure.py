@@ -31,6 +31,7 @@ KINDS = {
 }
 READY_STATUS = '.status.conditions[?(@.type=="Ready")].status'
 READY_REASON = '.status.conditions[?(@.type=="Ready")].reason'
+READY_MESSAGE = '.status.conditions[?(@.type=="Ready")].message'
 # Keys a JSONSchemaProps may carry, as the official client models them.
 SCHEMA_KEYS = frozenset(V1JSONSchemaProps.attribute_map.values())
 # Keys the API server refuses in a CRD schema (Kubernetes docs, "Validation").
@@ -250,7 +251,8 @@ def test_immutable_fields_use_transition_rules(crds: dict[str, dict[str, Any]]) 
 
 
 def test_printer_columns(crds: dict[str, dict[str, Any]]) -> None:
-    """kubectl get shows Ready and Reason from the Ready condition, and Age (a ClusterProvider
+    """kubectl get shows Ready, Reason and Message from the Ready condition, and Age (the
+    message in the default view, as Flux has it: issue 26; a ClusterProvider
     also the reasons of its AttributionConfigured and AuditFactsReceived, P5 and N5: empty
     without spec.attribution).
 
@@ -268,9 +270,12 @@ def test_printer_columns(crds: dict[str, dict[str, Any]]) -> None:
     for kind, crd in crds.items():
         columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
         default = {c["name"]: c for c in columns if c.get("priority", 0) == 0}
-        assert sorted(default) == sorted(["Ready", "Reason", "Age", *extra.get(kind, [])])
+        assert sorted(default) == sorted(
+            ["Ready", "Reason", "Age", "Message", *extra.get(kind, [])]
+        )
         assert default["Ready"]["jsonPath"] == READY_STATUS
         assert default["Reason"]["jsonPath"] == READY_REASON
+        assert default["Message"]["jsonPath"] == READY_MESSAGE
         assert default["Age"] == {
             "name": "Age",
             "type": "date",

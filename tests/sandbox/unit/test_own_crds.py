@@ -82,6 +82,7 @@ GIT_TARGET: dict[str, Any] = {
         "clusterProviderRef": {"name": "hub"},
         "prune": {"mode": "Always"},
         "onRefusal": "Reapply",
+        "suspend": False,
         "commit": {"signing": {"secretRef": {"name": "signing"}, "generateWhenMissing": True}},
         "sensitive": [{"group": "example.com", "kind": "Widget"}, {"group": "", "kind": "*"}],
         "encryption": {
@@ -101,6 +102,12 @@ GIT_TARGET: dict[str, Any] = {
         "observedGeneration": 1,
         "conditions": [CONDITION, {**CONDITION, "type": "ApplierConfigured"}],
         "signingPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleExample",
+        "lastHandledReconcileAt": "2026-12-06T09:00:00Z",
+        "remote": {
+            "revision": "0123456789abcdef0123456789abcdef01234567",
+            "lastVerifiedAt": "2026-11-29T10:00:09Z",
+            "verifiedBy": "Push",
+        },
         "applier": {
             "kind": "Kustomization",
             "name": "apps",
@@ -468,7 +475,7 @@ def test_an_unknown_receiver_type_is_refused(schemas: dict[str, dict[str, Any]])
         ("GitProvider", ("push", "commitWindow"), "5 seconds"),
         ("GitTarget", ("applier", "quietPeriod"), "30"),
         ("GitTarget", ("prune", "mode"), "Sometimes"),
-        ("GitTarget", ("onRefusal",), "PushEmptyCommit"),
+        ("GitTarget", ("onRefusal",), "EmptyCommit"),
     ],
 )
 def test_enums_and_durations_refuse_other_values(
@@ -476,7 +483,8 @@ def test_enums_and_durations_refuse_other_values(
 ) -> None:
     """Durations follow Go's syntax; prune.mode and onRefusal take only their values.
 
-    The seed retires onRefusal: PushEmptyCommit (it "becomes onRefusal: Reapply").
+    The seed turned onRefusal: PushEmptyCommit into Reapply for a named applier; P11 keeps
+    PushEmptyCommit for a GitTarget without one (``test_own_crds_controls.py``).
     """
     obj = _example(kind)
     parent = obj["spec"]

@@ -16,8 +16,9 @@ from types import SimpleNamespace
 from typing import TextIO
 
 import pytest
+from honcho.manager import KILL_WAIT
 
-from sandbox.terminal import Helper, Manager, Output
+from sandbox.terminal import GRACE_S, Helper, Manager, Output
 
 #: Bound on the watch thread seeing the closed reader (an event is awaited, not a sleep).
 SEEN_S = 30.0
@@ -95,3 +96,24 @@ def test_a_stop_before_a_process_reported_its_pid_skips_it(pipe: tuple[int, Text
     manager.terminate()
     assert sent == [2**22 + 1]
     assert isinstance(manager._processes["late"]["obj"], Helper)
+
+
+def test_sigkill_waits_the_grace_a_container_gets(pipe: tuple[int, TextIO]) -> None:
+    """honcho SIGKILLs 5 s after the first process stopped; on a loaded CI machine the
+    dispatcher's warm shutdown (rq) took longer and ``make up`` reported it unclean. The
+    grace is Kubernetes' default (the chart's): honcho's loop asks to kill from its 5 s on,
+    and nothing is killed until the grace has passed since the first ask."""
+    _, stream = pipe
+    now = [100.0]
+    manager = Manager(Output(stream, lambda: None), grace=GRACE_S, clock=lambda: now[0])
+    manager.add_process("slow", "true")
+    manager._processes["slow"]["pid"] = 2**22 + 2
+    killed: list[int] = []
+    manager._procmgr = SimpleNamespace(terminate=lambda pid: None, kill=killed.append)
+    manager.kill()  # honcho's loop, KILL_WAIT (5 s) after the first stop
+    now[0] += GRACE_S - KILL_WAIT - 0.1
+    manager.kill()
+    assert killed == []
+    now[0] += 0.1
+    manager.kill()
+    assert killed == [2**22 + 2]

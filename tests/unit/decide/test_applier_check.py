@@ -15,19 +15,21 @@ from typing import Any
 import pytest
 
 from shared.decide.applier_check import (
-    ArgoFound,
     FluxFound,
     Permission,
     Subject,
     admission,
-    argo_permissions,
-    automated_sync,
-    check_argo,
     check_flux,
     covers,
     flux_permissions,
     followed_ref,
     source_ref,
+)
+from shared.decide.argo_check import (
+    ArgoFound,
+    argo_permissions,
+    automated_sync,
+    check_argo,
 )
 from shared.decide.conditions import Wanted
 from shared.model.config import ApplierRef

@@ -11,6 +11,7 @@ from shared.decide.tips import (
     classify_tip,
     on_notice,
     on_notices,
+    remote_trusted,
     steady_tick_due,
 )
 
@@ -71,3 +72,13 @@ def test_one_decision_is_the_union_of_each_notice_s(
     whole = on_notices(afters, observed, True)
     assert whole.read_tip == any(d.read_tip for d in each)
     assert whole.close_window == any(d.close_window for d in each)
+
+
+def test_remote_trusted_while_the_receiver_delivered_within_the_age() -> None:
+    """P14: trusted while the last delivery is younger than the age; never without one, and
+    never with the age 0 (the steady tick always reads, Q7)."""
+    assert remote_trusted(1000.0, 1599.0, 600.0)
+    assert not remote_trusted(1000.0, 1600.0, 600.0)
+    assert not remote_trusted(None, 1000.0, 600.0)
+    assert not remote_trusted(1000.0, 1000.0, 0.0)
+    assert remote_trusted(1010.0, 1000.0, 600.0), "a receiver's clock ahead counts as now"

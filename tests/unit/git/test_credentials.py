@@ -17,11 +17,14 @@ import pytest
 
 from shared.git.auth import env_for_secret
 from shared.git.credentials import (
+    KnownHostsMissing,
     SecretMissing,
     environment_once,
+    known_hosts_of,
     resolve,
     resolved_once,
     secret_of,
+    with_known_hosts,
 )
 from shared.git.errors import GitPermanent
 from shared.git.remote import SSH_OPTIONS
@@ -175,3 +178,68 @@ def test_a_one_call_resolution_reads_the_secret_and_cleans_up() -> None:
     assert not identity.exists()
     with resolved_once(read, "team", None) as env:
         assert env == {}
+
+
+@pytest.mark.parametrize("key", ["identity", "sshPrivateKey", "ssh-privatekey"])
+def test_each_dialects_ssh_key_name_gives_the_same_command(key: str, tmp_path: Path) -> None:
+    """Flux's ``identity``, Argo CD's ``sshPrivateKey``, kubernetes.io/ssh-auth's
+    ``ssh-privatekey`` (facts: upstream-gitops-reverser.md, credentials Secret dialects)."""
+    folder = tmp_path / "ssh"
+    env = env_for_secret({key: KEY, "ssh_known_hosts": KNOWN}, folder)
+    assert shlex.split(env["GIT_SSH_COMMAND"])[:4] == ["ssh", "-i", f"{folder}/identity", "-o"]
+    assert (folder / "identity").read_bytes() == KEY
+    assert (folder / "known_hosts").read_bytes() == KNOWN
+
+
+def test_an_empty_value_counts_as_an_absent_key(tmp_path: Path) -> None:
+    assert env_for_secret({"identity": b"", "password": b" \n", "bearerToken": b""}, tmp_path) == {}
+    env = env_for_secret({"bearerToken": b"", "password": b"pat"}, tmp_path)
+    assert env["GIT_CONFIG_VALUE_0"] == "Authorization: Basic " + base64.b64encode(b":pat").decode()
+
+
+class Objects:
+    """An injected ConfigMap/Secret reader by (namespace, kind, name)."""
+
+    def __init__(self, stored: dict[tuple[str, str, str], dict[str, bytes]]) -> None:
+        self.stored = stored
+        self.asked: list[tuple[str, str, str]] = []
+
+    def __call__(self, namespace: str, kind: str, name: str) -> dict[str, bytes] | None:
+        self.asked.append((namespace, kind, name))
+        return self.stored.get((namespace, kind, name))
+
+
+def test_known_hosts_ref_is_read_in_the_providers_namespace_by_kind() -> None:
+    read = Objects(
+        {
+            ("team", "ConfigMap", "hosts"): {"ssh_known_hosts": KNOWN},
+            ("team", "Secret", "hosts"): {"known_hosts": b"secret " + KNOWN},
+        }
+    )
+    assert known_hosts_of(read, "team", "") is None
+    assert read.asked == []
+    assert known_hosts_of(read, "team", "ConfigMap/hosts") == KNOWN
+    assert known_hosts_of(read, "team", "Secret/hosts") == b"secret " + KNOWN
+    assert read.asked == [("team", "ConfigMap", "hosts"), ("team", "Secret", "hosts")]
+
+
+@pytest.mark.parametrize(
+    ("stored", "says"),
+    [({}, "not found"), ({("team", "ConfigMap", "hosts"): {"other": b"x"}}, "has no known_hosts")],
+)
+def test_a_known_hosts_ref_without_hosts_fails_closed(
+    stored: dict[tuple[str, str, str], dict[str, bytes]], says: str
+) -> None:
+    with pytest.raises(KnownHostsMissing, match=says) as raised:
+        known_hosts_of(Objects(stored), "team", "ConfigMap/hosts")
+    assert isinstance(raised.value, GitPermanent)
+
+
+def test_the_secrets_own_known_hosts_come_before_the_refs(tmp_path: Path) -> None:
+    read = Secrets({("team", "own"): {"identity": KEY, "known_hosts": KNOWN}})
+    read.stored[("team", "bare")] = {"sshPrivateKey": KEY}
+    resolve(read, "team", "own", tmp_path / "a", hosts=b"from the ref")
+    assert (tmp_path / "a" / "known_hosts").read_bytes() == KNOWN
+    resolve(read, "team", "bare", tmp_path / "b", hosts=b"from the ref")
+    assert (tmp_path / "b" / "known_hosts").read_bytes() == b"from the ref"
+    assert with_known_hosts({}, None) == {}

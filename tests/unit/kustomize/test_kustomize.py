@@ -438,3 +438,29 @@ def test_deleting_the_workload_a_replicas_entry_names_is_refused() -> None:
     assert plan is not None
     with pytest.raises(kz.Unsupported, match=r"replicas entry.*'web'"):
         _tree(_apply(files, plan))
+
+
+def test_namespace_effect_on_cluster_scoped_objects() -> None:
+    """What a kustomization's ``namespace:`` does to a cluster-scoped object (the writer names
+    it when such an object is refused under serializeNamespace false)."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    role = {"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": "r"}, "rules": []}
+    assert kz.namespace_effect(role, "team") == ""
+    own = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
+    assert kz.namespace_effect(own, "team") == ""
+    other = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}
+    assert kz.namespace_effect(other, "team") == "renames the Namespace to team"
+    custom = {"apiVersion": "x.io/v1", "kind": "ClusterThing", "metadata": {"name": "c"}}
+    assert kz.namespace_effect(custom, "team").startswith(
+        "sets its metadata.namespace to team (kustomize does not know ClusterThing"
+    )
+    binding = {
+        "apiVersion": rbac,
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "b"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "kube-system"}],
+    }
+    assert kz.namespace_effect(binding, "team") == (
+        "sets the namespace of its subjects named default to team"
+    )
+    assert binding["subjects"][0]["namespace"] == "kube-system"  # not changed in place

@@ -3,13 +3,16 @@
 Built from ../shared/facts/webhooks-git-libs.md §1.1-1.6 (headers, what is signed, payload
 fields) and, for Bitbucket payload shapes, Atlassian's event-payload pages
 (https://confluence.atlassian.com/bitbucketserver/event-payload-938025882.html; Cloud:
-https://support.atlassian.com/bitbucket-cloud/docs/event-payloads/). Signatures are computed
+https://support.atlassian.com/bitbucket-cloud/docs/event-payloads/); for Azure DevOps,
+Microsoft's sample ``git.push`` service hook event
+(https://learn.microsoft.com/azure/devops/service-hooks/events). Signatures are computed
 here with ``hmac`` directly, never with the product's verifiers or the sandbox's signing code.
 No tests in this module.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -316,6 +319,56 @@ def bitbucket(
     return Delivery(headers, document, JSON_TYPE, document)
 
 
+def basic_auth(username: str, password: bytes) -> str:
+    """An ``Authorization`` value of HTTP basic credentials."""
+    return "Basic " + base64.b64encode(username.encode() + b":" + password).decode()
+
+
+def azure_devops_push(
+    ref: str = "refs/heads/main",
+    after: str = AFTER,
+    remote_url: str = "https://dev.azure.com/team/platform/_git/apps",
+) -> dict[str, Any]:
+    """Azure DevOps service hook ``git.push`` (the shape of Microsoft's sample event):
+    resource.refUpdates[] with name/oldObjectId/newObjectId, resource.repository URLs."""
+    return {
+        "subscriptionId": "00000000-0000-0000-0000-000000000000",
+        "notificationId": 3,
+        "id": "03c164c2-8912-4d5e-8009-3707d5f83734",
+        "eventType": "git.push",
+        "publisherId": "tfs",
+        "message": {"text": "Someone pushed updates to apps:main."},
+        "resource": {
+            "commits": [{"commitId": after, "comment": "Fixed bug in web.config file"}],
+            "refUpdates": [{"name": ref, "oldObjectId": BEFORE, "newObjectId": after}],
+            "repository": {
+                "id": "278d5cd2-584d-4b63-824a-2ba458937249",
+                "name": "apps",
+                "url": "https://dev.azure.com/team/_apis/git/repositories/278d5cd2",
+                "project": {"id": "6ce954b1", "name": "platform"},
+                "remoteUrl": remote_url,
+            },
+            "pushedBy": {"displayName": "Someone", "uniqueName": "someone@example.com"},
+            "pushId": 14,
+        },
+        "resourceVersion": "1.0",
+        "createdDate": "2026-12-06T09:00:00.000Z",
+    }
+
+
+def azure_devops(
+    payload: dict[str, Any], *, password: bytes = SECRET, activity: str = "a-1"
+) -> Delivery:
+    """A service hook's POST: basic authentication (the password is the token), JSON."""
+    document = _encode(payload)
+    headers = {
+        "Content-Type": "application/json; charset=utf-8",
+        "Authorization": basic_auth("gitops-reverser", password),
+        "X-Vss-ActivityId": activity,
+    }
+    return Delivery(headers, document, JSON_TYPE, document)
+
+
 def generic(payload: dict[str, Any], *, delivery: str = "", secret: bytes = SECRET) -> Delivery:
     """Facts §1.6 (Flux's generic-hmac): X-Signature: sha256=<hex> of the raw body."""
     document = _encode(payload)
@@ -339,6 +392,7 @@ def every_kind() -> dict[str, Delivery]:
         "bitbucket-server": bitbucket(
             bitbucket_server_push(), event="repo:refs_changed", cloud=False
         ),
+        "azure-devops": azure_devops(azure_devops_push(remote_url=REPO_URL)),
         "generic-hmac": generic({"ref": "refs/heads/main", "after": AFTER}, delivery="g-1"),
     }
 
@@ -403,4 +457,6 @@ def named_nowhere(name: str) -> Delivery:
 def kind_of(name: str) -> str:
     """The receiver type a sample of ``every_kind`` is for."""
     prefix = name.split("-", 1)[0]
-    return {"forgejo": "gitea", "generic": "generic-hmac"}.get(prefix, prefix)
+    return {"forgejo": "gitea", "generic": "generic-hmac", "azure": "azure-devops"}.get(
+        prefix, prefix
+    )

@@ -400,3 +400,35 @@ def test_deliveries_are_counted_by_type_and_result(rig: Rig) -> None:
         "gitops_reverser_receiver_notices_total", {"type": "gitea"}
     )
     assert notices == 1
+
+
+# -- P14: when the receiver last delivered ---------------------------------------------------------
+
+
+def test_every_verified_delivery_records_that_the_receiver_delivers(rig: Rig) -> None:
+    """P14: a stored push, a ping, an ignored event, a push to a branch nothing mirrors and a
+    replayed delivery each record when the GitProvider's receiver last delivered; a delivery
+    that fails its signature records nothing."""
+    from shared.store.notice_reader import NoticeReader
+    from tests.unit.receiver.rig import REPO_URL
+
+    reader = NoticeReader(rig.redis, rig.keys)
+    key = rig.keys.delivered(REPO_URL)
+    path = rig.add("github")
+    bad = samples.github(samples.github_push(), secret=b"not-the-secret")
+    assert answer(rig.post(path, bad)) == (401, "unauthorized")
+    assert reader.delivered_at(REPO_URL) is None, "an unverified delivery proves nothing"
+    other_branch = samples.github(samples.github_push(ref="refs/heads/other"), delivery="gh-2")
+    issue = samples.github({"action": "opened"}, event="issues", delivery="gh-3")
+    for delivery, expected in (
+        (samples.github(samples.github_push(), delivery="gh-1"), (202, "stored")),
+        (samples.github(samples.github_push(), delivery="gh-1"), (202, "duplicate")),
+        (samples.github_ping(), (200, "pong")),
+        (issue, (202, "ignored")),
+        (other_branch, (202, "dropped")),
+    ):
+        rig.redis.delete(key)
+        assert answer(rig.post(path, delivery)) == expected
+        recorded = reader.delivered_at(REPO_URL)
+        assert recorded is not None and recorded > 0, expected
+        assert rig.redis.ttl(key) > 0, "the record ages out with the replay guards"

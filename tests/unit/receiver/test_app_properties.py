@@ -19,7 +19,7 @@ from werkzeug.test import TestResponse
 
 from shared.model.receivers import RECEIVER_TYPES
 from tests.unit.receiver.rig import make_rig
-from tests.unit.receiver.samples import SECRET, mac
+from tests.unit.receiver.samples import SECRET, basic_auth, mac
 
 CLIENT_ANSWERS = {200, 202, 400, 401, 404, 405, 413}
 TOKEN = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-ABCXYZ0123456789", min_size=1, max_size=20)
@@ -154,6 +154,7 @@ def _signed_headers(kind: str, body: bytes, content_type: str, event: str) -> di
         "gitea": {"X-Gitea-Signature": signature, "X-Gitea-Event": event},
         "gitlab": {"X-Gitlab-Token": SECRET.decode(), "X-Gitlab-Event": event},
         "bitbucket": {"X-Hub-Signature": "sha256=" + signature, "X-Event-Key": event},
+        "azure-devops": {"Authorization": basic_auth("hook", SECRET)},
         "generic-hmac": {"X-Signature": "sha256=" + signature},
     }[kind] | {"Content-Type": content_type}
 

@@ -97,3 +97,21 @@ def test_other_paths_are_the_metrics_exposition() -> None:
     assert answer.status_code == 200
     assert answer.headers["Content-Type"].startswith("text/plain")
     assert b"# TYPE" in answer.data
+
+
+def test_the_metrics_say_which_readiness_check_fails_at_the_scrape() -> None:
+    """Issue 26: "Redis unreachable" is alertable as ``readiness_check_ok{check="redis"} == 0``;
+    the checks run when Prometheus scrapes, so the value is the one of that moment."""
+    state = {"redis": _down}
+
+    def redis() -> str | None:
+        return state["redis"]()
+
+    health = Health([Check("redis", redis), Check("kubernetes", _ok)])
+    client = Client(app(health))
+    text = client.get("/metrics").data.decode()
+    assert 'gitops_reverser_readiness_check_ok{check="redis"} 0.0' in text
+    assert 'gitops_reverser_readiness_check_ok{check="kubernetes"} 1.0' in text
+    state["redis"] = _ok
+    text = client.get("/metrics").data.decode()
+    assert 'gitops_reverser_readiness_check_ok{check="redis"} 1.0' in text

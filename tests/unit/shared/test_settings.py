@@ -31,6 +31,15 @@ def test_values_are_parsed_by_type() -> None:
     assert settings.steady_tick == timedelta(seconds=90)
     assert settings.max_body_bytes == 1024
     assert settings.log_level == "DEBUG"
+    assert settings.redis_min_replicas == 0
+
+
+def test_a_sentinel_url_and_min_replicas_are_accepted() -> None:
+    url = "rediss+sentinel://:pw@s1:26379,s2:26380/mymaster/2"
+    settings = Settings.from_env(
+        {"GITOPS_REVERSER_REDIS_URL": url, "GITOPS_REVERSER_REDIS_MIN_REPLICAS": "1"}
+    )
+    assert (settings.redis_url, settings.redis_min_replicas) == (url, 1)
 
 
 def test_settings_are_frozen() -> None:
@@ -46,6 +55,13 @@ def test_settings_are_frozen() -> None:
         ("GITOPS_REVERSER_MAX_BODY_BYTES", "-1", "must not be negative"),
         ("GITOPS_REVERSER_MAX_BODY_BYTES", "0", "MAX_BODY_BYTES must be positive"),
         ("GITOPS_REVERSER_REDIS_URL", "localhost:6379", "REDIS_URL"),
+        (
+            "GITOPS_REVERSER_REDIS_URL",
+            "redis+sentinel://s1:26379",
+            "REDIS_URL: a Sentinel URL's path",
+        ),
+        ("GITOPS_REVERSER_REDIS_URL", "redis+sentinel:///mymaster/0", "at least one sentinel"),
+        ("GITOPS_REVERSER_REDIS_MIN_REPLICAS", "-1", "must not be negative"),
         ("GITOPS_REVERSER_LOG_LEVEL", "chatty", "LOG_LEVEL"),
         ("GITOPS_REVERSER_STEADY_TICK", "0s", "durations must be positive"),
         ("GITOPS_REVERSER_BRANCH_THREADS", "0", "BRANCH_THREADS must be positive"),
@@ -72,3 +88,22 @@ def test_go_durations(text: str, seconds: float) -> None:
 def test_go_durations_refused(text: str) -> None:
     with pytest.raises(DurationError):
         parse_duration(text)
+
+
+def test_the_job_ttls_default_to_ten_minutes_and_a_day_and_parse_durations() -> None:
+    """docs/architecture.md "What grows with apply requests": rq keeps a finished attempt ten
+    minutes and a failed one a day unless told otherwise."""
+    default = Settings.from_env({})
+    assert (default.job_result_ttl, default.job_failure_ttl) == (
+        timedelta(minutes=10),
+        timedelta(hours=24),
+    )
+    settings = Settings.from_env(
+        {"GITOPS_REVERSER_JOB_RESULT_TTL": "30s", "GITOPS_REVERSER_JOB_FAILURE_TTL": "2h"}
+    )
+    assert (settings.job_result_ttl, settings.job_failure_ttl) == (
+        timedelta(seconds=30),
+        timedelta(hours=2),
+    )
+    with pytest.raises(SettingsError, match="JOB_FAILURE_TTL"):
+        Settings.from_env({"GITOPS_REVERSER_JOB_FAILURE_TTL": "a day"})

@@ -15,6 +15,8 @@ from tests.soak.losses import (
     collisions,
     counts,
     tie_exemptions,
+    ties,
+    undecided,
 )
 
 
@@ -93,3 +95,47 @@ def test_only_a_w2_tie_exempts_its_objects_values_from_the_commit_checks() -> No
     ]
     counts = {"v-a0": 2, "v-a1": 2, "v-a3": 0, "v-c0": 2, "v-e1": 2, "v-f0": 2}
     assert tie_exemptions(found, final, history, seen, counts) == ({"v-a3"}, {"v-a1"})
+
+
+def test_undecided_ties_are_counted_by_the_facts_they_missed() -> None:
+    message = "apply window: ambiguous ConfigMap/ns/{} (same-second tie with kubectl-edit; "
+    order = "undecided: the watch did not deliver the write before it; attribution is off)"
+    audit = (
+        "undecided: the watch did not deliver the write before it; no audit fact names this write)"
+    )
+    seen = [
+        Collision(1.0, "ambiguous", "ns", "a", message.format("a") + order),
+        Collision(2.0, "ambiguous", "ns", "b", message.format("b") + order),
+        Collision(3.0, "ambiguous", "ns", "c", message.format("c") + audit),
+        Collision(4.0, "withheld", "ns", "d", "apply window: withheld ConfigMap/ns/d (revert)"),
+    ]
+    assert undecided(seen) == {
+        "the watch did not deliver the write before it; attribution is off": 2,
+        "the watch did not deliver the write before it; no audit fact names this write": 1,
+    }
+
+
+def test_ties_are_counted_by_outcome_and_the_fact_that_decided_them() -> None:
+    tie = "apply window: {} ConfigMap/ns/{} ({})"
+    seen = [
+        Collision(1.0, "withheld", "ns", "a", tie.format("withheld", "a", "kustomize-controller "
+                  "reverted an API edit (a same-second tie, by the watch's order)")),
+        Collision(2.0, "withheld", "ns", "b", tie.format("withheld", "b", "kustomize-controller "
+                  "reverted an API edit (a same-second tie, by the audit fact of this write)")),
+        Collision(3.0, "edit", "ns", "c", tie.format("edit", "c", "same-second tie with "
+                  "kubectl-edit: the edit, by the audit fact of this write")),
+        Collision(4.0, "edit", "ns", "d", tie.format("edit", "d", "same-second tie with "
+                  "kubectl-edit: the edit, by the watch's order")),
+        Collision(5.0, "ambiguous", "ns", "e", tie.format("ambiguous", "e", "same-second tie "
+                  "with kubectl-edit; undecided: the watch did not deliver the write before "
+                  "it; no audit fact names this write")),
+        Collision(6.0, "withheld", "ns", "f", tie.format("withheld", "f", "reverted an API edit")),
+    ]  # fmt: skip
+    assert ties(seen) == {
+        "withheld by the watch's order": 1,
+        "withheld by the audit fact of this write": 1,
+        "edit by the audit fact of this write": 1,
+        "edit by the watch's order": 1,
+        "undecided": 1,
+    }
+    assert counts(seen) == {"withheld": 3, "ambiguous": 1, "historical": 0}  # edit: no collision

@@ -8,10 +8,13 @@ rq worker's loop makes ``work`` return, and the process exits 0.
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import signal
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import NoReturn
 
 import fakeredis
@@ -61,3 +64,75 @@ def test_a_signal_during_the_outage_pause_stops_work_cleanly(
     client = fakeredis.FakeRedis(decode_responses=True)
     Attempts(client, Keys("test:stop"), "apply-attempts").work(False, "INFO", _exit_now)
     assert started == [1]
+
+
+class _SignalWhileLogging(logging.StreamHandler):  # type: ignore[type-arg]
+    """A log handler that receives SIGTERM while it writes rq's "Listening on": the stop the
+    signal handler raises happens inside ``emit``, which swallows it ("Logging error")."""
+
+    def flush(self) -> None:
+        super().flush()
+        if self.signalled is False and "Listening on" in self.last:
+            self.signalled = True
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.last = record.getMessage()
+        super().emit(record)
+
+    signalled = False
+    last = ""
+
+
+def test_a_signal_swallowed_by_logging_as_rq_starts_still_stops_it(
+    monkeypatch: pytest.MonkeyPatch, handlers: None
+) -> None:
+    """rq logs "Listening on" just before it installs its handlers; a SIGTERM then raises
+    inside logging, which swallows it. The flag the signal set makes the worker stop once
+    its handlers are in, before it waits on the queue (where it stayed until killed)."""
+    dequeued: list[int] = []
+
+    def dequeue(self: object, *args: object, **kwargs: object) -> None:
+        dequeued.append(1)
+        raise SystemExit("the worker went on to wait on the queue")
+
+    monkeypatch.setattr(attempts._InProcessWorker, "dequeue_job_and_maintain_ttl", dequeue)
+    catcher = _SignalWhileLogging(io.StringIO())
+    rq_log = logging.getLogger("rq.worker")
+    rq_log.addHandler(catcher)
+    try:
+        client = fakeredis.FakeRedis()
+        Attempts(client, Keys("test:stop"), "apply-attempts").work(False, "INFO", _exit_now)
+    finally:
+        rq_log.removeHandler(catcher)
+    assert catcher.signalled
+    assert dequeued == []
+
+
+def test_redis_away_while_the_next_rq_worker_is_made_is_ridden_out(
+    monkeypatch: pytest.MonkeyPatch, handlers: None
+) -> None:
+    """C9: rq's worker names its connection when it is made; with Redis still away (a
+    failover not finished) that raised out of ``work`` and the dispatcher exited (the
+    failover tier). Now it is one more outage: pause, and make the worker again."""
+    made: list[int] = []
+    real_init = attempts._InProcessWorker.__init__
+
+    def init(self: attempts._InProcessWorker, *args: object, **kwargs: object) -> None:
+        made.append(1)
+        if len(made) == 1:
+            raise redis.ConnectionError("No master found for 'gr-primary'")
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def pause(self: threading.Event, timeout: float | None = None) -> bool:
+        return False  # the outage pause, without the wait
+
+    def rq_work(self: attempts._InProcessWorker, burst: bool, logging_level: str) -> None:
+        self._shutdown_requested_date = datetime.now(UTC)  # worked, then a warm stop
+
+    monkeypatch.setattr(attempts._InProcessWorker, "__init__", init)
+    monkeypatch.setattr(attempts._InProcessWorker, "work", rq_work)
+    monkeypatch.setattr(threading.Event, "wait", pause)
+    client = fakeredis.FakeRedis()
+    Attempts(client, Keys("test:stop"), "apply-attempts").work(False, "INFO", _exit_now)
+    assert made == [1, 1]  # made again after the outage, then it ran until stopped

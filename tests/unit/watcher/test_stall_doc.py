@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from services.branch_worker.branch import MAX_PUSH_ATTEMPTS
 from services.branch_worker.jobs import BRANCH_STALLED, PUSH_FAILING
 from services.branch_worker.orphans import GRACE_S
+from services.branch_worker.pushing import MAX_PUSH_ATTEMPTS
 from shared.settings import Settings
 from shared.store.branch_health import MESSAGE_CHARS
 
