@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, settings
 from sandbox import paths
 from shared.settings import Settings
 from shared.store.connection import connect
+from tests import hangs
 
 #: A shared, busy machine slows every example down; a property test fails on a wrong answer,
 #: never on the clock (a hung one is stopped by the per-test timeout instead). Under
@@ -28,6 +29,17 @@ settings.register_profile(
     **({"database": None} if os.environ.get("PYTEST_XDIST_WORKER") else {}),
 )
 settings.load_profile("gitops-reverser")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    hangs.configure(config)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """A test that nears its time limit leaves its threads' stacks for the summary."""
+    yield from hangs.watch(item)
+
 
 #: Tiers that start the sandbox's API server, which serves the real Flux and Argo CD CRDs.
 _TIERS_WITH_THE_SANDBOX = ("integration", "e2e", "soak", "image")
@@ -150,7 +162,9 @@ LOUD_SKIPS = {
 def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
     """The loud part: a skip of ``LOUD_SKIPS`` is not a pass. Read from the skip reports, which
     reach this process from pytest-xdist's workers too; here, not in the tiers' own conftests,
-    which the xdist controller never loads (it collects nothing)."""
+    which the xdist controller never loads (it collects nothing). Then what every test that
+    neared its time limit was doing (tests/hangs.py)."""
+    hangs.summarize(terminalreporter)
     reasons = {
         str(report.longrepr[2])
         for report in terminalreporter.stats.get("skipped", [])
