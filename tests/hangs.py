@@ -21,7 +21,7 @@ import pytest
 from _pytest.terminal import TerminalReporter
 
 #: The folder the controller made (its workers inherit the variable).
-FOLDER_ENV = "GITOPS_REVERSER_TEST_HANGS"
+FOLDER_ENV = "PYTEST_HANGS_FOLDER"  # not GITOPS_REVERSER_: the settings refuse unknown ones
 #: How long before its limit a test's threads are written down.
 AHEAD_S = 10.0
 

@@ -210,6 +210,7 @@ def garbage_host() -> Iterator[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = ThreadingHTTPServer(("127.0.0.1", port), _Garbage)
+    server.daemon_threads = True  # closing never waits on a request a client left half-read
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{port}/sandbox/x.git"
