@@ -43,10 +43,12 @@ test-fast: $(VENV)
 # git and sockets, so more workers than cores. Each test has its own key prefix on the shared
 # Redis (or a Redis of its own), free ports and temporary folders; a set of tests that must
 # share one worker is an `xdist_group` (the image tier: one build), kept together by
-# `--dist loadgroup`. REST_WORKERS=0 runs them in this one process.
+# `--dist loadgroup`. REST_WORKERS=0 runs them in this one process. The 25 slowest steps are
+# listed at the end (where CI's time goes).
 REST_WORKERS ?= 4
 test-rest: $(VENV) embedded-redis
-	scripts/with-redis .venv/bin/pytest -q -n $(REST_WORKERS) --dist loadgroup tests --ignore=tests/unit
+	scripts/with-redis .venv/bin/pytest -q -n $(REST_WORKERS) --dist loadgroup --durations=25 \
+		tests --ignore=tests/unit
 
 test-unit: $(VENV)
 	.venv/bin/pytest -q tests/unit tests/sandbox/unit

@@ -17,7 +17,9 @@ import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
+import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,18 +88,37 @@ def podman_env() -> dict[str, str]:
     return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
 
 
-def podman(
-    *args: str, check: bool = True, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
+def run_bounded(
+    command: list[str], *, timeout: float, check: bool = False, env: dict[str, str] | None = None
+) -> Completed:
+    """``command``'s result, its output caught in files rather than pipes, within ``timeout``.
+
+    ``subprocess.run(..., capture_output=True, timeout=...)`` kills the command at its timeout
+    and then reads its pipes to their end, unbounded: a process the command left behind that
+    still holds them (podman's conmon, buildah's helpers) held the test, past pytest's own
+    limit when that came first. Here the command runs in a session of its own, the whole
+    session is killed at the timeout, and nothing waits on a pipe."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(
+            command, stdout=out, stderr=err, text=True, env=env, start_new_session=True
+        )
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(command, code, out.read(), err.read())
+    if check:
+        done.check_returncode()
+    return done
+
+
+def podman(*args: str, check: bool = True, timeout: float = 300) -> Completed:
     """``podman ARGS`` with the project's containers.conf; its output."""
-    return subprocess.run(
-        ["podman", *args],
-        env=podman_env(),
-        capture_output=True,
-        text=True,
-        check=check,
-        timeout=timeout,
-    )
+    return run_bounded(["podman", *args], env=podman_env(), check=check, timeout=timeout)
 
 
 def _install_podman() -> str | None:
@@ -127,9 +148,7 @@ def image() -> str:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if podman("image", "exists", tag, check=False).returncode != 0:
             build = [str(REPO_ROOT / "scripts" / "build-image"), "--no-archive", "--tag", tag]
-            done = subprocess.run(
-                build, capture_output=True, text=True, check=False, timeout=BUILD_S
-            )
+            done = run_bounded(build, timeout=BUILD_S)
             output = f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
             assert done.returncode == 0, f"scripts/build-image failed:\n{output}"
     return tag
