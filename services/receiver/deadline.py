@@ -117,6 +117,13 @@ class DeadlineSocket:
         finally:
             self._sock.settimeout(None)
 
+    def shutdown(self, how: int) -> None:
+        """Our side is done (gunicorn's graceful close sends FIN, then drains for the client's
+        close): from here reads are that linger's, on the timeout it sets itself (2 s), not
+        the rest of the request's budget, which held the thread up to the read timeout."""
+        self.disarm()
+        self._sock.shutdown(how)
+
     @property
     def raw(self) -> socket.socket:
         """The socket itself (to peek at, or to hand over for closing)."""

@@ -75,6 +75,20 @@ def test_while_draining_a_run_out_deadline_is_a_plain_timeout(wire: Wire) -> Non
     assert not isinstance(raised.value, SlowClient)
 
 
+def test_after_our_side_shuts_down_reads_wait_only_the_callers_timeout(wire: Wire) -> None:
+    """gunicorn's graceful close (``util.close_graceful``) half-closes, then reads on a 2 s
+    timeout of its own for the client's close; the request's budget no longer holds it (it
+    held the thread for the rest of the read timeout, 10 s in the receiver)."""
+    # Armed for 10 s on a clock that never moves: only the disarm ends a wait early.
+    wire.sock.shutdown(socket.SHUT_WR)
+    assert wire.client.recv(16) == b""  # the client saw our FIN
+    wire.sock.settimeout(0.01)
+    with pytest.raises(TimeoutError):  # the caller's timeout, not SlowClient after 10 s
+        wire.sock.recv(16)
+    wire.client.sendall(b"late")
+    assert wire.sock.recv(16) == b"late"
+
+
 def test_a_client_that_stops_sending_is_cut_at_the_deadline(wire: Wire) -> None:
     """With the wall clock: nothing more arrives, the read gives up after the budget."""
     sock = DeadlineSocket(wire.raw)

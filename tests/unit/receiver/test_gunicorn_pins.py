@@ -37,6 +37,10 @@ class _Log:
     def __getattr__(self, name: str) -> object:
         return getattr(logging.getLogger("gunicorn-pins"), name)
 
+    def access(self, *args: object) -> None:
+        """gunicorn's access log, called after every answer (the stdlib logger has none: its
+        AttributeError sent the pins' answered request down gunicorn's error path)."""
+
 
 @pytest.fixture
 def worker() -> Iterator[ReceiverWorker]:
