@@ -3,7 +3,7 @@
 Starts the Kubernetes API server double (with the project's CRDs and the real Flux and Argo CD
 CRDs), the Git host, the Flux source- and kustomize-controller doubles (``--no-flux`` to
 leave them out) and the Argo CD application-controller double (``--no-argocd``), writes
-``DIR/kubeconfig`` (context ``sandbox``) and ``DIR/sandbox.json``
+``DIR/kubeconfig`` (context ``sandbox``) and, last, ``DIR/sandbox.json``
 (URLs, ports, repositories), and stops cleanly on Ctrl-C or SIGTERM. The stand-ins themselves
 are started by ``sandbox.stack``.
 
@@ -69,8 +69,11 @@ def up(args: argparse.Namespace) -> int:
         identities=identities(tokens),
         flux_pacing=Pacing(args.flux_before_apply, args.flux_between_objects),
         argocd_pacing=Pacing(args.argocd_before_apply, args.argocd_between_objects),
+        describe=False,
     )
-    for path in write_kubeconfigs(running.kube, directory, tokens):
+    users = write_kubeconfigs(running.kube, directory, tokens)
+    running.write_description()  # last: when it exists, the users' kubeconfigs do too
+    for path in users:
         name = path.name.removeprefix("kubeconfig-")
         print(f"User {name}:  kubectl --kubeconfig {args.dir}/{path.name} ...", flush=True)
     print(

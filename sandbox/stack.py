@@ -62,6 +62,14 @@ class Sandbox:
         """A client of the API server double as its administrator (any request allowed)."""
         return self.kube.api_client(self.admin_token)
 
+    def write_description(self) -> None:
+        """``sandbox.json``, whole (a new file renamed into place) and last: whoever waits for it
+        finds everything it describes, and every file written before it, ready."""
+        path = self.directory / "sandbox.json"
+        partial = path.with_name("sandbox.json.partial")
+        partial.write_text(json.dumps(self.describe(), indent=2) + "\n")
+        partial.replace(path)
+
     def describe(self) -> dict[str, object]:
         """What ``sandbox.json`` holds: enough for a test or a person to reach everything."""
         return {
@@ -100,8 +108,12 @@ def start(
     identities: Identities | None = None,
     flux_pacing: Pacing | None = None,
     argocd_pacing: Pacing | None = None,
+    describe: bool = True,
 ) -> Sandbox:
     """Start the stand-ins and write ``kubeconfig`` and ``sandbox.json`` into ``directory``.
+
+    ``describe=False`` leaves ``sandbox.json`` to the caller (``write_description``), which
+    writes more files first (``python -m sandbox up``: the users' kubeconfigs).
 
     Without ``identities`` the API server double allows every request; with them the
     kubeconfig is the product's identity and the doubles act as the administrator. The
@@ -133,5 +145,6 @@ def start(
             running.api_client(), directory / "argocd", pacing=argocd_pacing
         )
         running.argocd.start()
-    (directory / "sandbox.json").write_text(json.dumps(running.describe(), indent=2) + "\n")
+    if describe:
+        running.write_description()
     return running
