@@ -53,6 +53,17 @@ def _settled(flux: FluxTenant) -> list[Sent] | None:
     return sent if settled else None
 
 
+def _both_secrets_refused(flux: FluxTenant, configs: ConfigStore) -> bool:
+    """The Secret Flux created (``token``) and the receiver's (``webhook``) were refused and
+    every event published for the branch is handled. A refusal is recorded and its Refusal owed
+    before its event is acknowledged, so from here "settled" includes their Refusal; before
+    it, nothing owed only meant the snapshot had not reached the branch yet (the race a CI run
+    lost: the snapshot's Refusal went out after the test judged the tenant settled)."""
+    standing = configs.refusals(GitTargetUid(flux.uid)).values()
+    sensitive = [r for r in standing if r.get("reason") == "SensitiveResource"]
+    return len(sensitive) >= 2 and flux.events_handled() > 0
+
+
 def _consents(flux: FluxTenant, configs: ConfigStore) -> str | None:
     published = configs.target(GitTargetUid(flux.uid))
     return None if published is None else published.on_refusal
@@ -78,7 +89,7 @@ def test_consent_withdrawn_while_the_branch_is_busy_sends_no_refusal(
     first: list[Sent] = []
 
     def settled() -> bool:
-        found = _settled(flux)
+        found = _settled(flux) if _both_secrets_refused(flux, configs) else None
         first[:] = found or []
         return found is not None
 
