@@ -35,6 +35,7 @@ from shared.model.redis_url import (
     check_url,
     parse_sentinel,
 )
+from shared.store.durable import WAIT_TIMEOUT_MS
 
 #: The longest XREAD/BLPOP block any caller uses, in seconds.
 MAX_BLOCK_S = 5.0
@@ -59,6 +60,8 @@ class MadeClient(redis.Redis):
     acknowledged write waits for (``shared.store.durable``)."""
 
     min_replicas: int = 0
+    #: The deadline of an acknowledged write's WAIT, in milliseconds (``shared.store.durable``).
+    wait_timeout_ms: int = WAIT_TIMEOUT_MS
     made: _Made | None = None
 
     def twin(self, **options: Any) -> redis.Redis:
@@ -67,12 +70,20 @@ class MadeClient(redis.Redis):
         if self.made is None:
             raise UrlError("this client was not made by shared.store.connection")
         merged = {**self.made.options, **options}
-        return open_client(self.made.url, min_replicas=self.min_replicas, **merged)
+        return open_client(
+            self.made.url,
+            min_replicas=self.min_replicas,
+            wait_timeout_ms=self.wait_timeout_ms,
+            **merged,
+        )
 
 
-def open_client(url: str, *, min_replicas: int = 0, **options: Any) -> MadeClient:
+def open_client(
+    url: str, *, min_replicas: int = 0, wait_timeout_ms: int = WAIT_TIMEOUT_MS, **options: Any
+) -> MadeClient:
     """A client for ``url`` (one server, or a Sentinel set's primary) with redis-py
-    ``options`` (timeouts, retry, decoding, client name)."""
+    ``options`` (timeouts, retry, decoding, client name); an acknowledged write waits for
+    ``min_replicas`` replicas, at most ``wait_timeout_ms`` (keep it under the socket timeout)."""
     check_url(url)
     client: MadeClient
     if urlsplit(url).scheme in SENTINEL_SCHEMES:
@@ -80,6 +91,7 @@ def open_client(url: str, *, min_replicas: int = 0, **options: Any) -> MadeClien
     else:
         client = cast(MadeClient, MadeClient.from_url(url, **options))
     client.min_replicas = min_replicas
+    client.wait_timeout_ms = wait_timeout_ms
     client.made = _Made(url, dict(options))
     return client
 
@@ -125,12 +137,18 @@ def _sentinel_client(spec: SentinelUrl, options: dict[str, Any]) -> MadeClient:
     return cast(MadeClient, primary)
 
 
-def connect(url: str, client_name: str = "gitops-reverser", min_replicas: int = 0) -> MadeClient:
+def connect(
+    url: str,
+    client_name: str = "gitops-reverser",
+    min_replicas: int = 0,
+    wait_timeout_ms: int = WAIT_TIMEOUT_MS,
+) -> MadeClient:
     """A client for ``url`` that decodes responses to str; an acknowledged write waits for
-    ``min_replicas`` replicas (``shared.store.durable``)."""
+    ``min_replicas`` replicas, at most ``wait_timeout_ms`` (``shared.store.durable``)."""
     return open_client(
         url,
         min_replicas=min_replicas,
+        wait_timeout_ms=wait_timeout_ms,
         decode_responses=True,
         socket_timeout=SOCKET_TIMEOUT_S,
         socket_connect_timeout=5.0,

@@ -24,20 +24,21 @@ from typing import Any
 
 import redis
 
-from shared.store.durable import WAIT_TIMEOUT_MS, ReplicasBehind, fence_and_wait
+from shared.store.durable import ReplicasBehind, fence_and_wait, wait_timeout_ms
 from shared.store.errors import REDIS_DOWN
 
 
 class ThreadConnections:
     """Runs single commands on a per-thread connection of ``client``'s pool."""
 
-    __slots__ = ("_local", "_pool", "_retries")
+    __slots__ = ("_local", "_pool", "_retries", "_wait_ms")
 
     def __init__(self, client: redis.Redis) -> None:
         self._pool = client.connection_pool
         retry = client.get_retry()
         self._retries = retry.get_retries() if retry is not None else 0
         self._local = threading.local()
+        self._wait_ms = wait_timeout_ms(client)
 
     def _connection(self) -> Any:
         local = self._local
@@ -76,7 +77,7 @@ class ThreadConnections:
             return reply
         conn = self._connection()
         try:
-            confirmed = fence_and_wait(conn, replicas)
+            confirmed = fence_and_wait(conn, replicas, self._wait_ms)
         except REDIS_DOWN as err:
             conn.disconnect()
             raise ReplicasBehind(f"WAIT failed: {type(err).__name__}") from err
@@ -86,7 +87,7 @@ class ThreadConnections:
         if confirmed < replicas:
             raise ReplicasBehind(
                 f"{confirmed} of {replicas} replica(s) confirmed the write within "
-                f"{WAIT_TIMEOUT_MS} ms"
+                f"{self._wait_ms} ms"
             )
         return reply
 

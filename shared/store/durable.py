@@ -6,11 +6,12 @@ already acknowledged: an API edit the watcher moved its cursor past, a delivery 
 answered 202, an outcome the dispatcher reported. With ``GITOPS_REVERSER_REDIS_MIN_REPLICAS``
 (``Client.min_replicas``) at N > 0, each such write runs inside ``acknowledged``: on one
 connection, followed by ``WAIT N timeout`` on that same connection (``WAIT`` counts the
-replicas that have every write *that connection* made). Fewer than N replicas within
-``WAIT_TIMEOUT_MS``, or a connection that was re-made in between (a reconnect lands on
-whichever server is primary now, where the count says nothing of the write made on the old
-one), and the write counts as not done: ``ReplicasBehind``, a ``redis.ConnectionError``, so
-every caller treats it as the outage it handles already (C9: retry, acknowledge nothing).
+replicas that have every write *that connection* made). Fewer than N replicas by its deadline
+(``WAIT_TIMEOUT_MS`` unless the client was made with another), or a connection that was
+re-made in between (a reconnect lands on whichever server is primary now, where the count says
+nothing of the write made on the old one), and the write counts as not done: ``ReplicasBehind``,
+a ``redis.ConnectionError``, so every caller treats it as the outage it handles already (C9:
+retry, acknowledge nothing).
 
 ``WAIT`` covers what the connection wrote, so a block that wrote nothing (a retry whose
 script found its write done already: a report's guard set, a delivery's replay guard, an ack of
@@ -40,11 +41,12 @@ WAIT_TIMEOUT_MS = 1000
 FENCE = "gitops-reverser:durable-fence"
 
 
-def fence_and_wait(connection: Any, replicas: int) -> int:
-    """On ``connection``: a replicated no-op write, then ``WAIT replicas``, in one round trip;
-    how many replicas confirmed both (and so everything the primary took before)."""
+def fence_and_wait(connection: Any, replicas: int, timeout_ms: int = WAIT_TIMEOUT_MS) -> int:
+    """On ``connection``: a replicated no-op write, then ``WAIT replicas timeout_ms``, in one
+    round trip; how many replicas confirmed both (and so everything the primary took before).
+    ``WAIT`` answers as soon as that many replicas confirm; ``timeout_ms`` is its deadline."""
     connection.send_packed_command(
-        connection.pack_commands([("PUBLISH", FENCE, ""), ("WAIT", replicas, WAIT_TIMEOUT_MS)])
+        connection.pack_commands([("PUBLISH", FENCE, ""), ("WAIT", replicas, timeout_ms)])
     )
     connection.read_response()
     return int(connection.read_response())
@@ -58,6 +60,12 @@ class ReplicasBehind(redis.ConnectionError):
 def min_replicas(client: redis.Redis) -> int:
     """How many replicas an acknowledged write on ``client`` waits for (0: none)."""
     return int(getattr(client, "min_replicas", 0) or 0)
+
+
+def wait_timeout_ms(client: redis.Redis) -> int:
+    """The deadline of an acknowledged write's ``WAIT`` on ``client``, in milliseconds
+    (``WAIT_TIMEOUT_MS`` unless it was made with another)."""
+    return int(getattr(client, "wait_timeout_ms", 0) or WAIT_TIMEOUT_MS)
 
 
 class _Reconnects:
@@ -93,7 +101,8 @@ def acknowledged(client: redis.Redis, replicas: int | None = None) -> Iterator[r
     """A client whose every command and pipeline runs on one connection; at the end of the
     block, ``WAIT`` for ``replicas`` (default: the client's ``min_replicas``) on it.
 
-    Raises ``ReplicasBehind`` when fewer replicas answer within ``WAIT_TIMEOUT_MS`` or the
+    Raises ``ReplicasBehind`` when fewer replicas answer within the client's deadline
+    (``wait_timeout_ms``) or the
     connection was re-made inside the block. Scripts registered on ``client`` run on the
     pinned one when called with ``client=`` the yielded client.
     """
@@ -110,13 +119,13 @@ def acknowledged(client: redis.Redis, replicas: int | None = None) -> Iterator[r
         yield pinned
         if watch.count:
             raise ReplicasBehind("the connection was re-made during the write: not confirmed")
-        confirmed = fence_and_wait(connection, wanted)
+        deadline_ms = wait_timeout_ms(client)
+        confirmed = fence_and_wait(connection, wanted, deadline_ms)
         if watch.count:
             raise ReplicasBehind("the connection was re-made during WAIT: not confirmed")
         if confirmed < wanted:
             raise ReplicasBehind(
-                f"{confirmed} of {wanted} replica(s) confirmed the write within "
-                f"{WAIT_TIMEOUT_MS} ms"
+                f"{confirmed} of {wanted} replica(s) confirmed the write within {deadline_ms} ms"
             )
     finally:
         connection.deregister_connect_callback(watch.saw)

@@ -13,6 +13,7 @@ from redis.retry import Retry
 
 from shared.model.receivers import ReceiverRecord, RecordError
 from shared.store.connection import MadeClient, open_client
+from shared.store.durable import WAIT_TIMEOUT_MS
 from shared.store.errors import unavailable_as_error
 from shared.store.keys import Keys
 
@@ -25,13 +26,17 @@ RECEIVER_RETRIES = 1
 
 
 def receiver_client(
-    url: str, timeout_s: float = RECEIVER_TIMEOUT_S, min_replicas: int = 0
+    url: str,
+    timeout_s: float = RECEIVER_TIMEOUT_S,
+    min_replicas: int = 0,
+    wait_timeout_ms: int = WAIT_TIMEOUT_MS,
 ) -> MadeClient:
     """A client for the receiver, which never blocks on Redis: short timeouts, one retry
     (a Sentinel set's primary too: ``shared.store.connection``)."""
     return open_client(
         url,
         min_replicas=min_replicas,
+        wait_timeout_ms=wait_timeout_ms,
         decode_responses=True,
         socket_timeout=timeout_s,
         socket_connect_timeout=timeout_s,
